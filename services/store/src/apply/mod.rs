@@ -1,0 +1,118 @@
+//! Apply: turns committed raft entries into MVCC writes.
+//!
+//! Each entry is one [`RaftRequest`]; it is applied in one MVCC write view,
+//! persisted together with its raft index, and its events are handed to the
+//! watch hub. The outcome goes back to the member that proposed it.
+
+mod kv;
+mod lease;
+pub mod range;
+pub mod validate;
+
+use std::sync::Arc;
+
+use capstan_proto::etcdserverpb::{
+    CompactionResponse, DeleteRangeResponse, LeaseGrantResponse, LeaseRevokeResponse,
+    PutResponse, ResponseHeader, TxnResponse,
+};
+use capstan_proto::internal::raft_request::Request;
+use capstan_proto::internal::RaftRequest;
+use parking_lot::Mutex;
+use prost::Message;
+
+pub use lease::restore_leases;
+
+use crate::error::{Result, StoreError};
+use crate::lease::Lessor;
+use crate::mvcc::{MvccStore, WriteView};
+use crate::watch::WatchHub;
+
+/// The response to an applied request, before the server adds its header.
+#[derive(Debug, Clone)]
+pub enum ApplyOutcome {
+    Put(PutResponse),
+    DeleteRange(DeleteRangeResponse),
+    Txn(TxnResponse),
+    Compaction(CompactionResponse),
+    LeaseGrant(LeaseGrantResponse),
+    LeaseRevoke(LeaseRevokeResponse),
+}
+
+/// What applying one entry produced.
+pub struct Applied {
+    /// The proposer's request id, to wake its waiting client.
+    pub request_id: u64,
+    pub result: Result<ApplyOutcome>,
+}
+
+pub struct Applier {
+    mvcc: Arc<MvccStore>,
+    lessor: Arc<Mutex<Lessor>>,
+    hub: Arc<WatchHub>,
+}
+
+impl Applier {
+    pub fn new(mvcc: Arc<MvccStore>, lessor: Arc<Mutex<Lessor>>, hub: Arc<WatchHub>) -> Self {
+        Applier { mvcc, lessor, hub }
+    }
+
+    /// Applies the entry at raft `index`. Entries with no data (a new
+    /// leader's empty entry) only advance the applied index.
+    pub fn apply(&self, index: u64, data: &[u8]) -> Option<Applied> {
+        let request = if data.is_empty() {
+            None
+        } else {
+            match RaftRequest::decode(data) {
+                Ok(request) => Some(request),
+                Err(err) => panic!("raft entry {index} is not a RaftRequest: {err}"),
+            }
+        };
+        let mut view = self.mvcc.write();
+        let result = match request.as_ref().and_then(|r| r.request.as_ref()) {
+            Some(request) => Some(self.dispatch(&mut view, request)),
+            None => None,
+        };
+        let committed = view
+            .finish(index)
+            .unwrap_or_else(|err| panic!("cannot persist raft entry {index}: {err}"));
+        if !committed.events.is_empty() {
+            self.hub.notify(committed.revision, committed.events);
+        }
+        Some(Applied {
+            request_id: request?.id,
+            result: result?,
+        })
+    }
+
+    fn dispatch(&self, view: &mut WriteView, request: &Request) -> Result<ApplyOutcome> {
+        let mut lessor = self.lessor.lock();
+        match request {
+            Request::Put(req) => kv::put(view, &mut lessor, req).map(ApplyOutcome::Put),
+            Request::DeleteRange(req) => {
+                kv::delete_range(view, &mut lessor, req).map(ApplyOutcome::DeleteRange)
+            }
+            Request::Txn(req) => kv::txn(view, &mut lessor, req).map(ApplyOutcome::Txn),
+            Request::Compaction(req) => {
+                view.compact(req.revision)?;
+                Ok(ApplyOutcome::Compaction(CompactionResponse {
+                    header: Some(ResponseHeader {
+                        revision: view.revision(),
+                        ..Default::default()
+                    }),
+                }))
+            }
+            Request::LeaseGrant(req) => {
+                lease::grant(view, &mut lessor, req).map(ApplyOutcome::LeaseGrant)
+            }
+            Request::LeaseRevoke(req) => {
+                lease::revoke(view, &mut lessor, req).map(ApplyOutcome::LeaseRevoke)
+            }
+        }
+    }
+}
+
+/// Fails loudly if an outcome does not match the request kind; used by the
+/// server to unwrap the response it expects.
+pub fn unexpected(outcome: &ApplyOutcome) -> StoreError {
+    StoreError::Corrupt(format!("unexpected apply outcome {outcome:?}"))
+}

@@ -1,0 +1,122 @@
+//! `capstan-store`: one member of Capstan's revisioned key-value store.
+//!
+//! Layers, bottom up — each only uses the ones below it:
+//! - [`storage`]: the durable ordered key-value backend (sled behind a trait);
+//! - [`mvcc`]: revisions, the key index, historical reads, compaction;
+//! - [`lease`] and [`watch`]: lease table and clock; watchers fed by MVCC events;
+//! - [`apply`]: etcd request semantics applied from committed raft entries;
+//! - [`raft`]: the raft-rs node, its persistent log and the Ready loop;
+//! - [`server`] and [`jobs`]: the etcd v3 gRPC API and the leader's background work.
+
+pub mod apply;
+pub mod config;
+pub mod error;
+pub mod jobs;
+pub mod lease;
+pub mod member;
+pub mod metrics;
+pub mod mvcc;
+pub mod raft;
+pub mod server;
+pub mod storage;
+pub mod watch;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::apply::{restore_leases, Applier};
+use crate::config::{split_urls, StoreConfig};
+use crate::error::{Result, StoreError};
+use crate::lease::Lessor;
+use crate::member::Cluster;
+use crate::mvcc::MvccStore;
+use crate::raft::{start_node, NodeConfig, RaftLog};
+use crate::server::{Context, Limits};
+use crate::storage::{Backend, SledBackend};
+use crate::watch::WatchHub;
+
+/// How long a client request may wait for raft before it fails.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(7);
+
+/// Opens the member's state and starts its raft loop and background jobs.
+/// The returned context serves requests; see [`run`] for the whole member.
+pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|err| StoreError::Storage(format!("{}: {err}", config.data_dir.display())))?;
+    let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(&config.data_dir.join("db"))?);
+    let cluster = Cluster::bootstrap(config, &*backend)?;
+    let mvcc = Arc::new(MvccStore::open(backend.clone())?);
+    let mut lessor = Lessor::new(config.min_lease_ttl());
+    restore_leases(&mvcc, &mut lessor)?;
+    let lessor = Arc::new(Mutex::new(lessor));
+    let hub = WatchHub::new(mvcc.clone());
+    hub.start(config.progress_notify_interval());
+    let applied = mvcc.applied_index()?;
+    let log = RaftLog::open(backend.clone())?;
+    let node_config = NodeConfig {
+        member_id: cluster.local_id,
+        initial_voters: cluster.voter_ids(),
+        tick: config.tick(),
+        election_ticks: config.election_ticks(),
+        heartbeat_ticks: 1,
+        snapshot_count: config.snapshot_count,
+        request_timeout: REQUEST_TIMEOUT,
+    };
+    let applier = Applier::new(mvcc.clone(), lessor.clone(), hub.clone());
+    let raft = start_node(node_config, log, backend, applier, lessor.clone(), applied)?;
+    tracing::info!(
+        member = format!("{:x}", cluster.local_id),
+        cluster = format!("{:x}", cluster.cluster_id),
+        revision = mvcc.current_revision(),
+        applied,
+        "store member opened"
+    );
+    let ctx = Arc::new(Context {
+        raft,
+        mvcc,
+        hub,
+        lessor,
+        cluster,
+        limits: Limits {
+            max_request_bytes: config.max_request_bytes as usize,
+            max_txn_ops: config.max_txn_ops as usize,
+        },
+        metrics: metrics::Metrics::new(),
+    });
+    tokio::spawn(jobs::run_lease_expiry(ctx.clone()));
+    let policy = config
+        .compaction_policy()
+        .map_err(|err| StoreError::Storage(err.to_string()))?;
+    tokio::spawn(jobs::run_auto_compaction(ctx.clone(), policy));
+    Ok(ctx)
+}
+
+/// Runs a member until `shutdown` resolves: opens its state, binds every
+/// client URL, serves.
+pub async fn run(config: StoreConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    let ctx = open(&config)?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut servers = Vec::new();
+    for url in split_urls(&config.listen_client_urls) {
+        let listener = server::bind(&url)
+            .await
+            .map_err(|err| StoreError::Storage(format!("listen on {url}: {err}")))?;
+        tracing::info!(%url, "serving the etcd v3 API");
+        let mut stop = stop_rx.clone();
+        let signal = async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        };
+        servers.push(tokio::spawn(server::serve(ctx.clone(), listener, signal)));
+    }
+    shutdown.await;
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    for server in servers {
+        let _ = server.await;
+    }
+    ctx.mvcc.backend().flush()?;
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! Cluster membership as bootstrapped from `--initial-cluster`, and this
+//! member's persisted identity.
+
+use capstan_proto::etcdserverpb::Member as WireMember;
+use capstan_proto::internal::MemberIdentity;
+use prost::Message;
+
+use crate::config::{split_urls, StoreConfig};
+use crate::error::{Result, StoreError};
+use crate::storage::{Backend, Space, WriteBatch};
+
+const IDENTITY_KEY: &[u8] = b"s/identity";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub id: u64,
+    pub name: String,
+    pub peer_urls: Vec<String>,
+    pub client_urls: Vec<String>,
+}
+
+impl Member {
+    pub fn to_wire(&self) -> WireMember {
+        WireMember {
+            id: self.id,
+            name: self.name.clone(),
+            peer_ur_ls: self.peer_urls.clone(),
+            client_ur_ls: self.client_urls.clone(),
+            is_learner: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pub cluster_id: u64,
+    pub local_id: u64,
+    pub members: Vec<Member>,
+}
+
+/// FNV-1a: a small hash whose output never changes between builds, so
+/// member ids computed from the same flags agree everywhere.
+fn stable_hash(parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf29ce484222325;
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0)) {
+            hash ^= byte as u64;
+            hash = hash.wrapping_mul(0x100000001b3);
+        }
+    }
+    hash.max(1)
+}
+
+impl Cluster {
+    /// Reads membership from the configuration; this member's identity is
+    /// kept from its first start, as etcd keeps its member id.
+    pub fn bootstrap(config: &StoreConfig, backend: &dyn Backend) -> Result<Cluster> {
+        let members = parse_initial_cluster(config)?;
+        let local = members
+            .iter()
+            .find(|m| m.name == config.name)
+            .ok_or_else(|| {
+                StoreError::Storage(format!(
+                    "--initial-cluster has no member named {:?}",
+                    config.name
+                ))
+            })?;
+        let mut ids: Vec<u64> = members.iter().map(|m| m.id).collect();
+        ids.sort_unstable();
+        let id_text: Vec<String> = ids.iter().map(u64::to_string).collect();
+        let id_refs: Vec<&str> = id_text.iter().map(String::as_str).collect();
+        let computed = MemberIdentity {
+            member_id: local.id,
+            cluster_id: stable_hash(&id_refs),
+            name: config.name.clone(),
+        };
+        let identity = match backend.get(Space::Raft, IDENTITY_KEY)? {
+            Some(bytes) => MemberIdentity::decode(bytes.as_slice())?,
+            None => {
+                let mut batch = WriteBatch::default();
+                batch.put(IDENTITY_KEY.to_vec(), computed.encode_to_vec());
+                backend.write(Space::Raft, batch)?;
+                backend.flush()?;
+                computed
+            }
+        };
+        Ok(Cluster {
+            cluster_id: identity.cluster_id,
+            local_id: identity.member_id,
+            members,
+        })
+    }
+
+    pub fn voter_ids(&self) -> Vec<u64> {
+        self.members.iter().map(|m| m.id).collect()
+    }
+}
+
+fn parse_initial_cluster(config: &StoreConfig) -> Result<Vec<Member>> {
+    let mut members: Vec<Member> = Vec::new();
+    for pair in split_urls(&config.initial_cluster) {
+        let (name, url) = pair.split_once('=').ok_or_else(|| {
+            StoreError::Storage(format!("--initial-cluster entry {pair:?} is not name=url"))
+        })?;
+        match members.iter_mut().find(|m| m.name == name) {
+            Some(member) => member.peer_urls.push(url.to_string()),
+            None => members.push(Member {
+                id: 0,
+                name: name.to_string(),
+                peer_urls: vec![url.to_string()],
+                client_urls: Vec::new(),
+            }),
+        }
+    }
+    for member in &mut members {
+        let mut urls = member.peer_urls.clone();
+        urls.sort();
+        let mut parts: Vec<&str> = urls.iter().map(String::as_str).collect();
+        parts.push(&config.initial_cluster_token);
+        member.id = stable_hash(&parts);
+        if member.name == config.name {
+            member.client_urls = split_urls(&config.advertise_client_urls);
+        }
+    }
+    Ok(members)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Flags;
+
+    #[test]
+    fn ids_are_stable_and_distinct() {
+        let flags = Flags {
+            name: Some("a".into()),
+            initial_cluster: Some("a=http://h1:2380,b=http://h2:2380,c=http://h3:2380".into()),
+            ..Default::default()
+        };
+        let config = StoreConfig::load(&flags).unwrap();
+        let members = parse_initial_cluster(&config).unwrap();
+        assert_eq!(members.len(), 3);
+        assert_ne!(members[0].id, members[1].id);
+        assert_eq!(members, parse_initial_cluster(&config).unwrap());
+        assert_eq!(members[0].client_urls, vec!["http://127.0.0.1:2379".to_string()]);
+    }
+}

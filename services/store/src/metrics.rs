@@ -1,0 +1,107 @@
+//! Prometheus metrics of a store member, served on `/metrics`.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub method: &'static str,
+    pub code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodLabels {
+    pub method: &'static str,
+}
+
+/// Gauges read off the member at scrape time.
+#[derive(Default)]
+pub struct StateGauges {
+    pub revision: Gauge,
+    pub compact_revision: Gauge,
+    pub raft_term: Gauge,
+    pub raft_applied_index: Gauge,
+    pub raft_commit_index: Gauge,
+    pub is_leader: Gauge,
+    pub has_leader: Gauge,
+    pub watchers: Gauge,
+    pub db_size_bytes: Gauge,
+    pub leases: Gauge,
+}
+
+pub struct Metrics {
+    pub registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<MethodLabels, Histogram>,
+    pub state: StateGauges,
+}
+
+fn latency_histogram() -> Histogram {
+    // 100 µs to about 13 s.
+    Histogram::new(exponential_buckets(0.0001, 2.0, 18))
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("capstan_store");
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency =
+            Family::<MethodLabels, Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
+        registry.register("grpc_requests", "gRPC requests by method and status code", requests.clone());
+        registry.register(
+            "grpc_request_duration_seconds",
+            "gRPC request latency by method",
+            latency.clone(),
+        );
+        let state = StateGauges::default();
+        let gauges: [(&str, &str, &Gauge); 10] = [
+            ("revision", "Current MVCC revision", &state.revision),
+            ("compact_revision", "Revision history is compacted to", &state.compact_revision),
+            ("raft_term", "Current raft term", &state.raft_term),
+            ("raft_applied_index", "Last applied raft index", &state.raft_applied_index),
+            ("raft_commit_index", "Last committed raft index", &state.raft_commit_index),
+            ("is_leader", "1 if this member is the raft leader", &state.is_leader),
+            ("has_leader", "1 if this member knows a leader", &state.has_leader),
+            ("watchers", "Open watchers", &state.watchers),
+            ("db_size_bytes", "Size of the backend on disk", &state.db_size_bytes),
+            ("leases", "Granted leases", &state.leases),
+        ];
+        for (name, help, gauge) in gauges {
+            registry.register(name, help, gauge.clone());
+        }
+        Metrics {
+            registry,
+            requests,
+            latency,
+            state,
+        }
+    }
+
+    pub fn record(&self, method: &'static str, code: &'static str, elapsed: Duration) {
+        self.requests
+            .get_or_create(&RequestLabels { method, code })
+            .inc();
+        self.latency
+            .get_or_create(&MethodLabels { method })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

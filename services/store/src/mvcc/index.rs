@@ -1,0 +1,137 @@
+//! The in-memory index from key to its history of revisions.
+//!
+//! Values are not here: only which revision of each key is visible when. The
+//! index is rebuilt from the backend's revision records at start-up.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use super::key_history::{KeyHistory, LiveMeta};
+use super::{KeyRange, Revision};
+
+#[derive(Debug, Default)]
+pub struct KeyIndex {
+    keys: BTreeMap<Vec<u8>, KeyHistory>,
+}
+
+impl KeyIndex {
+    pub fn history(&self, key: &[u8]) -> Option<&KeyHistory> {
+        self.keys.get(key)
+    }
+
+    pub fn live(&self, key: &[u8]) -> Option<LiveMeta> {
+        self.keys.get(key).and_then(KeyHistory::live)
+    }
+
+    pub fn record_put(&mut self, key: &[u8], rev: Revision, lease: i64) -> LiveMeta {
+        self.entry(key).record_put(rev, lease)
+    }
+
+    pub fn restore_put(&mut self, key: &[u8], rev: Revision, meta: LiveMeta) {
+        self.entry(key).restore_put(rev, meta)
+    }
+
+    pub fn record_delete(&mut self, key: &[u8], rev: Revision) {
+        self.entry(key).record_delete(rev)
+    }
+
+    fn entry(&mut self, key: &[u8]) -> &mut KeyHistory {
+        if !self.keys.contains_key(key) {
+            self.keys.insert(key.to_vec(), KeyHistory::default());
+        }
+        self.keys.get_mut(key).expect("inserted above")
+    }
+
+    /// Calls `visit` with each key in `range` and its revision visible at
+    /// `at`, in key order, until `visit` returns false.
+    pub fn visit_at(
+        &self,
+        range: &KeyRange,
+        at: i64,
+        mut visit: impl FnMut(&[u8], Revision) -> bool,
+    ) {
+        for (key, history) in self.histories_in(range) {
+            if let Some(rev) = history.visible_at(at) {
+                if !visit(key, rev) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Keys in `range` that are live now, with their metadata.
+    pub fn live_in(&self, range: &KeyRange) -> Vec<(Vec<u8>, LiveMeta)> {
+        self.histories_in(range)
+            .filter_map(|(k, h)| h.live().map(|meta| (k.to_vec(), meta)))
+            .collect()
+    }
+
+    fn histories_in<'a>(
+        &'a self,
+        range: &KeyRange,
+    ) -> Box<dyn Iterator<Item = (&'a [u8], &'a KeyHistory)> + 'a> {
+        let iter: Box<dyn Iterator<Item = (&Vec<u8>, &KeyHistory)>> = match range {
+            KeyRange::Single(key) => Box::new(self.keys.get_key_value(key).into_iter()),
+            KeyRange::From(start) => Box::new(self.keys.range(start.clone()..)),
+            KeyRange::Between(start, end) if start < end => Box::new(
+                self.keys
+                    .range::<Vec<u8>, _>((Bound::Included(start), Bound::Excluded(end))),
+            ),
+            KeyRange::Between(..) => Box::new(std::iter::empty()),
+        };
+        Box::new(iter.map(|(k, h)| (k.as_slice(), h)))
+    }
+
+    /// Forgets every revision no read at or after `at` can see and returns
+    /// them, so their values can be removed from the backend.
+    pub fn compact(&mut self, at: i64) -> Vec<Revision> {
+        let mut removed = Vec::new();
+        self.keys.retain(|_, history| !history.compact(at, &mut removed));
+        removed
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys_at(index: &KeyIndex, range: &KeyRange, at: i64) -> Vec<Vec<u8>> {
+        let mut out = vec![];
+        index.visit_at(range, at, |k, _| {
+            out.push(k.to_vec());
+            true
+        });
+        out
+    }
+
+    #[test]
+    fn ranges_see_the_keys_alive_at_a_revision() {
+        let mut index = KeyIndex::default();
+        index.record_put(b"a", Revision::new(2, 0), 0);
+        index.record_put(b"b", Revision::new(3, 0), 0);
+        index.record_put(b"c", Revision::new(4, 0), 0);
+        index.record_delete(b"b", Revision::new(5, 0));
+        let all = KeyRange::new(b"\0", b"\0");
+        assert_eq!(keys_at(&index, &all, 4), vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(keys_at(&index, &all, 5), vec![b"a".to_vec(), b"c".to_vec()]);
+        assert_eq!(keys_at(&index, &KeyRange::new(b"b", b"c"), 3), vec![b"b".to_vec()]);
+        assert!(keys_at(&index, &KeyRange::new(b"c", b"a"), 5).is_empty());
+        assert_eq!(index.live_in(&all).len(), 2);
+    }
+
+    #[test]
+    fn compaction_drops_dead_keys() {
+        let mut index = KeyIndex::default();
+        index.record_put(b"a", Revision::new(2, 0), 0);
+        index.record_delete(b"a", Revision::new(3, 0));
+        index.record_put(b"b", Revision::new(4, 0), 0);
+        let removed = index.compact(4);
+        assert_eq!(removed, vec![Revision::new(2, 0), Revision::new(3, 0)]);
+        assert_eq!(index.len(), 1);
+    }
+}

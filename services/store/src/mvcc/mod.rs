@@ -1,0 +1,22 @@
+//! The multi-version key-value state machine.
+//!
+//! Every change gets a [`Revision`]; each key keeps its history of revisions in
+//! an in-memory [`KeyIndex`](index::KeyIndex), while the values live in the
+//! backend keyed by revision, so historical reads and watch replay are a scan
+//! of the backend. This layer knows nothing of raft or of etcd's request
+//! options: `apply` turns requests into calls on [`MvccStore`].
+//!
+//! Layout in the backend's MVCC space:
+//! - `r` + main (8 bytes BE) + sub (8 bytes BE) → `StoredRevision`
+//! - `l` + lease id (8 bytes BE) → `StoredLease`
+//! - `m/…` → meta records (applied index, current and compacted revision)
+
+mod index;
+mod key_history;
+mod key_range;
+mod revision;
+mod store;
+
+pub use key_range::KeyRange;
+pub use revision::Revision;
+pub use store::{Committed, MvccStore, RangeOutput, WriteView, META_APPLIED_INDEX};

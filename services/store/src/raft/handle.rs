@@ -1,0 +1,123 @@
+//! The client side of the Ready loop: proposing requests and obtaining
+//! linearizable read barriers.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use capstan_proto::internal::{raft_request::Request, RaftRequest};
+use prost::Message;
+use tokio::sync::{oneshot, watch};
+use tokio::time::{timeout, Instant};
+
+use crate::apply::ApplyOutcome;
+use crate::error::{Result, StoreError};
+
+/// A message to the Ready loop.
+pub(crate) enum NodeMsg {
+    Propose {
+        id: u64,
+        data: Vec<u8>,
+        done: oneshot::Sender<Result<ApplyOutcome>>,
+    },
+    ReadIndex {
+        done: oneshot::Sender<u64>,
+    },
+}
+
+/// What the Ready loop publishes about the node, for status and headers.
+#[derive(Debug, Default)]
+pub struct RaftStatus {
+    pub member_id: u64,
+    pub leader: AtomicU64,
+    pub term: AtomicU64,
+    pub last_index: AtomicU64,
+    pub commit: AtomicU64,
+    pub applied: AtomicU64,
+}
+
+impl RaftStatus {
+    pub fn leader(&self) -> u64 {
+        self.leader.load(Ordering::Acquire)
+    }
+
+    pub fn term(&self) -> u64 {
+        self.term.load(Ordering::Acquire)
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.leader() == self.member_id
+    }
+}
+
+/// How long one ReadIndex round may take before it is retried; raft-rs
+/// drops read requests silently while a new leader has not committed yet.
+const READ_INDEX_ATTEMPT: Duration = Duration::from_millis(500);
+
+#[derive(Clone)]
+pub struct RaftHandle {
+    pub(crate) tx: std::sync::mpsc::Sender<NodeMsg>,
+    pub(crate) status: Arc<RaftStatus>,
+    pub(crate) applied: watch::Receiver<u64>,
+    pub(crate) next_id: Arc<AtomicU64>,
+    pub(crate) request_timeout: Duration,
+}
+
+impl RaftHandle {
+    pub fn status(&self) -> &RaftStatus {
+        &self.status
+    }
+
+    /// Proposes `request` and waits until this member has applied it.
+    pub async fn propose(&self, request: Request) -> Result<ApplyOutcome> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let data = RaftRequest {
+            id,
+            request: Some(request),
+        }
+        .encode_to_vec();
+        let (done, wait) = oneshot::channel();
+        self.tx
+            .send(NodeMsg::Propose { id, data, done })
+            .map_err(|_| StoreError::Stopped)?;
+        match timeout(self.request_timeout, wait).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(StoreError::Stopped),
+            Err(_) if self.status.leader() == 0 => Err(StoreError::NoLeader),
+            Err(_) => Err(StoreError::Timeout),
+        }
+    }
+
+    /// Returns once this member has applied everything committed before the
+    /// call: a linearizable read may then be served locally.
+    pub async fn read_barrier(&self) -> Result<()> {
+        let deadline = Instant::now() + self.request_timeout;
+        loop {
+            let (done, wait) = oneshot::channel();
+            self.tx
+                .send(NodeMsg::ReadIndex { done })
+                .map_err(|_| StoreError::Stopped)?;
+            let attempt = deadline.min(Instant::now() + READ_INDEX_ATTEMPT);
+            if let Ok(Ok(index)) = tokio::time::timeout_at(attempt, wait).await {
+                return self.wait_applied(index, deadline).await;
+            }
+            if Instant::now() >= deadline {
+                return Err(if self.status.leader() == 0 {
+                    StoreError::NoLeader
+                } else {
+                    StoreError::Timeout
+                });
+            }
+        }
+    }
+
+    async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<()> {
+        let mut applied = self.applied.clone();
+        let reached = tokio::time::timeout_at(deadline, applied.wait_for(|a| *a >= index)).await;
+        match reached {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(StoreError::Stopped),
+            Err(_) => Err(StoreError::Timeout),
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! The Ready loop: one thread that owns the `RawNode`.
+//!
+//! Each turn it takes every queued proposal and read request (so one Ready —
+//! and one fsync — covers many client requests), ticks the clock, and handles
+//! the Ready in the order raft-rs documents: send messages, apply committed
+//! entries, append new entries and hard state, flush once, send persisted
+//! messages, advance, apply what `advance` committed, advance the apply index.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use protobuf::Message as _;
+use raft::eraftpb::{ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message};
+use raft::{Config, RawNode, ReadState, StateRole};
+use tokio::sync::{oneshot, watch};
+
+use super::handle::{NodeMsg, RaftHandle, RaftStatus};
+use super::logger::raft_logger;
+use super::storage::RaftLog;
+use crate::apply::{ApplyOutcome, Applier};
+use crate::error::{Result, StoreError};
+use crate::lease::Lessor;
+use crate::storage::Backend;
+
+/// How the Ready loop is set up.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub member_id: u64,
+    /// Voters to bootstrap a brand-new log with.
+    pub initial_voters: Vec<u64>,
+    pub tick: Duration,
+    pub election_ticks: usize,
+    pub heartbeat_ticks: usize,
+    /// Applied entries after which the front of the log is dropped.
+    pub snapshot_count: u64,
+    pub request_timeout: Duration,
+}
+
+/// Entries kept behind the applied index when the log is truncated, so a
+/// briefly lagging follower can still catch up from the log (as etcd does).
+const CATCH_UP_ENTRIES: u64 = 5000;
+/// Requests taken from the queue per turn, bounding one Ready's size.
+const MAX_BATCH: usize = 4096;
+
+struct Waiter {
+    since: Instant,
+    done: oneshot::Sender<Result<ApplyOutcome>>,
+}
+
+struct Node {
+    raw: RawNode<RaftLog>,
+    log: RaftLog,
+    backend: Arc<dyn Backend>,
+    applier: Applier,
+    lessor: Arc<Mutex<Lessor>>,
+    status: Arc<RaftStatus>,
+    applied_tx: watch::Sender<u64>,
+    config: NodeConfig,
+    waiters: HashMap<u64, Waiter>,
+    pending_reads: Vec<oneshot::Sender<u64>>,
+    inflight_reads: HashMap<Vec<u8>, (Instant, Vec<oneshot::Sender<u64>>)>,
+    next_read_ctx: u64,
+    applied: u64,
+    role: StateRole,
+}
+
+/// Bootstraps the log if it is new, then starts the Ready loop thread.
+pub fn start_node(
+    config: NodeConfig,
+    log: RaftLog,
+    backend: Arc<dyn Backend>,
+    applier: Applier,
+    lessor: Arc<Mutex<Lessor>>,
+    applied: u64,
+) -> Result<RaftHandle> {
+    if !log.is_initialized() {
+        let mut conf_state = ConfState::default();
+        conf_state.voters = config.initial_voters.clone();
+        log.set_conf_state(&conf_state)?;
+        backend.flush()?;
+    }
+    // An entry is applied only once committed, so the commit index is at
+    // least the applied one even if its own write was lost in a crash.
+    log.set_commit(applied)?;
+    let raft_config = Config {
+        id: config.member_id,
+        election_tick: config.election_ticks,
+        heartbeat_tick: config.heartbeat_ticks,
+        applied,
+        check_quorum: true,
+        pre_vote: true,
+        max_size_per_msg: 1024 * 1024,
+        max_inflight_msgs: 256,
+        max_uncommitted_size: 128 * 1024 * 1024,
+        ..Default::default()
+    };
+    raft_config
+        .validate()
+        .map_err(|err| StoreError::Storage(format!("raft config: {err}")))?;
+    let mut raw = RawNode::new(&raft_config, log.clone(), &raft_logger())
+        .map_err(|err| StoreError::Storage(format!("raft node: {err}")))?;
+    if log.conf_state().voters == [config.member_id] {
+        // Alone in the group: no one to wait for, take the lead at once.
+        let _ = raw.campaign();
+    }
+    let status = Arc::new(RaftStatus {
+        member_id: config.member_id,
+        ..Default::default()
+    });
+    status.applied.store(applied, Ordering::Release);
+    status.last_index.store(log.last_index(), Ordering::Release);
+    let (applied_tx, applied_rx) = watch::channel(applied);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = RaftHandle {
+        tx,
+        status: status.clone(),
+        applied: applied_rx,
+        next_id: Arc::new(AtomicU64::new(first_request_id(config.member_id))),
+        request_timeout: config.request_timeout,
+    };
+    let node = Node {
+        raw,
+        log,
+        backend,
+        applier,
+        lessor,
+        status,
+        applied_tx,
+        config,
+        waiters: HashMap::new(),
+        pending_reads: Vec::new(),
+        inflight_reads: HashMap::new(),
+        next_read_ctx: 0,
+        applied,
+        role: StateRole::Follower,
+    };
+    std::thread::Builder::new()
+        .name("raft-ready-loop".into())
+        .spawn(move || node.run(rx))
+        .map_err(|err| StoreError::Storage(format!("spawn raft thread: {err}")))?;
+    Ok(handle)
+}
+
+/// Request ids are unique per member and per process start: the member's id
+/// in the top bits, the start time below, then a counter.
+fn first_request_id(member_id: u64) -> u64 {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    ((member_id & 0xffff) << 48) | ((millis & 0xff_ffff_ffff) << 8)
+}
+
+impl Node {
+    fn run(mut self, rx: Receiver<NodeMsg>) {
+        let mut last_tick = Instant::now();
+        loop {
+            let wait = self.config.tick.saturating_sub(last_tick.elapsed());
+            match rx.recv_timeout(wait) {
+                Ok(msg) => {
+                    self.handle(msg);
+                    for msg in rx.try_iter().take(MAX_BATCH) {
+                        self.handle(msg);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if last_tick.elapsed() >= self.config.tick {
+                self.raw.tick();
+                last_tick = Instant::now();
+                self.expire_stale_requests();
+            }
+            self.issue_reads();
+            if let Err(err) = self.on_ready() {
+                // The log or state machine can no longer be trusted to be
+                // durable; stopping is the only safe answer.
+                tracing::error!(%err, "storage failure in the raft loop; stopping");
+                std::process::exit(2);
+            }
+        }
+        let _ = self.backend.flush();
+        tracing::info!("raft loop stopped");
+    }
+
+    fn handle(&mut self, msg: NodeMsg) {
+        match msg {
+            NodeMsg::Propose { id, data, done } => match self.raw.propose(Vec::new(), data) {
+                Ok(()) => {
+                    let since = Instant::now();
+                    self.waiters.insert(id, Waiter { since, done });
+                }
+                Err(raft::Error::ProposalDropped) => {
+                    let _ = done.send(Err(StoreError::NoLeader));
+                }
+                Err(err) => {
+                    let _ = done.send(Err(StoreError::Storage(err.to_string())));
+                }
+            },
+            NodeMsg::ReadIndex { done } => self.pending_reads.push(done),
+        }
+    }
+
+    /// One ReadIndex round for every read that arrived since the last one.
+    fn issue_reads(&mut self) {
+        if self.pending_reads.is_empty() {
+            return;
+        }
+        let ctx = self.next_read_ctx.to_be_bytes().to_vec();
+        self.next_read_ctx += 1;
+        self.raw.read_index(ctx.clone());
+        let readers = std::mem::take(&mut self.pending_reads);
+        self.inflight_reads.insert(ctx, (Instant::now(), readers));
+    }
+
+    fn answer_reads(&mut self, states: Vec<ReadState>) {
+        for state in states {
+            if let Some((_, readers)) = self.inflight_reads.remove(&state.request_ctx) {
+                for reader in readers {
+                    let _ = reader.send(state.index);
+                }
+            }
+        }
+    }
+
+    /// Forgets requests whose callers have given up: dropped read rounds are
+    /// retried by the caller, and lost proposals have timed out.
+    fn expire_stale_requests(&mut self) {
+        let read_limit = Duration::from_secs(1);
+        self.inflight_reads
+            .retain(|_, (since, _)| since.elapsed() < read_limit);
+        let proposal_limit = self.config.request_timeout * 2;
+        self.waiters
+            .retain(|_, waiter| waiter.since.elapsed() < proposal_limit);
+    }
+
+    fn on_ready(&mut self) -> Result<()> {
+        if !self.raw.has_ready() {
+            return Ok(());
+        }
+        let mut ready = self.raw.ready();
+        if let Some(soft) = ready.ss() {
+            self.on_role_change(soft.leader_id, soft.raft_state);
+        }
+        self.send(ready.take_messages());
+        if !ready.snapshot().is_empty() {
+            return Err(StoreError::Storage(
+                "received a raft snapshot; installing snapshots is not supported yet".into(),
+            ));
+        }
+        self.answer_reads(ready.take_read_states());
+        self.apply(ready.take_committed_entries())?;
+        let durable_applied = self.applied;
+        let must_flush = !ready.entries().is_empty() || ready.hs().is_some();
+        self.log.append(ready.entries())?;
+        if let Some(hard_state) = ready.hs() {
+            self.log.set_hard_state(hard_state)?;
+            self.status.term.store(hard_state.term, Ordering::Release);
+        }
+        if must_flush {
+            self.backend.flush()?;
+        }
+        self.send(ready.take_persisted_messages());
+        let mut light = self.raw.advance(ready);
+        if let Some(commit) = light.commit_index() {
+            self.log.set_commit(commit)?;
+            self.status.commit.store(commit, Ordering::Release);
+        }
+        self.send(light.take_messages());
+        self.apply(light.take_committed_entries())?;
+        self.raw.advance_apply();
+        self.publish_progress();
+        if must_flush {
+            self.truncate_log(durable_applied)?;
+        }
+        Ok(())
+    }
+
+    fn on_role_change(&mut self, leader: u64, role: StateRole) {
+        self.status.leader.store(leader, Ordering::Release);
+        let was_leader = self.role == StateRole::Leader;
+        let is_leader = role == StateRole::Leader;
+        if is_leader && !was_leader {
+            // A new leader cannot know how long the old one last saw each
+            // keep-alive, so every lease gets a full TTL plus an election.
+            let extension = self.config.tick * self.config.election_ticks as u32;
+            self.lessor.lock().promote(extension);
+            tracing::info!(term = self.raw.raft.term, "became leader");
+        } else if was_leader && !is_leader {
+            self.lessor.lock().demote();
+            tracing::info!(leader, "lost leadership");
+        }
+        self.role = role;
+    }
+
+    /// Peers are reached through the replication transport (issue 3); a
+    /// single-member group has no one to send to.
+    fn send(&mut self, messages: Vec<Message>) {
+        for message in messages {
+            tracing::warn!(to = message.to, kind = ?message.get_msg_type(), "no transport to peer; message dropped");
+            self.raw.report_unreachable(message.to);
+        }
+    }
+
+    fn apply(&mut self, entries: Vec<Entry>) -> Result<()> {
+        for entry in entries {
+            match entry.get_entry_type() {
+                EntryType::EntryNormal => self.apply_normal(&entry),
+                EntryType::EntryConfChange => {
+                    let change = ConfChange::parse_from_bytes(&entry.data)
+                        .map_err(|err| StoreError::Corrupt(err.to_string()))?;
+                    self.apply_conf_change(entry.index, &change)?;
+                }
+                EntryType::EntryConfChangeV2 => {
+                    let change = ConfChangeV2::parse_from_bytes(&entry.data)
+                        .map_err(|err| StoreError::Corrupt(err.to_string()))?;
+                    self.apply_conf_change(entry.index, &change)?;
+                }
+            }
+            self.applied = entry.index;
+        }
+        Ok(())
+    }
+
+    fn apply_normal(&mut self, entry: &Entry) {
+        let Some(applied) = self.applier.apply(entry.index, &entry.data) else {
+            return;
+        };
+        if let Some(waiter) = self.waiters.remove(&applied.request_id) {
+            let _ = waiter.done.send(applied.result);
+        }
+    }
+
+    fn apply_conf_change(&mut self, index: u64, change: &impl raft_proto::ConfChangeI) -> Result<()> {
+        let conf_state = self
+            .raw
+            .apply_conf_change(change)
+            .map_err(|err| StoreError::Storage(format!("conf change: {err}")))?;
+        self.log.set_conf_state(&conf_state)?;
+        // Record the index as applied in the state machine too.
+        self.applier.apply(index, &[]);
+        Ok(())
+    }
+
+    fn publish_progress(&mut self) {
+        self.status
+            .last_index
+            .store(self.log.last_index(), Ordering::Release);
+        self.status.applied.store(self.applied, Ordering::Release);
+        self.applied_tx.send_if_modified(|applied| {
+            let changed = *applied != self.applied;
+            *applied = self.applied;
+            changed
+        });
+    }
+
+    /// Drops log entries that are applied, flushed, and older than the
+    /// catch-up window, once `snapshot_count` of them have piled up.
+    fn truncate_log(&mut self, durable_applied: u64) -> Result<()> {
+        let first = self.log.first_index();
+        let keep = CATCH_UP_ENTRIES.min(self.config.snapshot_count);
+        if durable_applied < first + self.config.snapshot_count + keep {
+            return Ok(());
+        }
+        let upto = durable_applied - keep;
+        tracing::info!(upto, "truncating the raft log");
+        self.log.truncate_front(upto)
+    }
+}

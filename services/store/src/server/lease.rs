@@ -1,0 +1,164 @@
+//! `etcdserverpb.Lease`: grant and revoke go through raft; keep-alives and
+//! time-to-live are answered from the leader's lease clock.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use capstan_proto::etcdserverpb::lease_server::Lease;
+use capstan_proto::etcdserverpb::{
+    LeaseGrantRequest, LeaseGrantResponse, LeaseKeepAliveRequest, LeaseKeepAliveResponse,
+    LeaseLeasesRequest, LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse,
+    LeaseStatus, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
+};
+use capstan_proto::internal::raft_request::Request;
+use futures::{Stream, StreamExt};
+use rand::Rng;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request as GrpcRequest, Response, Status, Streaming};
+
+use super::Context;
+use crate::error::{Result, StoreError};
+use crate::lease::MAX_LEASE_TTL;
+
+pub struct LeaseService(pub Arc<Context>);
+
+impl LeaseService {
+    async fn grant(&self, mut req: LeaseGrantRequest) -> Result<LeaseGrantResponse> {
+        let ctx = &self.0;
+        if req.ttl > MAX_LEASE_TTL {
+            return Err(StoreError::LeaseTtlTooLarge);
+        }
+        if req.id == 0 {
+            req.id = self.unused_id();
+        } else if ctx.lessor.lock().exists(req.id) {
+            return Err(StoreError::LeaseExists);
+        }
+        ctx.propose(Request::LeaseGrant(req)).await
+    }
+
+    /// A fresh positive id; chosen by the proposer so that every member
+    /// applies the same one.
+    fn unused_id(&self) -> i64 {
+        let lessor = self.0.lessor.lock();
+        let mut rng = rand::rng();
+        loop {
+            let id = rng.random_range(1..i64::MAX);
+            if !lessor.exists(id) {
+                return id;
+            }
+        }
+    }
+
+    async fn revoke(&self, req: LeaseRevokeRequest) -> Result<LeaseRevokeResponse> {
+        if !self.0.lessor.lock().exists(req.id) {
+            return Err(StoreError::LeaseNotFound);
+        }
+        self.0.propose(Request::LeaseRevoke(req)).await
+    }
+
+    async fn time_to_live(&self, req: LeaseTimeToLiveRequest) -> Result<LeaseTimeToLiveResponse> {
+        let ctx = &self.0;
+        let info = ctx.lessor.lock().info(req.id, Instant::now());
+        let header = Some(ctx.header(ctx.mvcc.current_revision()));
+        Ok(match info {
+            Some(info) => LeaseTimeToLiveResponse {
+                header,
+                id: req.id,
+                ttl: info.remaining,
+                granted_ttl: info.granted,
+                keys: if req.keys { info.keys } else { Vec::new() },
+            },
+            // etcd answers an unknown lease with TTL -1, not an error.
+            None => LeaseTimeToLiveResponse {
+                header,
+                id: req.id,
+                ttl: -1,
+                ..Default::default()
+            },
+        })
+    }
+
+    async fn leases(&self) -> Result<LeaseLeasesResponse> {
+        let ctx = &self.0;
+        let leases = ctx
+            .lessor
+            .lock()
+            .ids()
+            .into_iter()
+            .map(|id| LeaseStatus { id })
+            .collect();
+        Ok(LeaseLeasesResponse {
+            header: Some(ctx.header(ctx.mvcc.current_revision())),
+            leases,
+        })
+    }
+}
+
+/// Renews one lease; an unknown lease is answered with TTL 0, as etcd does.
+fn keep_alive(ctx: &Context, id: i64) -> LeaseKeepAliveResponse {
+    let ttl = ctx.lessor.lock().renew(id).unwrap_or(0);
+    LeaseKeepAliveResponse {
+        header: Some(ctx.header(ctx.mvcc.current_revision())),
+        id,
+        ttl,
+    }
+}
+
+type KeepAliveStream = Pin<Box<dyn Stream<Item = std::result::Result<LeaseKeepAliveResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Lease for LeaseService {
+    async fn lease_grant(
+        &self,
+        request: GrpcRequest<LeaseGrantRequest>,
+    ) -> std::result::Result<Response<LeaseGrantResponse>, Status> {
+        self.0.observe("LeaseGrant", self.grant(request.into_inner())).await
+    }
+
+    async fn lease_revoke(
+        &self,
+        request: GrpcRequest<LeaseRevokeRequest>,
+    ) -> std::result::Result<Response<LeaseRevokeResponse>, Status> {
+        self.0.observe("LeaseRevoke", self.revoke(request.into_inner())).await
+    }
+
+    type LeaseKeepAliveStream = KeepAliveStream;
+
+    async fn lease_keep_alive(
+        &self,
+        request: GrpcRequest<Streaming<LeaseKeepAliveRequest>>,
+    ) -> std::result::Result<Response<Self::LeaseKeepAliveStream>, Status> {
+        let (tx, rx) = mpsc::channel(64);
+        let ctx = self.0.clone();
+        let mut incoming = request.into_inner();
+        tokio::spawn(async move {
+            while let Some(Ok(req)) = incoming.next().await {
+                let started = Instant::now();
+                let response = keep_alive(&ctx, req.id);
+                ctx.metrics.record("LeaseKeepAlive", "OK", started.elapsed());
+                if tx.send(Ok(response)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn lease_time_to_live(
+        &self,
+        request: GrpcRequest<LeaseTimeToLiveRequest>,
+    ) -> std::result::Result<Response<LeaseTimeToLiveResponse>, Status> {
+        self.0
+            .observe("LeaseTimeToLive", self.time_to_live(request.into_inner()))
+            .await
+    }
+
+    async fn lease_leases(
+        &self,
+        _request: GrpcRequest<LeaseLeasesRequest>,
+    ) -> std::result::Result<Response<LeaseLeasesResponse>, Status> {
+        self.0.observe("LeaseLeases", self.leases()).await
+    }
+}

@@ -1,0 +1,119 @@
+//! `etcdserverpb.Maintenance`: status, hashes and alarms.
+
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use capstan_proto::etcdserverpb::maintenance_server::Maintenance;
+use capstan_proto::etcdserverpb::{
+    AlarmRequest, AlarmResponse, DefragmentRequest, DefragmentResponse, HashKvRequest,
+    HashKvResponse, HashRequest, HashResponse, MoveLeaderRequest, MoveLeaderResponse,
+    SnapshotRequest, SnapshotResponse, StatusRequest, StatusResponse,
+};
+use futures::Stream;
+use tonic::{Request, Response, Status};
+
+use super::Context;
+use crate::error::StoreError;
+
+/// The etcd API version this member speaks, as `endpoint status` shows it.
+pub const API_VERSION: &str = "3.5.0";
+
+pub struct MaintenanceService(pub Arc<Context>);
+
+type SnapshotStream = Pin<Box<dyn Stream<Item = Result<SnapshotResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Maintenance for MaintenanceService {
+    async fn alarm(&self, _request: Request<AlarmRequest>) -> Result<Response<AlarmResponse>, Status> {
+        // No alarm is ever raised (there is no space quota yet), so the
+        // list is empty and activating or clearing one has nothing to do.
+        let ctx = &self.0;
+        let work = async {
+            Ok(AlarmResponse {
+                header: Some(ctx.header(ctx.mvcc.current_revision())),
+                alarms: Vec::new(),
+            })
+        };
+        ctx.observe("Alarm", work).await
+    }
+
+    async fn status(&self, _request: Request<StatusRequest>) -> Result<Response<StatusResponse>, Status> {
+        let ctx = &self.0;
+        let status = ctx.raft.status();
+        let work = async {
+            let db_size = ctx.mvcc.backend().size_on_disk() as i64;
+            Ok(StatusResponse {
+                header: Some(ctx.header(ctx.mvcc.current_revision())),
+                version: API_VERSION.into(),
+                db_size,
+                leader: status.leader(),
+                raft_index: status.commit.load(Ordering::Acquire),
+                raft_term: status.term(),
+                raft_applied_index: status.applied.load(Ordering::Acquire),
+                errors: Vec::new(),
+                db_size_in_use: db_size,
+                is_learner: false,
+            })
+        };
+        ctx.observe("Status", work).await
+    }
+
+    async fn defragment(
+        &self,
+        _request: Request<DefragmentRequest>,
+    ) -> Result<Response<DefragmentResponse>, Status> {
+        // sled reclaims space by itself; a defragment request makes
+        // everything durable and reports success, as there is nothing to copy.
+        let ctx = &self.0;
+        let work = async {
+            ctx.mvcc.backend().flush()?;
+            Ok(DefragmentResponse {
+                header: Some(ctx.header(ctx.mvcc.current_revision())),
+            })
+        };
+        ctx.observe("Defragment", work).await
+    }
+
+    async fn hash(&self, _request: Request<HashRequest>) -> Result<Response<HashResponse>, Status> {
+        let ctx = &self.0;
+        let work = async {
+            let (hash, _, revision) = ctx.mvcc.hash_kv(0)?;
+            Ok(HashResponse {
+                header: Some(ctx.header(revision)),
+                hash,
+            })
+        };
+        ctx.observe("Hash", work).await
+    }
+
+    async fn hash_kv(&self, request: Request<HashKvRequest>) -> Result<Response<HashKvResponse>, Status> {
+        let ctx = &self.0;
+        let at = request.into_inner().revision;
+        let work = async {
+            let (hash, compact_revision, _) = ctx.mvcc.hash_kv(at)?;
+            Ok(HashKvResponse {
+                header: Some(ctx.header(ctx.mvcc.current_revision())),
+                hash,
+                compact_revision,
+            })
+        };
+        ctx.observe("HashKV", work).await
+    }
+
+    type SnapshotStream = SnapshotStream;
+
+    async fn snapshot(
+        &self,
+        _request: Request<SnapshotRequest>,
+    ) -> Result<Response<Self::SnapshotStream>, Status> {
+        Err(StoreError::Unimplemented("snapshot download is not supported yet").into())
+    }
+
+    async fn move_leader(
+        &self,
+        _request: Request<MoveLeaderRequest>,
+    ) -> Result<Response<MoveLeaderResponse>, Status> {
+        Err(StoreError::Unimplemented("move-leader needs a multi-member cluster").into())
+    }
+}

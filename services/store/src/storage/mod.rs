@@ -1,0 +1,78 @@
+//! The durable, ordered key-value backend under the raft log and the MVCC
+//! state machine.
+//!
+//! Everything above talks to the [`Backend`] trait so the engine can be swapped
+//! (sled 0.34 has known crash-consistency gaps; see shared/reference/etcd.md §6).
+//! The contract: a [`WriteBatch`] is applied atomically within one [`Space`],
+//! and nothing is durable until [`Backend::flush`] returns.
+
+mod sled_backend;
+
+pub use sled_backend::SledBackend;
+
+use crate::error::Result;
+
+/// The separate keyspaces the store keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Space {
+    /// Raft log entries, hard state, conf state and snapshot metadata.
+    Raft,
+    /// MVCC revisions, leases and the applied index, written together.
+    Mvcc,
+}
+
+/// One atomic group of writes to a single [`Space`].
+#[derive(Debug, Default)]
+pub struct WriteBatch {
+    pub(crate) ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl WriteBatch {
+    pub fn put(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        self.ops.push((key.into(), Some(value.into())));
+    }
+
+    pub fn delete(&mut self, key: impl Into<Vec<u8>>) {
+        self.ops.push((key.into(), None));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+}
+
+/// A key-value pair read from the backend.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
+/// An ordered, durable key-value engine.
+pub trait Backend: Send + Sync + 'static {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>>;
+
+    /// Pairs with `start <= key < end` in key order (`end = None`: to the end).
+    fn scan(&self, space: Space, start: &[u8], end: Option<&[u8]>) -> Result<Vec<Pair>>;
+
+    /// Like [`Backend::scan`] but stops after `limit` pairs.
+    fn scan_limit(
+        &self,
+        space: Space,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Pair>>;
+
+    /// The last pair with `start <= key < end`, if any.
+    fn last_in(&self, space: Space, start: &[u8], end: &[u8]) -> Result<Option<Pair>>;
+
+    /// Applies `batch` atomically. Not durable until [`Backend::flush`].
+    fn write(&self, space: Space, batch: WriteBatch) -> Result<()>;
+
+    /// Makes every earlier write durable (fsync).
+    fn flush(&self) -> Result<()>;
+
+    /// Bytes the engine occupies on disk.
+    fn size_on_disk(&self) -> u64;
+}
