@@ -1,1 +1,45 @@
+//! Helpers for process-level tests: build and start the real binaries on
+//! free loopback ports, drive them with real clients, kill them for real.
 
+pub mod etcdctl;
+pub mod store;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The workspace's root folder.
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the workspace")
+        .to_path_buf()
+}
+
+/// Path of a workspace binary, building the workspace binaries once per
+/// test process so `cargo test` alone is enough.
+pub fn binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--bins", "--quiet"])
+            .current_dir(workspace_root())
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building the binaries failed");
+    });
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    let path = target.join("debug").join(name);
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
+/// A free TCP port on 127.0.0.1 (bound then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("find a free port")
+}

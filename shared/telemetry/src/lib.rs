@@ -1,5 +1,7 @@
 //! Logging set-up shared by Capstan's binaries.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::{fmt, EnvFilter};
 
 /// Installs a `tracing` subscriber that writes to stderr.
@@ -11,6 +13,7 @@ pub fn init_logging(default_level: &str) {
     let _ = fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(true)
         .try_init();
 }

@@ -1,0 +1,59 @@
+# Capstan: the two commands a new user needs are `make run` and `make test`.
+
+CARGO ?= cargo
+DATA_DIR ?= data
+CLIENT_URL ?= http://127.0.0.1:2379
+
+.PHONY: all deps build run test unit integration bench bench-short chaos fmt clippy clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+build: deps
+	$(CARGO) build --bins
+
+## The embedded default: one store member with its data under ./data.
+run: deps
+	$(CARGO) build --release --bins
+	./target/release/capstan-store --name capstan --data-dir $(DATA_DIR)/store \
+		--listen-client-urls $(CLIENT_URL)
+
+## Every test: unit tests next to the code, process-level tests in tests/,
+## and a short benchmark run so the load generator keeps working.
+test: deps
+	$(CARGO) build --bins
+	$(CARGO) test --workspace
+	$(MAKE) bench-short
+
+unit: deps
+	$(CARGO) test --workspace --lib --bins
+
+integration: deps
+	$(CARGO) build --bins
+	$(CARGO) test -p capstan-tests
+
+## Throughput and latency of capstan-store next to a real etcd, in one run.
+bench: deps
+	$(CARGO) build --release --bins
+	./target/release/capstan-bench --duration 10s
+
+bench-short: deps
+	$(CARGO) build --bins
+	./target/debug/capstan-bench --duration 1s --clients 1,8 --quiet
+
+## Long fault-injection runs (replication chaos lands with issue 3).
+chaos: deps
+	$(CARGO) build --bins
+	CAPSTAN_CHAOS_ROUNDS=20 $(CARGO) test -p capstan-tests --test durability -- --nocapture
+
+fmt:
+	$(CARGO) fmt --all
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean
+	rm -rf $(DATA_DIR)

@@ -1,0 +1,3 @@
+fn main() {
+    println!("capstan-bench: not written yet");
+}
