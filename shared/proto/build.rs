@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         etcd.join("kv.proto"),
         etcd.join("rpc.proto"),
         capstan.join("internal.proto"),
+        capstan.join("peer.proto"),
     ];
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());

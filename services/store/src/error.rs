@@ -43,6 +43,16 @@ pub enum StoreError {
     Stopped,
     #[error("etcdserver: member not found")]
     MemberNotFound,
+    #[error("etcdserver: member ID already exist")]
+    MemberExists,
+    #[error("etcdserver: Peer URLs already exists")]
+    PeerUrlExists,
+    #[error("etcdserver: can only promote a learner member")]
+    NotLearner,
+    #[error("etcdserver: bad leader transferee")]
+    BadLeaderTransferee,
+    #[error("etcdserver: not leader")]
+    NotLeader,
     #[error("etcdserver: {0}")]
     Unimplemented(&'static str),
     /// A local storage failure. The member cannot go on safely after one.
@@ -61,7 +71,8 @@ impl StoreError {
             | RequestTooLarge | InvalidSortOption => Code::InvalidArgument,
             Compacted | FutureRevision | LeaseTtlTooLarge => Code::OutOfRange,
             LeaseNotFound | MemberNotFound => Code::NotFound,
-            LeaseExists => Code::FailedPrecondition,
+            LeaseExists | MemberExists | PeerUrlExists | NotLearner | BadLeaderTransferee
+            | NotLeader => Code::FailedPrecondition,
             NoLeader | LeaderChanged | Timeout | Stopped => Code::Unavailable,
             Unimplemented(_) => Code::Unimplemented,
             Storage(_) | Corrupt(_) => Code::Internal,

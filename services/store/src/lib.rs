@@ -33,7 +33,7 @@ use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
 use crate::member::Cluster;
 use crate::mvcc::MvccStore;
-use crate::raft::{start_node, NodeConfig, RaftLog};
+use crate::raft::{start_node, GrpcTransport, NodeConfig, RaftLog};
 use crate::server::{Context, Limits};
 use crate::storage::{Backend, SledBackend};
 use crate::watch::WatchHub;
@@ -48,6 +48,11 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         .map_err(|err| StoreError::Storage(format!("{}: {err}", config.data_dir.display())))?;
     let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(&config.data_dir.join("db"))?);
     let cluster = Cluster::bootstrap(config, &*backend)?;
+    let log = RaftLog::open(backend.clone())?;
+    let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
+    if new_cluster {
+        apply::members::write_initial_members(&*backend, &cluster.initial_records())?;
+    }
     let mvcc = Arc::new(MvccStore::open(backend.clone())?);
     let mut lessor = Lessor::new(config.min_lease_ttl());
     restore_leases(&mvcc, &mut lessor)?;
@@ -55,10 +60,12 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let hub = WatchHub::new(mvcc.clone());
     hub.start(config.progress_notify_interval());
     let applied = mvcc.applied_index()?;
-    let log = RaftLog::open(backend.clone())?;
+    let log = log.with_state_machine(mvcc.clone());
     let node_config = NodeConfig {
         member_id: cluster.local_id,
-        initial_voters: cluster.voter_ids(),
+        // A member joining an existing cluster learns the voters from the
+        // leader's snapshot.
+        initial_voters: if new_cluster { cluster.initial_voter_ids() } else { Vec::new() },
         tick: config.tick(),
         election_ticks: config.election_ticks(),
         heartbeat_ticks: 1,
@@ -66,7 +73,12 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         request_timeout: REQUEST_TIMEOUT,
     };
     let applier = Applier::new(mvcc.clone(), lessor.clone(), hub.clone());
-    let raft = start_node(node_config, log, backend, applier, lessor.clone(), applied)?;
+    let transport = Arc::new(GrpcTransport::new(
+        cluster.local_id,
+        cluster.cluster_id,
+        tokio::runtime::Handle::current(),
+    ));
+    let raft = start_node(node_config, log, backend, applier, lessor.clone(), transport, applied)?;
     tracing::info!(
         member = format!("{:x}", cluster.local_id),
         cluster = format!("{:x}", cluster.cluster_id),
@@ -85,12 +97,14 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
             max_txn_ops: config.max_txn_ops as usize,
         },
         metrics: metrics::Metrics::new(),
+        peers: Default::default(),
     });
     tokio::spawn(jobs::run_lease_expiry(ctx.clone()));
     let policy = config
         .compaction_policy()
         .map_err(|err| StoreError::Storage(err.to_string()))?;
     tokio::spawn(jobs::run_auto_compaction(ctx.clone(), policy));
+    tokio::spawn(jobs::publish_attributes(ctx.clone()));
     Ok(ctx)
 }
 
@@ -110,6 +124,17 @@ pub async fn run(config: StoreConfig, shutdown: impl Future<Output = ()> + Send 
             let _ = stop.wait_for(|stopped| *stopped).await;
         };
         servers.push(tokio::spawn(server::serve(ctx.clone(), listener, signal)));
+    }
+    for url in split_urls(&config.listen_peer_urls) {
+        let listener = server::bind(&url)
+            .await
+            .map_err(|err| StoreError::Storage(format!("listen on {url}: {err}")))?;
+        tracing::info!(%url, "serving peers");
+        let mut stop = stop_rx.clone();
+        let signal = async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        };
+        servers.push(tokio::spawn(server::serve_peers(ctx.clone(), listener, signal)));
     }
     shutdown.await;
     tracing::info!("shutting down");

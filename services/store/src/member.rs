@@ -2,7 +2,7 @@
 //! member's persisted identity.
 
 use capstan_proto::etcdserverpb::Member as WireMember;
-use capstan_proto::internal::MemberIdentity;
+use capstan_proto::internal::{MemberIdentity, MemberRecord};
 use prost::Message;
 
 use crate::config::{split_urls, StoreConfig};
@@ -20,22 +20,48 @@ pub struct Member {
 }
 
 impl Member {
-    pub fn to_wire(&self) -> WireMember {
-        WireMember {
+    pub fn to_record(&self) -> MemberRecord {
+        MemberRecord {
             id: self.id,
             name: self.name.clone(),
-            peer_ur_ls: self.peer_urls.clone(),
-            client_ur_ls: self.client_urls.clone(),
+            peer_urls: self.peer_urls.clone(),
+            client_urls: self.client_urls.clone(),
             is_learner: false,
         }
     }
 }
 
+/// The wire form of a member record.
+pub fn to_wire(record: &MemberRecord) -> WireMember {
+    WireMember {
+        id: record.id,
+        name: record.name.clone(),
+        peer_ur_ls: record.peer_urls.clone(),
+        client_ur_ls: record.client_urls.clone(),
+        is_learner: record.is_learner,
+    }
+}
+
+/// The id a member with these peer URLs gets, here and in `member add`.
+pub fn member_id(peer_urls: &[String], cluster_token: &str) -> u64 {
+    let mut urls = peer_urls.to_vec();
+    urls.sort();
+    let mut parts: Vec<&str> = urls.iter().map(String::as_str).collect();
+    parts.push(cluster_token);
+    stable_hash(&parts)
+}
+
+/// This member's place in the cluster. The live member list is in the
+/// state machine (`apply::members`); `initial_members` is what
+/// `--initial-cluster` said, used once to bootstrap a new cluster.
 #[derive(Debug, Clone)]
 pub struct Cluster {
     pub cluster_id: u64,
     pub local_id: u64,
-    pub members: Vec<Member>,
+    pub name: String,
+    pub client_urls: Vec<String>,
+    pub cluster_token: String,
+    pub initial_members: Vec<Member>,
 }
 
 /// FNV-1a: a small hash whose output never changes between builds, so
@@ -87,12 +113,19 @@ impl Cluster {
         Ok(Cluster {
             cluster_id: identity.cluster_id,
             local_id: identity.member_id,
-            members,
+            name: config.name.clone(),
+            client_urls: split_urls(&config.advertise_client_urls),
+            cluster_token: config.initial_cluster_token.clone(),
+            initial_members: members,
         })
     }
 
-    pub fn voter_ids(&self) -> Vec<u64> {
-        self.members.iter().map(|m| m.id).collect()
+    pub fn initial_records(&self) -> Vec<MemberRecord> {
+        self.initial_members.iter().map(Member::to_record).collect()
+    }
+
+    pub fn initial_voter_ids(&self) -> Vec<u64> {
+        self.initial_members.iter().map(|m| m.id).collect()
     }
 }
 
@@ -113,14 +146,9 @@ fn parse_initial_cluster(config: &StoreConfig) -> Result<Vec<Member>> {
         }
     }
     for member in &mut members {
-        let mut urls = member.peer_urls.clone();
-        urls.sort();
-        let mut parts: Vec<&str> = urls.iter().map(String::as_str).collect();
-        parts.push(&config.initial_cluster_token);
-        member.id = stable_hash(&parts);
-        if member.name == config.name {
-            member.client_urls = split_urls(&config.advertise_client_urls);
-        }
+        // Client URLs are not set here: every member must write identical
+        // initial records; each publishes its own through raft.
+        member.id = member_id(&member.peer_urls, &config.initial_cluster_token);
     }
     Ok(members)
 }
@@ -142,6 +170,6 @@ mod tests {
         assert_eq!(members.len(), 3);
         assert_ne!(members[0].id, members[1].id);
         assert_eq!(members, parse_initial_cluster(&config).unwrap());
-        assert_eq!(members[0].client_urls, vec!["http://127.0.0.1:2379".to_string()]);
+        assert!(members.iter().all(|m| m.client_urls.is_empty()));
     }
 }

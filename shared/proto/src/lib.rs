@@ -18,6 +18,10 @@ pub mod capstan {
     pub mod internal {
         tonic::include_proto!("capstan.internal");
     }
+
+    pub mod peer {
+        tonic::include_proto!("capstan.peer");
+    }
 }
 
-pub use capstan::internal;
+pub use capstan::{internal, peer};

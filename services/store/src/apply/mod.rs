@@ -6,6 +6,7 @@
 
 mod kv;
 mod lease;
+pub mod members;
 pub mod range;
 pub mod validate;
 
@@ -16,7 +17,8 @@ use capstan_proto::etcdserverpb::{
     PutResponse, ResponseHeader, TxnResponse,
 };
 use capstan_proto::internal::raft_request::Request;
-use capstan_proto::internal::RaftRequest;
+use capstan_proto::internal::{MemberRecord, RaftRequest};
+use raft::eraftpb::ConfChangeType;
 use parking_lot::Mutex;
 use prost::Message;
 
@@ -36,6 +38,8 @@ pub enum ApplyOutcome {
     Compaction(CompactionResponse),
     LeaseGrant(LeaseGrantResponse),
     LeaseRevoke(LeaseRevokeResponse),
+    /// The member list after a membership change or attribute update.
+    Members(Vec<MemberRecord>),
 }
 
 /// What applying one entry produced.
@@ -107,7 +111,53 @@ impl Applier {
             Request::LeaseRevoke(req) => {
                 lease::revoke(view, &mut lessor, req).map(ApplyOutcome::LeaseRevoke)
             }
+            Request::MemberAttributes(record) => {
+                members::publish_attributes(view, &**self.mvcc.backend(), record)?;
+                self.members().map(ApplyOutcome::Members)
+            }
         }
+    }
+
+    /// Records a committed membership change at raft `index`.
+    pub fn apply_member_change(
+        &self,
+        index: u64,
+        kind: ConfChangeType,
+        node_id: u64,
+        record: Option<&MemberRecord>,
+    ) -> Result<Vec<MemberRecord>> {
+        let mut view = self.mvcc.write();
+        match (kind, record) {
+            (ConfChangeType::RemoveNode, _) => members::remove_member(&mut view, node_id),
+            (_, Some(record)) => {
+                let mut record = record.clone();
+                record.is_learner = kind == ConfChangeType::AddLearnerNode;
+                if let Some(existing) = members::find(&**self.mvcc.backend(), node_id)? {
+                    // A promotion keeps what the member published.
+                    record.name = existing.name;
+                    record.client_urls = existing.client_urls;
+                    record.peer_urls = existing.peer_urls;
+                }
+                members::add_member(&mut view, &record);
+            }
+            (_, None) => {}
+        }
+        view.finish(index)?;
+        self.members()
+    }
+
+    pub fn members(&self) -> Result<Vec<MemberRecord>> {
+        members::load_members(&**self.mvcc.backend())
+    }
+
+    /// Replaces the whole state machine with a raft snapshot's data.
+    pub fn restore_snapshot(&self, data: &[u8]) -> Result<()> {
+        self.mvcc.restore(data)?;
+        let mut lessor = self.lessor.lock();
+        lessor.clear();
+        restore_leases(&self.mvcc, &mut lessor)?;
+        self.hub.resync(self.mvcc.current_revision());
+        Ok(())
     }
 }
 

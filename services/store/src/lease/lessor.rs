@@ -44,6 +44,11 @@ impl Lessor {
         }
     }
 
+    /// Forgets every lease (before a snapshot restores them).
+    pub fn clear(&mut self) {
+        self.leases.clear();
+    }
+
     pub fn exists(&self, id: i64) -> bool {
         self.leases.contains_key(&id)
     }

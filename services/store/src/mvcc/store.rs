@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use capstan_proto::internal::StoredRevision;
+use capstan_proto::internal::{SnapshotPair, StoredRevision};
 use capstan_proto::mvccpb::{event::EventType, Event, KeyValue};
 use parking_lot::{RwLock, RwLockWriteGuard};
 use prost::Message;
@@ -65,41 +65,42 @@ fn decode_revision(bytes: &[u8]) -> Result<StoredRevision> {
 impl MvccStore {
     /// Opens the store and rebuilds the key index from the revision records.
     pub fn open(backend: Arc<dyn Backend>) -> Result<Self> {
-        let mut index = KeyIndex::default();
-        let mut last_main = 1;
-        let start = [REVISION_PREFIX];
-        let end = [REVISION_PREFIX + 1];
-        for (key, value) in backend.scan(Space::Mvcc, &start, Some(&end))? {
-            let rev = Revision::from_key(&key)
-                .ok_or_else(|| StoreError::Corrupt(format!("revision key {key:?}")))?;
-            let stored = decode_revision(&value)?;
-            let kv = stored.kv.unwrap_or_default();
-            if stored.tombstone {
-                index.record_delete(&kv.key, rev);
-            } else {
-                let meta = LiveMeta {
-                    create_revision: kv.create_revision,
-                    mod_revision: kv.mod_revision,
-                    version: kv.version,
-                    lease: kv.lease,
-                };
-                index.restore_put(&kv.key, rev, meta);
-            }
-            last_main = rev.main;
-        }
-        let current_rev = read_i64(&*backend, META_CURRENT_REV)?
-            .unwrap_or(1)
-            .max(last_main);
-        let compact_rev = read_i64(&*backend, META_COMPACT_REV)?.unwrap_or(0);
-        let state = State {
-            index,
-            current_rev,
-            compact_rev,
-        };
+        let state = load_state(&*backend)?;
         Ok(MvccStore {
             backend,
             state: RwLock::new(state),
         })
+    }
+
+    /// Every record of the MVCC space (revisions, leases, members, meta) as
+    /// a raft snapshot's data: length-delimited `SnapshotPair`s. Called by
+    /// the raft loop, which is also the only writer, so the dump is the
+    /// state at the applied index.
+    pub fn dump(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for (key, value) in self.backend.scan(Space::Mvcc, &[], None)? {
+            SnapshotPair { key, value }
+                .encode_length_delimited(&mut out)
+                .expect("encoding into a Vec cannot fail");
+        }
+        Ok(out)
+    }
+
+    /// Replaces the whole MVCC space with a snapshot's data, atomically.
+    pub fn restore(&self, data: &[u8]) -> Result<()> {
+        let mut state = self.state.write();
+        let mut batch = WriteBatch::default();
+        for (key, _) in self.backend.scan(Space::Mvcc, &[], None)? {
+            batch.delete(key);
+        }
+        let mut buf = data;
+        while !buf.is_empty() {
+            let pair = SnapshotPair::decode_length_delimited(&mut buf)?;
+            batch.put(pair.key, pair.value);
+        }
+        self.backend.write(Space::Mvcc, batch)?;
+        *state = load_state(&*self.backend)?;
+        Ok(())
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
@@ -246,6 +247,41 @@ impl MvccStore {
             events: Vec::new(),
         }
     }
+}
+
+/// Rebuilds the in-memory state from the backend's MVCC space.
+fn load_state(backend: &dyn Backend) -> Result<State> {
+    let mut index = KeyIndex::default();
+    let mut last_main = 1;
+    let start = [REVISION_PREFIX];
+    let end = [REVISION_PREFIX + 1];
+    for (key, value) in backend.scan(Space::Mvcc, &start, Some(&end))? {
+        let rev = Revision::from_key(&key)
+            .ok_or_else(|| StoreError::Corrupt(format!("revision key {key:?}")))?;
+        let stored = decode_revision(&value)?;
+        let kv = stored.kv.unwrap_or_default();
+        if stored.tombstone {
+            index.record_delete(&kv.key, rev);
+        } else {
+            let meta = LiveMeta {
+                create_revision: kv.create_revision,
+                mod_revision: kv.mod_revision,
+                version: kv.version,
+                lease: kv.lease,
+            };
+            index.restore_put(&kv.key, rev, meta);
+        }
+        last_main = rev.main;
+    }
+    let current_rev = read_i64(backend, META_CURRENT_REV)?
+        .unwrap_or(1)
+        .max(last_main);
+    let compact_rev = read_i64(backend, META_COMPACT_REV)?.unwrap_or(0);
+    Ok(State {
+        index,
+        current_rev,
+        compact_rev,
+    })
 }
 
 fn check_read_revision(state: &State, at: i64) -> Result<i64> {
@@ -556,6 +592,25 @@ mod tests {
         assert_eq!(out.kvs[0].key, b"b");
         let old = store.range(&KeyRange::new(b"a", b""), 2, 0).unwrap();
         assert_eq!(old.kvs[0].lease, 7);
+    }
+
+    #[test]
+    fn dump_and_restore_reproduce_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = open(&dir.path().join("a"));
+        let mut w = source.write();
+        w.put(b"a", b"1".to_vec(), 0).unwrap();
+        w.put(b"b", b"2".to_vec(), 0).unwrap();
+        w.finish(5).unwrap();
+        let target = open(&dir.path().join("b"));
+        let mut w = target.write();
+        w.put(b"stale", b"x".to_vec(), 0).unwrap();
+        w.finish(1).unwrap();
+        target.restore(&source.dump().unwrap()).unwrap();
+        assert_eq!(target.current_revision(), 2);
+        assert_eq!(target.applied_index().unwrap(), 5);
+        let keys: Vec<_> = target.range(&all(), 0, 0).unwrap().kvs.into_iter().map(|kv| kv.key).collect();
+        assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec()]);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use capstan_proto::internal::{raft_request::Request, RaftRequest};
+use capstan_proto::internal::{raft_request::Request, MemberRecord, RaftRequest};
 use prost::Message;
 use tokio::sync::{oneshot, watch};
 use tokio::time::{timeout, Instant};
@@ -13,8 +13,8 @@ use tokio::time::{timeout, Instant};
 use crate::apply::ApplyOutcome;
 use crate::error::{Result, StoreError};
 
-/// A message to the Ready loop.
-pub(crate) enum NodeMsg {
+/// A message to the Ready loop (from clients, peers and the transport).
+pub enum NodeMsg {
     Propose {
         id: u64,
         data: Vec<u8>,
@@ -22,6 +22,27 @@ pub(crate) enum NodeMsg {
     },
     ReadIndex {
         done: oneshot::Sender<u64>,
+    },
+    /// A raft message from a peer.
+    Step(Box<raft::eraftpb::Message>),
+    /// The transport could not deliver to this peer.
+    Unreachable {
+        to: u64,
+    },
+    /// How sending a snapshot to this peer ended.
+    SnapshotReport {
+        to: u64,
+        status: raft::SnapshotStatus,
+    },
+    /// A membership change; `record` describes the member it concerns.
+    ConfChange {
+        id: u64,
+        change: raft::eraftpb::ConfChangeV2,
+        record: MemberRecord,
+        done: oneshot::Sender<Result<ApplyOutcome>>,
+    },
+    TransferLeader {
+        to: u64,
     },
 }
 
@@ -80,6 +101,37 @@ impl RaftHandle {
         self.tx
             .send(NodeMsg::Propose { id, data, done })
             .map_err(|_| StoreError::Stopped)?;
+        self.wait_outcome(wait).await
+    }
+
+    /// Hands a message from a peer to the raft loop.
+    pub fn step(&self, message: raft::eraftpb::Message) -> Result<()> {
+        self.tx
+            .send(NodeMsg::Step(Box::new(message)))
+            .map_err(|_| StoreError::Stopped)
+    }
+
+    /// Proposes a membership change and waits until this member applied it.
+    pub async fn change_membership(
+        &self,
+        change: raft::eraftpb::ConfChangeV2,
+        record: MemberRecord,
+    ) -> Result<ApplyOutcome> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (done, wait) = oneshot::channel();
+        self.tx
+            .send(NodeMsg::ConfChange { id, change, record, done })
+            .map_err(|_| StoreError::Stopped)?;
+        self.wait_outcome(wait).await
+    }
+
+    pub fn transfer_leader(&self, to: u64) -> Result<()> {
+        self.tx
+            .send(NodeMsg::TransferLeader { to })
+            .map_err(|_| StoreError::Stopped)
+    }
+
+    async fn wait_outcome(&self, wait: oneshot::Receiver<Result<ApplyOutcome>>) -> Result<ApplyOutcome> {
         match timeout(self.request_timeout, wait).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(StoreError::Stopped),

@@ -10,7 +10,9 @@ mod handle;
 mod logger;
 mod node;
 mod storage;
+mod transport;
 
 pub use handle::{RaftHandle, RaftStatus};
+pub use transport::{GrpcTransport, Transport};
 pub use node::{start_node, NodeConfig};
 pub use storage::RaftLog;

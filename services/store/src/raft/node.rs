@@ -14,13 +14,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use protobuf::Message as _;
-use raft::eraftpb::{ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message};
+use capstan_proto::internal::{raft_request, MemberRecord, RaftRequest};
+use prost::Message as _;
+use raft::eraftpb::{ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Snapshot};
 use raft::{Config, RawNode, ReadState, StateRole};
+use raft_proto::ConfChangeI;
 use tokio::sync::{oneshot, watch};
 
 use super::handle::{NodeMsg, RaftHandle, RaftStatus};
 use super::logger::raft_logger;
 use super::storage::RaftLog;
+use super::transport::Transport;
 use crate::apply::{ApplyOutcome, Applier};
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
@@ -51,6 +55,15 @@ struct Waiter {
     done: oneshot::Sender<Result<ApplyOutcome>>,
 }
 
+impl Waiter {
+    fn new(done: oneshot::Sender<Result<ApplyOutcome>>) -> Self {
+        Waiter {
+            since: Instant::now(),
+            done,
+        }
+    }
+}
+
 struct Node {
     raw: RawNode<RaftLog>,
     log: RaftLog,
@@ -60,7 +73,12 @@ struct Node {
     status: Arc<RaftStatus>,
     applied_tx: watch::Sender<u64>,
     config: NodeConfig,
+    transport: Arc<dyn Transport>,
     waiters: HashMap<u64, Waiter>,
+    /// For proposals made while leader: the log index each landed at. If a
+    /// different entry is applied there, the proposal was lost to a leader
+    /// change and its client is told so at once.
+    proposal_index: HashMap<u64, u64>,
     pending_reads: Vec<oneshot::Sender<u64>>,
     inflight_reads: HashMap<Vec<u8>, (Instant, Vec<oneshot::Sender<u64>>)>,
     next_read_ctx: u64,
@@ -75,9 +93,10 @@ pub fn start_node(
     backend: Arc<dyn Backend>,
     applier: Applier,
     lessor: Arc<Mutex<Lessor>>,
+    transport: Arc<dyn Transport>,
     applied: u64,
 ) -> Result<RaftHandle> {
-    if !log.is_initialized() {
+    if !log.is_initialized() && !config.initial_voters.is_empty() {
         let mut conf_state = ConfState::default();
         conf_state.voters = config.initial_voters.clone();
         log.set_conf_state(&conf_state)?;
@@ -115,6 +134,9 @@ pub fn start_node(
     status.last_index.store(log.last_index(), Ordering::Release);
     let (applied_tx, applied_rx) = watch::channel(applied);
     let (tx, rx) = std::sync::mpsc::channel();
+    let peers = applier.members()?;
+    let node_transport = transport.clone();
+    node_transport_setup(&*transport, tx.clone(), &peers);
     let handle = RaftHandle {
         tx,
         status: status.clone(),
@@ -131,7 +153,9 @@ pub fn start_node(
         status,
         applied_tx,
         config,
+        transport: node_transport,
         waiters: HashMap::new(),
+        proposal_index: HashMap::new(),
         pending_reads: Vec::new(),
         inflight_reads: HashMap::new(),
         next_read_ctx: 0,
@@ -143,6 +167,22 @@ pub fn start_node(
         .spawn(move || node.run(rx))
         .map_err(|err| StoreError::Storage(format!("spawn raft thread: {err}")))?;
     Ok(handle)
+}
+
+fn node_transport_setup(
+    transport: &dyn Transport,
+    feedback: std::sync::mpsc::Sender<NodeMsg>,
+    members: &[MemberRecord],
+) {
+    transport.set_feedback(feedback);
+    transport.set_peers(peer_list(members));
+}
+
+fn peer_list(members: &[MemberRecord]) -> Vec<(u64, Vec<String>)> {
+    members
+        .iter()
+        .map(|m| (m.id, m.peer_urls.clone()))
+        .collect()
 }
 
 /// Request ids are unique per member and per process start: the member's id
@@ -189,19 +229,57 @@ impl Node {
 
     fn handle(&mut self, msg: NodeMsg) {
         match msg {
-            NodeMsg::Propose { id, data, done } => match self.raw.propose(Vec::new(), data) {
-                Ok(()) => {
-                    let since = Instant::now();
-                    self.waiters.insert(id, Waiter { since, done });
-                }
-                Err(raft::Error::ProposalDropped) => {
-                    let _ = done.send(Err(StoreError::NoLeader));
-                }
-                Err(err) => {
-                    let _ = done.send(Err(StoreError::Storage(err.to_string())));
-                }
-            },
+            NodeMsg::Propose { id, data, done } => {
+                let result = self.raw.propose(Vec::new(), data);
+                self.track_proposal(id, result, done);
+            }
+            NodeMsg::ConfChange {
+                id,
+                change,
+                record,
+                done,
+            } => {
+                let context = RaftRequest {
+                    id,
+                    request: Some(raft_request::Request::MemberAttributes(record)),
+                };
+                let result = self
+                    .raw
+                    .propose_conf_change(context.encode_to_vec(), change);
+                self.track_proposal(id, result, done);
+            }
             NodeMsg::ReadIndex { done } => self.pending_reads.push(done),
+            NodeMsg::Step(message) => {
+                if let Err(err) = self.raw.step(*message) {
+                    tracing::debug!(%err, "raft rejected a peer message");
+                }
+            }
+            NodeMsg::Unreachable { to } => self.raw.report_unreachable(to),
+            NodeMsg::SnapshotReport { to, status } => self.raw.report_snapshot(to, status),
+            NodeMsg::TransferLeader { to } => self.raw.transfer_leader(to),
+        }
+    }
+
+    fn track_proposal(
+        &mut self,
+        id: u64,
+        result: raft::Result<()>,
+        done: oneshot::Sender<Result<ApplyOutcome>>,
+    ) {
+        match result {
+            Ok(()) => {
+                if self.role == StateRole::Leader {
+                    let index = self.raw.raft.raft_log.last_index();
+                    self.proposal_index.insert(index, id);
+                }
+                self.waiters.insert(id, Waiter::new(done));
+            }
+            Err(raft::Error::ProposalDropped) => {
+                let _ = done.send(Err(StoreError::NoLeader));
+            }
+            Err(err) => {
+                let _ = done.send(Err(StoreError::Storage(err.to_string())));
+            }
         }
     }
 
@@ -236,6 +314,8 @@ impl Node {
         let proposal_limit = self.config.request_timeout * 2;
         self.waiters
             .retain(|_, waiter| waiter.since.elapsed() < proposal_limit);
+        let waiters = &self.waiters;
+        self.proposal_index.retain(|_, id| waiters.contains_key(id));
     }
 
     fn on_ready(&mut self) -> Result<()> {
@@ -248,9 +328,7 @@ impl Node {
         }
         self.send(ready.take_messages());
         if !ready.snapshot().is_empty() {
-            return Err(StoreError::Storage(
-                "received a raft snapshot; installing snapshots is not supported yet".into(),
-            ));
+            self.install_snapshot(ready.snapshot().clone())?;
         }
         self.answer_reads(ready.take_read_states());
         self.apply(ready.take_committed_entries())?;
@@ -260,6 +338,7 @@ impl Node {
         if let Some(hard_state) = ready.hs() {
             self.log.set_hard_state(hard_state)?;
             self.status.term.store(hard_state.term, Ordering::Release);
+            self.status.commit.fetch_max(hard_state.commit, Ordering::AcqRel);
         }
         if must_flush {
             self.backend.flush()?;
@@ -268,7 +347,7 @@ impl Node {
         let mut light = self.raw.advance(ready);
         if let Some(commit) = light.commit_index() {
             self.log.set_commit(commit)?;
-            self.status.commit.store(commit, Ordering::Release);
+            self.status.commit.fetch_max(commit, Ordering::AcqRel);
         }
         self.send(light.take_messages());
         self.apply(light.take_committed_entries())?;
@@ -297,28 +376,43 @@ impl Node {
         self.role = role;
     }
 
-    /// Peers are reached through the replication transport (issue 3); a
-    /// single-member group has no one to send to.
-    fn send(&mut self, messages: Vec<Message>) {
-        for message in messages {
-            tracing::warn!(to = message.to, kind = ?message.get_msg_type(), "no transport to peer; message dropped");
-            self.raw.report_unreachable(message.to);
+    fn send(&mut self, messages: Vec<raft::eraftpb::Message>) {
+        if !messages.is_empty() {
+            self.transport.send(messages);
         }
+    }
+
+    /// Replaces the state machine and the log with a leader's snapshot.
+    fn install_snapshot(&mut self, snapshot: Snapshot) -> Result<()> {
+        let meta = snapshot.get_metadata();
+        tracing::info!(index = meta.index, term = meta.term, bytes = snapshot.data.len(), "installing snapshot");
+        self.applier.restore_snapshot(&snapshot.data)?;
+        self.log.apply_snapshot(&snapshot)?;
+        self.backend.flush()?;
+        self.applied = meta.index;
+        self.transport.set_peers(peer_list(&self.applier.members()?));
+        Ok(())
     }
 
     fn apply(&mut self, entries: Vec<Entry>) -> Result<()> {
         for entry in entries {
-            match entry.get_entry_type() {
+            let lost = self.proposal_index.remove(&entry.index);
+            let applied_id = match entry.get_entry_type() {
                 EntryType::EntryNormal => self.apply_normal(&entry),
                 EntryType::EntryConfChange => {
                     let change = ConfChange::parse_from_bytes(&entry.data)
                         .map_err(|err| StoreError::Corrupt(err.to_string()))?;
-                    self.apply_conf_change(entry.index, &change)?;
+                    self.apply_conf_change(&entry, &change)?
                 }
                 EntryType::EntryConfChangeV2 => {
                     let change = ConfChangeV2::parse_from_bytes(&entry.data)
                         .map_err(|err| StoreError::Corrupt(err.to_string()))?;
-                    self.apply_conf_change(entry.index, &change)?;
+                    self.apply_conf_change(&entry, &change)?
+                }
+            };
+            if let Some(lost) = lost.filter(|id| Some(*id) != applied_id) {
+                if let Some(waiter) = self.waiters.remove(&lost) {
+                    let _ = waiter.done.send(Err(StoreError::LeaderChanged));
                 }
             }
             self.applied = entry.index;
@@ -326,24 +420,48 @@ impl Node {
         Ok(())
     }
 
-    fn apply_normal(&mut self, entry: &Entry) {
-        let Some(applied) = self.applier.apply(entry.index, &entry.data) else {
-            return;
-        };
+    /// Applies a normal entry; returns the request id it carried.
+    fn apply_normal(&mut self, entry: &Entry) -> Option<u64> {
+        let applied = self.applier.apply(entry.index, &entry.data)?;
         if let Some(waiter) = self.waiters.remove(&applied.request_id) {
             let _ = waiter.done.send(applied.result);
         }
+        Some(applied.request_id)
     }
 
-    fn apply_conf_change(&mut self, index: u64, change: &impl raft_proto::ConfChangeI) -> Result<()> {
-        let conf_state = self
-            .raw
-            .apply_conf_change(change)
-            .map_err(|err| StoreError::Storage(format!("conf change: {err}")))?;
+    fn apply_conf_change(&mut self, entry: &Entry, change: &impl ConfChangeI) -> Result<Option<u64>> {
+        let v2 = change.as_v2();
+        let conf_state = match self.raw.apply_conf_change(change) {
+            Ok(conf_state) => conf_state,
+            Err(err) => {
+                // An invalid change (e.g. removing the last voter) is skipped
+                // the same way on every member; the entry still counts as applied.
+                tracing::warn!(%err, "membership change rejected");
+                self.applier.apply(entry.index, &[]);
+                return Ok(None);
+            }
+        };
         self.log.set_conf_state(&conf_state)?;
-        // Record the index as applied in the state machine too.
-        self.applier.apply(index, &[]);
-        Ok(())
+        let context = RaftRequest::decode(entry.context.as_ref()).ok();
+        let record = context.as_ref().and_then(|c| match &c.request {
+            Some(raft_request::Request::MemberAttributes(record)) => Some(record),
+            _ => None,
+        });
+        let mut members = Vec::new();
+        for single in v2.changes.iter() {
+            members = self.applier.apply_member_change(
+                entry.index,
+                single.get_change_type(),
+                single.node_id,
+                record,
+            )?;
+        }
+        self.transport.set_peers(peer_list(&members));
+        let id = context.map(|c| c.id);
+        if let Some(waiter) = id.and_then(|id| self.waiters.remove(&id)) {
+            let _ = waiter.done.send(Ok(ApplyOutcome::Members(members)));
+        }
+        Ok(id)
     }
 
     fn publish_progress(&mut self) {

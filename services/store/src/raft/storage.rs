@@ -12,6 +12,7 @@ use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError};
 
 use crate::error::{Result, StoreError};
+use crate::mvcc::MvccStore;
 use crate::storage::{Backend, Space, WriteBatch};
 
 const ENTRY_PREFIX: u8 = b'e';
@@ -59,6 +60,8 @@ impl Cached {
 pub struct RaftLog {
     backend: Arc<dyn Backend>,
     cached: Arc<RwLock<Cached>>,
+    /// The state machine a snapshot for a lagging peer is cut from.
+    state_machine: Option<Arc<MvccStore>>,
 }
 
 impl RaftLog {
@@ -103,7 +106,39 @@ impl RaftLog {
         Ok(RaftLog {
             backend,
             cached: Arc::new(RwLock::new(cached)),
+            state_machine: None,
         })
+    }
+
+    pub fn with_state_machine(mut self, mvcc: Arc<MvccStore>) -> Self {
+        self.state_machine = Some(mvcc);
+        self
+    }
+
+    /// Replaces the whole log with a snapshot's position: every entry goes,
+    /// the log now starts right after the snapshot.
+    pub fn apply_snapshot(&self, snapshot: &Snapshot) -> Result<()> {
+        let meta = snapshot.get_metadata();
+        let mut cached = self.cached.write();
+        let mut batch = WriteBatch::default();
+        for index in (cached.truncated_index + 1)..=cached.last_index() {
+            batch.delete(entry_key(index).to_vec());
+        }
+        let mut marker = meta.index.to_be_bytes().to_vec();
+        marker.extend_from_slice(&meta.term.to_be_bytes());
+        batch.put(TRUNCATED_KEY.to_vec(), marker);
+        batch.put(CONF_STATE_KEY.to_vec(), encode(meta.get_conf_state()));
+        let mut hard_state = cached.hard_state.clone();
+        hard_state.commit = hard_state.commit.max(meta.index);
+        hard_state.term = hard_state.term.max(meta.term);
+        batch.put(HARD_STATE_KEY.to_vec(), encode(&hard_state));
+        self.backend.write(Space::Raft, batch)?;
+        cached.terms.clear();
+        cached.truncated_index = meta.index;
+        cached.truncated_term = meta.term;
+        cached.conf_state = meta.get_conf_state().clone();
+        cached.hard_state = hard_state;
+        Ok(())
     }
 
     pub fn is_initialized(&self) -> bool {
@@ -274,11 +309,22 @@ impl Storage for RaftLog {
         Ok(self.cached.read().last_index())
     }
 
+    /// Cuts a snapshot of the state machine at the applied index for a peer
+    /// that is too far behind for the log. Runs on the raft thread, which is
+    /// also the only writer, so the dump is consistent with its index.
     fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        // A single-member group never sends a snapshot; building and shipping
-        // MVCC snapshots to lagging peers belongs to replication (issue 3).
-        // Until then raft keeps retrying, which is the documented contract.
-        Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable))
+        let unavailable = || raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable);
+        let mvcc = self.state_machine.as_ref().ok_or_else(unavailable)?;
+        let applied = mvcc.applied_index().map_err(storage_err)?;
+        let term = self.term(applied).map_err(|_| unavailable())?;
+        let data = mvcc.dump().map_err(storage_err)?;
+        let mut snapshot = Snapshot::default();
+        snapshot.data = data.into();
+        let meta = snapshot.mut_metadata();
+        meta.index = applied;
+        meta.term = term;
+        meta.set_conf_state(self.conf_state());
+        Ok(snapshot)
     }
 }
 

@@ -1,66 +1,154 @@
-//! `etcdserverpb.Cluster`: the member list. Membership changes arrive with
-//! replication (issue 3) and are refused until then.
+//! `etcdserverpb.Cluster`: the member list and membership changes, which
+//! are raft configuration changes (a learner first, if the caller asks).
 
 use std::sync::Arc;
 
 use capstan_proto::etcdserverpb::cluster_server::Cluster;
 use capstan_proto::etcdserverpb::{
-    MemberAddRequest, MemberAddResponse, MemberListRequest, MemberListResponse,
+    Member, MemberAddRequest, MemberAddResponse, MemberListRequest, MemberListResponse,
     MemberPromoteRequest, MemberPromoteResponse, MemberRemoveRequest, MemberRemoveResponse,
     MemberUpdateRequest, MemberUpdateResponse,
 };
+use capstan_proto::internal::MemberRecord;
+use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2};
 use tonic::{Request, Response, Status};
 
 use super::Context;
-use crate::error::StoreError;
+use crate::apply::{members, ApplyOutcome};
+use crate::error::{Result, StoreError};
+use crate::member::{member_id, to_wire};
 
 pub struct ClusterService(pub Arc<Context>);
 
-const NO_MEMBERSHIP_CHANGES: StoreError =
-    StoreError::Unimplemented("membership changes are not supported by this member yet");
+fn single_change(kind: ConfChangeType, node_id: u64) -> ConfChangeV2 {
+    let mut change = ConfChangeSingle::default();
+    change.set_change_type(kind);
+    change.node_id = node_id;
+    let mut v2 = ConfChangeV2::default();
+    v2.set_changes(vec![change].into());
+    v2
+}
+
+impl ClusterService {
+    fn members(&self) -> Result<Vec<MemberRecord>> {
+        members::load_members(&**self.0.mvcc.backend())
+    }
+
+    fn wire_members(&self) -> Result<Vec<Member>> {
+        Ok(self.members()?.iter().map(to_wire).collect())
+    }
+
+    async fn change(&self, kind: ConfChangeType, record: MemberRecord) -> Result<Vec<Member>> {
+        match self.0.raft.change_membership(single_change(kind, record.id), record).await? {
+            ApplyOutcome::Members(members) => Ok(members.iter().map(to_wire).collect()),
+            other => Err(crate::apply::unexpected(&other)),
+        }
+    }
+
+    async fn add(&self, req: MemberAddRequest) -> Result<MemberAddResponse> {
+        let existing = self.members()?;
+        let id = member_id(&req.peer_ur_ls, &self.0.cluster.cluster_token);
+        if existing.iter().any(|m| m.id == id) {
+            return Err(StoreError::MemberExists);
+        }
+        if existing
+            .iter()
+            .any(|m| m.peer_urls.iter().any(|u| req.peer_ur_ls.contains(u)))
+        {
+            return Err(StoreError::PeerUrlExists);
+        }
+        let record = MemberRecord {
+            id,
+            peer_urls: req.peer_ur_ls.clone(),
+            is_learner: req.is_learner,
+            ..Default::default()
+        };
+        let kind = if req.is_learner {
+            ConfChangeType::AddLearnerNode
+        } else {
+            ConfChangeType::AddNode
+        };
+        let members = self.change(kind, record.clone()).await?;
+        Ok(MemberAddResponse {
+            header: Some(self.0.header(self.0.mvcc.current_revision())),
+            member: Some(to_wire(&record)),
+            members,
+        })
+    }
+
+    fn known(&self, id: u64) -> Result<MemberRecord> {
+        self.members()?
+            .into_iter()
+            .find(|m| m.id == id)
+            .ok_or(StoreError::MemberNotFound)
+    }
+
+    async fn remove(&self, req: MemberRemoveRequest) -> Result<MemberRemoveResponse> {
+        let record = self.known(req.id)?;
+        let members = self.change(ConfChangeType::RemoveNode, record).await?;
+        Ok(MemberRemoveResponse {
+            header: Some(self.0.header(self.0.mvcc.current_revision())),
+            members,
+        })
+    }
+
+    async fn promote(&self, req: MemberPromoteRequest) -> Result<MemberPromoteResponse> {
+        let record = self.known(req.id)?;
+        if !record.is_learner {
+            return Err(StoreError::NotLearner);
+        }
+        let members = self.change(ConfChangeType::AddNode, record).await?;
+        Ok(MemberPromoteResponse {
+            header: Some(self.0.header(self.0.mvcc.current_revision())),
+            members,
+        })
+    }
+
+    async fn list(&self, req: MemberListRequest) -> Result<MemberListResponse> {
+        if req.linearizable {
+            self.0.raft.read_barrier().await?;
+        }
+        Ok(MemberListResponse {
+            header: Some(self.0.header(self.0.mvcc.current_revision())),
+            members: self.wire_members()?,
+        })
+    }
+}
 
 #[tonic::async_trait]
 impl Cluster for ClusterService {
     async fn member_add(
         &self,
-        _request: Request<MemberAddRequest>,
-    ) -> Result<Response<MemberAddResponse>, Status> {
-        Err(NO_MEMBERSHIP_CHANGES.into())
+        request: Request<MemberAddRequest>,
+    ) -> std::result::Result<Response<MemberAddResponse>, Status> {
+        self.0.observe("MemberAdd", self.add(request.into_inner())).await
     }
 
     async fn member_remove(
         &self,
-        _request: Request<MemberRemoveRequest>,
-    ) -> Result<Response<MemberRemoveResponse>, Status> {
-        Err(NO_MEMBERSHIP_CHANGES.into())
+        request: Request<MemberRemoveRequest>,
+    ) -> std::result::Result<Response<MemberRemoveResponse>, Status> {
+        self.0.observe("MemberRemove", self.remove(request.into_inner())).await
     }
 
     async fn member_update(
         &self,
         _request: Request<MemberUpdateRequest>,
-    ) -> Result<Response<MemberUpdateResponse>, Status> {
-        Err(NO_MEMBERSHIP_CHANGES.into())
+    ) -> std::result::Result<Response<MemberUpdateResponse>, Status> {
+        Err(StoreError::Unimplemented("changing a member's peer URLs is not supported; remove and re-add it").into())
     }
 
     async fn member_list(
         &self,
-        _request: Request<MemberListRequest>,
-    ) -> Result<Response<MemberListResponse>, Status> {
-        let ctx = &self.0;
-        let members = ctx.cluster.members.iter().map(|m| m.to_wire()).collect();
-        let work = async {
-            Ok(MemberListResponse {
-                header: Some(ctx.header(ctx.mvcc.current_revision())),
-                members,
-            })
-        };
-        ctx.observe("MemberList", work).await
+        request: Request<MemberListRequest>,
+    ) -> std::result::Result<Response<MemberListResponse>, Status> {
+        self.0.observe("MemberList", self.list(request.into_inner())).await
     }
 
     async fn member_promote(
         &self,
-        _request: Request<MemberPromoteRequest>,
-    ) -> Result<Response<MemberPromoteResponse>, Status> {
-        Err(NO_MEMBERSHIP_CHANGES.into())
+        request: Request<MemberPromoteRequest>,
+    ) -> std::result::Result<Response<MemberPromoteResponse>, Status> {
+        self.0.observe("MemberPromote", self.promote(request.into_inner())).await
     }
 }

@@ -18,9 +18,10 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request as GrpcRequest, Response, Status, Streaming};
 
-use super::Context;
+use super::{forward, Context};
 use crate::error::{Result, StoreError};
-use crate::lease::MAX_LEASE_TTL;
+use crate::lease::{LeaseInfo, MAX_LEASE_TTL};
+use capstan_proto::peer::{LeaseRenewRequest, LeaseTimeToLiveRequest as PeerTtlRequest};
 
 pub struct LeaseService(pub Arc<Context>);
 
@@ -60,7 +61,11 @@ impl LeaseService {
 
     async fn time_to_live(&self, req: LeaseTimeToLiveRequest) -> Result<LeaseTimeToLiveResponse> {
         let ctx = &self.0;
-        let info = ctx.lessor.lock().info(req.id, Instant::now());
+        let info = if ctx.raft.status().is_leader() {
+            ctx.lessor.lock().info(req.id, Instant::now())
+        } else {
+            leader_time_to_live(ctx, req.id).await?
+        };
         let header = Some(ctx.header(ctx.mvcc.current_revision()));
         Ok(match info {
             Some(info) => LeaseTimeToLiveResponse {
@@ -96,14 +101,47 @@ impl LeaseService {
     }
 }
 
-/// Renews one lease; an unknown lease is answered with TTL 0, as etcd does.
-fn keep_alive(ctx: &Context, id: i64) -> LeaseKeepAliveResponse {
-    let ttl = ctx.lessor.lock().renew(id).unwrap_or(0);
-    LeaseKeepAliveResponse {
+/// Asks the leader, whose clock is the only one that runs, for a lease's
+/// remaining time.
+async fn leader_time_to_live(ctx: &Context, id: i64) -> Result<Option<LeaseInfo>> {
+    let mut client = forward::leader_client(ctx)?;
+    let response = client
+        .lease_time_to_live(PeerTtlRequest { id })
+        .await
+        .map_err(|_| StoreError::NoLeader)?
+        .into_inner();
+    if response.not_leader {
+        return Err(StoreError::LeaderChanged);
+    }
+    Ok(response.found.then_some(LeaseInfo {
+        remaining: response.remaining,
+        granted: response.granted,
+        keys: response.keys,
+    }))
+}
+
+/// Renews one lease on the leader; an unknown lease is answered with TTL 0,
+/// as etcd does.
+async fn keep_alive(ctx: &Context, id: i64) -> Result<LeaseKeepAliveResponse> {
+    let ttl = if ctx.raft.status().is_leader() {
+        ctx.lessor.lock().renew(id).unwrap_or(0)
+    } else {
+        let mut client = forward::leader_client(ctx)?;
+        let response = client
+            .lease_renew(LeaseRenewRequest { id })
+            .await
+            .map_err(|_| StoreError::NoLeader)?
+            .into_inner();
+        if response.ttl < 0 {
+            return Err(StoreError::LeaderChanged);
+        }
+        response.ttl
+    };
+    Ok(LeaseKeepAliveResponse {
         header: Some(ctx.header(ctx.mvcc.current_revision())),
         id,
         ttl,
-    }
+    })
 }
 
 type KeepAliveStream = Pin<Box<dyn Stream<Item = std::result::Result<LeaseKeepAliveResponse, Status>> + Send>>;
@@ -136,9 +174,10 @@ impl Lease for LeaseService {
         tokio::spawn(async move {
             while let Some(Ok(req)) = incoming.next().await {
                 let started = Instant::now();
-                let response = keep_alive(&ctx, req.id);
-                ctx.metrics.record("LeaseKeepAlive", "OK", started.elapsed());
-                if tx.send(Ok(response)).await.is_err() {
+                let response = keep_alive(&ctx, req.id).await.map_err(Status::from);
+                let code = if response.is_ok() { "OK" } else { "Unavailable" };
+                ctx.metrics.record("LeaseKeepAlive", code, started.elapsed());
+                if tx.send(response).await.is_err() {
                     break;
                 }
             }

@@ -112,8 +112,31 @@ impl Maintenance for MaintenanceService {
 
     async fn move_leader(
         &self,
-        _request: Request<MoveLeaderRequest>,
+        request: Request<MoveLeaderRequest>,
     ) -> Result<Response<MoveLeaderResponse>, Status> {
-        Err(StoreError::Unimplemented("move-leader needs a multi-member cluster").into())
+        let ctx = &self.0;
+        let target = request.into_inner().target_id;
+        let work = async {
+            if !ctx.raft.status().is_leader() {
+                return Err(StoreError::NotLeader);
+            }
+            let members = crate::apply::members::load_members(&**ctx.mvcc.backend())?;
+            if !members.iter().any(|m| m.id == target && !m.is_learner) {
+                return Err(StoreError::BadLeaderTransferee);
+            }
+            ctx.raft.transfer_leader(target)?;
+            // Wait until the target leads, as etcd does, within the request timeout.
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+            while ctx.raft.status().leader() != target {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(StoreError::Timeout);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Ok(MoveLeaderResponse {
+                header: Some(ctx.header(ctx.mvcc.current_revision())),
+            })
+        };
+        ctx.observe("MoveLeader", work).await
     }
 }

@@ -3,10 +3,12 @@
 //! port. Handlers validate, then read locally or propose through raft.
 
 mod cluster;
+mod forward;
 mod http;
 mod kv;
 mod lease;
 mod maintenance;
+mod peer;
 mod watch;
 
 use std::future::Future;
@@ -53,6 +55,7 @@ pub struct Context {
     pub cluster: Cluster,
     pub limits: Limits,
     pub metrics: Metrics,
+    pub peers: forward::PeerChannels,
 }
 
 impl Context {
@@ -177,6 +180,20 @@ pub async fn serve(
         .accept_http1(true)
         .tcp_nodelay(true)
         .add_routes(Routes::from(router))
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
+}
+
+/// Serves the peer service (raft traffic) on `listener` until `shutdown`.
+pub async fn serve_peers(
+    ctx: Arc<Context>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::result::Result<(), tonic::transport::Error> {
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(peer::peer_server(ctx))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
 }

@@ -164,6 +164,18 @@ impl WatchHub {
         (!behind).then_some(inner.current_rev)
     }
 
+    /// After the state machine was replaced by a snapshot: the present is
+    /// now `current_rev`, and every watcher replays what it missed from the
+    /// restored history (or is cancelled if that was compacted away).
+    pub fn resync(&self, current_rev: i64) {
+        let mut inner = self.inner.lock();
+        inner.current_rev = current_rev;
+        let synced: Vec<_> = inner.synced.drain().collect();
+        inner.unsynced.extend(synced);
+        drop(inner);
+        self.wake_catch_up();
+    }
+
     /// Hands the events of revision `rev` to every synced watcher. Called by
     /// the apply loop, in revision order. Never blocks on a watcher.
     pub fn notify(&self, rev: i64, events: Vec<Event>) {

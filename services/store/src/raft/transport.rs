@@ -1,0 +1,239 @@
+//! Sending raft messages to peers over the gRPC peer service.
+//!
+//! Each peer has a link: a bounded queue drained by its own task, which
+//! keeps one client stream open and sends batches of whatever is queued.
+//! A full queue or a broken stream never blocks the Ready loop: messages are
+//! dropped (raft retransmits) and raft is told the peer is unreachable.
+//! Snapshots go on a stream of their own, in chunks.
+
+use std::collections::HashMap;
+use std::sync::mpsc::Sender as NodeSender;
+use std::time::Duration;
+
+use capstan_proto::peer::peer_client::PeerClient;
+use capstan_proto::peer::{RaftBatch, SnapshotChunk};
+use parking_lot::Mutex;
+use protobuf::Message as _;
+use raft::eraftpb::{Message, MessageType};
+use raft::SnapshotStatus;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Channel, Endpoint};
+
+use super::handle::NodeMsg;
+
+/// Messages queued per peer before new ones are dropped.
+const LINK_QUEUE: usize = 4096;
+/// Messages sent in one batch at most.
+const MAX_BATCH: usize = 512;
+const SNAPSHOT_CHUNK: usize = 1024 * 1024;
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Where raft messages go. A single-member group needs none.
+pub trait Transport: Send + Sync + 'static {
+    /// Where unreachable and snapshot reports go; set once the node runs.
+    fn set_feedback(&self, feedback: NodeSender<NodeMsg>);
+    fn send(&self, messages: Vec<Message>);
+    /// Replaces the set of peers (id → peer URLs) after a membership change.
+    fn set_peers(&self, peers: Vec<(u64, Vec<String>)>);
+}
+
+struct Link {
+    urls: Vec<String>,
+    queue: mpsc::Sender<Message>,
+}
+
+pub struct GrpcTransport {
+    local_id: u64,
+    cluster_id: u64,
+    runtime: tokio::runtime::Handle,
+    feedback: Mutex<Option<NodeSender<NodeMsg>>>,
+    links: Mutex<HashMap<u64, Link>>,
+}
+
+impl GrpcTransport {
+    pub fn new(local_id: u64, cluster_id: u64, runtime: tokio::runtime::Handle) -> Self {
+        GrpcTransport {
+            local_id,
+            cluster_id,
+            runtime,
+            feedback: Mutex::new(None),
+            links: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn report(&self, msg: NodeMsg) {
+        if let Some(feedback) = self.feedback.lock().as_ref() {
+            let _ = feedback.send(msg);
+        }
+    }
+
+    fn open_link(&self, to: u64, urls: Vec<String>) -> Link {
+        let (queue, rx) = mpsc::channel(LINK_QUEUE);
+        let pump = LinkPump {
+            to,
+            from: self.local_id,
+            cluster_id: self.cluster_id,
+            url: urls.first().cloned().unwrap_or_default(),
+            feedback: self.feedback.lock().clone(),
+        };
+        self.runtime.spawn(pump.run(rx));
+        Link { urls, queue }
+    }
+
+    fn send_snapshot(&self, message: Message) {
+        let Some(url) = self
+            .links
+            .lock()
+            .get(&message.to)
+            .and_then(|l| l.urls.first().cloned())
+        else {
+            return;
+        };
+        let feedback = self.feedback.lock().clone();
+        let from = self.local_id;
+        self.runtime.spawn(async move {
+            let to = message.to;
+            let status = match send_snapshot(&url, from, message).await {
+                Ok(()) => SnapshotStatus::Finish,
+                Err(err) => {
+                    tracing::warn!(to = format!("{to:x}"), %err, "sending snapshot failed");
+                    SnapshotStatus::Failure
+                }
+            };
+            if let Some(feedback) = feedback {
+                let _ = feedback.send(NodeMsg::SnapshotReport { to, status });
+            }
+        });
+    }
+}
+
+impl Transport for GrpcTransport {
+    fn set_feedback(&self, feedback: NodeSender<NodeMsg>) {
+        *self.feedback.lock() = Some(feedback);
+    }
+
+    fn send(&self, messages: Vec<Message>) {
+        for message in messages {
+            if message.get_msg_type() == MessageType::MsgSnapshot {
+                self.send_snapshot(message);
+                continue;
+            }
+            let to = message.to;
+            let queued = match self.links.lock().get(&to) {
+                Some(link) => link.queue.try_send(message).is_ok(),
+                None => false,
+            };
+            if !queued {
+                self.report(NodeMsg::Unreachable { to });
+            }
+        }
+    }
+
+    fn set_peers(&self, peers: Vec<(u64, Vec<String>)>) {
+        let mut links = self.links.lock();
+        links.retain(|id, _| peers.iter().any(|(p, _)| p == id));
+        for (id, urls) in peers {
+            if id == self.local_id {
+                continue;
+            }
+            let stale = links.get(&id).is_none_or(|l| l.urls != urls);
+            if stale {
+                let link = self.open_link(id, urls);
+                links.insert(id, link);
+            }
+        }
+    }
+}
+
+/// The task behind one link: connect, stream batches, reconnect on failure.
+struct LinkPump {
+    to: u64,
+    from: u64,
+    cluster_id: u64,
+    url: String,
+    feedback: Option<NodeSender<NodeMsg>>,
+}
+
+impl LinkPump {
+    async fn run(self, mut rx: mpsc::Receiver<Message>) {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            match connect(&self.url).await {
+                Ok(channel) => {
+                    backoff = Duration::from_millis(50);
+                    if !self.stream(channel, &mut rx).await {
+                        return; // the transport dropped this link
+                    }
+                }
+                Err(err) => tracing::debug!(to = format!("{:x}", self.to), %err, "peer unreachable"),
+            }
+            if let Some(feedback) = &self.feedback {
+                let _ = feedback.send(NodeMsg::Unreachable { to: self.to });
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// Streams until the call fails (true) or the queue closes (false).
+    async fn stream(&self, channel: Channel, rx: &mut mpsc::Receiver<Message>) -> bool {
+        let mut client = PeerClient::new(channel);
+        let (batches, batch_rx) = mpsc::channel::<RaftBatch>(16);
+        let call = client.raft(ReceiverStream::new(batch_rx));
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                _ = &mut call => return true,
+                next = rx.recv() => {
+                    let Some(first) = next else { return false };
+                    let mut messages = vec![encode(&first)];
+                    while messages.len() < MAX_BATCH {
+                        match rx.try_recv() {
+                            Ok(message) => messages.push(encode(&message)),
+                            Err(_) => break,
+                        }
+                    }
+                    let batch = RaftBatch { from: self.from, cluster_id: self.cluster_id, messages };
+                    if batches.send(batch).await.is_err() {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn encode(message: &Message) -> Vec<u8> {
+    message.write_to_bytes().expect("raft message encodes")
+}
+
+async fn connect(url: &str) -> Result<Channel, tonic::transport::Error> {
+    Endpoint::from_shared(url.to_string())?
+        .connect_timeout(Duration::from_secs(1))
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(5))
+        .connect()
+        .await
+}
+
+async fn send_snapshot(url: &str, from: u64, mut message: Message) -> Result<(), String> {
+    let data = std::mem::take(&mut message.mut_snapshot().data);
+    let mut chunks = vec![SnapshotChunk {
+        from,
+        message: encode(&message),
+        data: Vec::new(),
+    }];
+    chunks.extend(data.chunks(SNAPSHOT_CHUNK).map(|chunk| SnapshotChunk {
+        from,
+        message: Vec::new(),
+        data: chunk.to_vec(),
+    }));
+    let channel = connect(url).await.map_err(|e| e.to_string())?;
+    let mut client = PeerClient::new(channel).max_decoding_message_size(64 * 1024 * 1024);
+    client
+        .snapshot(futures::stream::iter(chunks))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}

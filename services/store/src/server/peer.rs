@@ -1,0 +1,101 @@
+//! The peer service: raft messages and snapshots from other members, and
+//! lease requests forwarded to the leader.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use capstan_proto::peer::peer_server::{Peer, PeerServer};
+use capstan_proto::peer::{
+    Ack, LeaseRenewRequest, LeaseRenewResponse, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
+    RaftBatch, SnapshotChunk,
+};
+use futures::StreamExt;
+use protobuf::Message as _;
+use raft::eraftpb::Message;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::Context;
+
+pub struct PeerService(pub Arc<Context>);
+
+pub fn peer_server(ctx: Arc<Context>) -> PeerServer<PeerService> {
+    PeerServer::new(PeerService(ctx)).max_decoding_message_size(64 * 1024 * 1024)
+}
+
+fn decode(bytes: &[u8]) -> Result<Message, Status> {
+    Message::parse_from_bytes(bytes).map_err(|err| Status::invalid_argument(err.to_string()))
+}
+
+#[tonic::async_trait]
+impl Peer for PeerService {
+    async fn raft(&self, request: Request<Streaming<RaftBatch>>) -> Result<Response<Ack>, Status> {
+        let mut batches = request.into_inner();
+        while let Some(batch) = batches.next().await {
+            let batch = batch?;
+            if batch.cluster_id != self.0.cluster.cluster_id {
+                return Err(Status::permission_denied(format!(
+                    "message from cluster {:x}, this is {:x}",
+                    batch.cluster_id, self.0.cluster.cluster_id
+                )));
+            }
+            for bytes in &batch.messages {
+                self.0.raft.step(decode(bytes)?)?;
+            }
+        }
+        Ok(Response::new(Ack {}))
+    }
+
+    async fn snapshot(&self, request: Request<Streaming<SnapshotChunk>>) -> Result<Response<Ack>, Status> {
+        let mut chunks = request.into_inner();
+        let mut message: Option<Message> = None;
+        let mut data = Vec::new();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk?;
+            if !chunk.message.is_empty() {
+                message = Some(decode(&chunk.message)?);
+            }
+            data.extend_from_slice(&chunk.data);
+        }
+        let mut message = message.ok_or_else(|| Status::invalid_argument("snapshot without a message"))?;
+        message.mut_snapshot().data = data.into();
+        self.0.raft.step(message)?;
+        Ok(Response::new(Ack {}))
+    }
+
+    async fn lease_renew(
+        &self,
+        request: Request<LeaseRenewRequest>,
+    ) -> Result<Response<LeaseRenewResponse>, Status> {
+        let ctx = &self.0;
+        let ttl = if ctx.raft.status().is_leader() {
+            ctx.lessor.lock().renew(request.into_inner().id).unwrap_or(0)
+        } else {
+            -1
+        };
+        Ok(Response::new(LeaseRenewResponse { ttl }))
+    }
+
+    async fn lease_time_to_live(
+        &self,
+        request: Request<LeaseTimeToLiveRequest>,
+    ) -> Result<Response<LeaseTimeToLiveResponse>, Status> {
+        let ctx = &self.0;
+        if !ctx.raft.status().is_leader() {
+            return Ok(Response::new(LeaseTimeToLiveResponse {
+                not_leader: true,
+                ..Default::default()
+            }));
+        }
+        let info = ctx.lessor.lock().info(request.into_inner().id, Instant::now());
+        Ok(Response::new(match info {
+            Some(info) => LeaseTimeToLiveResponse {
+                found: true,
+                not_leader: false,
+                remaining: info.remaining,
+                granted: info.granted,
+                keys: info.keys,
+            },
+            None => LeaseTimeToLiveResponse::default(),
+        }))
+    }
+}
