@@ -50,10 +50,10 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let cluster = Cluster::bootstrap(config, &*backend)?;
     let log = RaftLog::open(backend.clone())?;
     let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
-    if new_cluster {
-        apply::members::write_initial_members(&*backend, &cluster.initial_records())?;
-    }
     let mvcc = Arc::new(MvccStore::open(backend.clone())?);
+    if new_cluster {
+        bootstrap_new_cluster(&cluster, &log, &mvcc)?;
+    }
     let mut lessor = Lessor::new(config.min_lease_ttl());
     restore_leases(&mvcc, &mut lessor)?;
     let lessor = Arc::new(Mutex::new(lessor));
@@ -63,25 +63,27 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let log = log.with_state_machine(mvcc.clone());
     let node_config = NodeConfig {
         member_id: cluster.local_id,
-        // A member joining an existing cluster learns the voters from the
-        // leader's snapshot.
-        initial_voters: if new_cluster { cluster.initial_voter_ids() } else { Vec::new() },
         tick: config.tick(),
         election_ticks: config.election_ticks(),
         heartbeat_ticks: 1,
         snapshot_count: config.snapshot_count,
         request_timeout: REQUEST_TIMEOUT,
+        bootstrap_peers: cluster
+            .initial_members
+            .iter()
+            .map(|m| (m.id, m.peer_urls.clone()))
+            .collect(),
     };
     let applier = Applier::new(mvcc.clone(), lessor.clone(), hub.clone());
     let transport = Arc::new(GrpcTransport::new(
         cluster.local_id,
-        cluster.cluster_id,
+        cluster.cluster_id.clone(),
         tokio::runtime::Handle::current(),
     ));
     let raft = start_node(node_config, log, backend, applier, lessor.clone(), transport, applied)?;
     tracing::info!(
         member = format!("{:x}", cluster.local_id),
-        cluster = format!("{:x}", cluster.cluster_id),
+        cluster = format!("{:x}", cluster.cluster_id.get()),
         revision = mvcc.current_revision(),
         applied,
         "store member opened"
@@ -106,6 +108,17 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     tokio::spawn(jobs::run_auto_compaction(ctx.clone(), policy));
     tokio::spawn(jobs::publish_attributes(ctx.clone()));
     Ok(ctx)
+}
+
+/// The state every initial member of a new cluster starts from, identical
+/// on each: the initial member records applied at index 1, and a log that
+/// begins after index 1 with the initial voters. A member that joins later
+/// starts empty and receives all of it in the leader's snapshot.
+fn bootstrap_new_cluster(cluster: &Cluster, log: &RaftLog, mvcc: &MvccStore) -> Result<()> {
+    apply::members::write_initial_members(&**mvcc.backend(), &cluster.initial_records())?;
+    mvcc.write().finish(raft::BOOTSTRAP_INDEX)?;
+    log.bootstrap(cluster.initial_voter_ids())?;
+    mvcc.backend().flush()
 }
 
 /// Runs a member until `shutdown` resolves: opens its state, binds every

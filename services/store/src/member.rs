@@ -1,6 +1,9 @@
 //! Cluster membership as bootstrapped from `--initial-cluster`, and this
 //! member's persisted identity.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use capstan_proto::etcdserverpb::Member as WireMember;
 use capstan_proto::internal::{MemberIdentity, MemberRecord};
 use prost::Message;
@@ -56,12 +59,44 @@ pub fn member_id(peer_urls: &[String], cluster_token: &str) -> u64 {
 /// `--initial-cluster` said, used once to bootstrap a new cluster.
 #[derive(Debug, Clone)]
 pub struct Cluster {
-    pub cluster_id: u64,
+    /// 0 until a member that joined an existing cluster has heard from it.
+    pub cluster_id: ClusterId,
     pub local_id: u64,
     pub name: String,
     pub client_urls: Vec<String>,
     pub cluster_token: String,
     pub initial_members: Vec<Member>,
+}
+
+/// The cluster's id, shared by the server and the transport.
+#[derive(Debug, Clone)]
+pub struct ClusterId(Arc<AtomicU64>);
+
+impl ClusterId {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Accepts `id` from a peer. Only a member that does not know its
+    /// cluster yet takes it (and persists it); others must match.
+    pub fn adopt(&self, id: u64, backend: &dyn Backend, member_id: u64, name: &str) -> Result<bool> {
+        if self.get() == id {
+            return Ok(true);
+        }
+        if self.0.compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return Ok(false);
+        }
+        let identity = MemberIdentity {
+            member_id,
+            cluster_id: id,
+            name: name.to_string(),
+        };
+        let mut batch = WriteBatch::default();
+        batch.put(IDENTITY_KEY.to_vec(), identity.encode_to_vec());
+        backend.write(Space::Raft, batch)?;
+        backend.flush()?;
+        Ok(true)
+    }
 }
 
 /// FNV-1a: a small hash whose output never changes between builds, so
@@ -95,9 +130,17 @@ impl Cluster {
         ids.sort_unstable();
         let id_text: Vec<String> = ids.iter().map(u64::to_string).collect();
         let id_refs: Vec<&str> = id_text.iter().map(String::as_str).collect();
+        // A member joining an existing cluster cannot compute its id from a
+        // member list that has changed since; it adopts the id of the first
+        // peer that contacts it (see `ClusterId::adopt`).
+        let cluster_id = if config.initial_cluster_state == "new" {
+            stable_hash(&id_refs)
+        } else {
+            0
+        };
         let computed = MemberIdentity {
             member_id: local.id,
-            cluster_id: stable_hash(&id_refs),
+            cluster_id,
             name: config.name.clone(),
         };
         let identity = match backend.get(Space::Raft, IDENTITY_KEY)? {
@@ -111,7 +154,7 @@ impl Cluster {
             }
         };
         Ok(Cluster {
-            cluster_id: identity.cluster_id,
+            cluster_id: ClusterId(Arc::new(AtomicU64::new(identity.cluster_id))),
             local_id: identity.member_id,
             name: config.name.clone(),
             client_urls: split_urls(&config.advertise_client_urls),

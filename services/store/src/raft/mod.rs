@@ -15,4 +15,4 @@ mod transport;
 pub use handle::{RaftHandle, RaftStatus};
 pub use transport::{GrpcTransport, Transport};
 pub use node::{start_node, NodeConfig};
-pub use storage::RaftLog;
+pub use storage::{RaftLog, BOOTSTRAP_INDEX};

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use protobuf::Message as _;
 use capstan_proto::internal::{raft_request, MemberRecord, RaftRequest};
 use prost::Message as _;
-use raft::eraftpb::{ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Snapshot};
+use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType, Snapshot};
 use raft::{Config, RawNode, ReadState, StateRole};
 use raft_proto::ConfChangeI;
 use tokio::sync::{oneshot, watch};
@@ -34,14 +34,15 @@ use crate::storage::Backend;
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
     pub member_id: u64,
-    /// Voters to bootstrap a brand-new log with.
-    pub initial_voters: Vec<u64>,
     pub tick: Duration,
     pub election_ticks: usize,
     pub heartbeat_ticks: usize,
     /// Applied entries after which the front of the log is dropped.
     pub snapshot_count: u64,
     pub request_timeout: Duration,
+    /// Peers to talk to while the state machine knows no members yet (a
+    /// member joining an existing cluster, before its first snapshot).
+    pub bootstrap_peers: Vec<(u64, Vec<String>)>,
 }
 
 /// Entries kept behind the applied index when the log is truncated, so a
@@ -96,12 +97,6 @@ pub fn start_node(
     transport: Arc<dyn Transport>,
     applied: u64,
 ) -> Result<RaftHandle> {
-    if !log.is_initialized() && !config.initial_voters.is_empty() {
-        let mut conf_state = ConfState::default();
-        conf_state.voters = config.initial_voters.clone();
-        log.set_conf_state(&conf_state)?;
-        backend.flush()?;
-    }
     // An entry is applied only once committed, so the commit index is at
     // least the applied one even if its own write was lost in a crash.
     log.set_commit(applied)?;
@@ -134,9 +129,12 @@ pub fn start_node(
     status.last_index.store(log.last_index(), Ordering::Release);
     let (applied_tx, applied_rx) = watch::channel(applied);
     let (tx, rx) = std::sync::mpsc::channel();
-    let peers = applier.members()?;
-    let node_transport = transport.clone();
-    node_transport_setup(&*transport, tx.clone(), &peers);
+    let peers = match peer_list(&applier.members()?) {
+        peers if peers.is_empty() => config.bootstrap_peers.clone(),
+        peers => peers,
+    };
+    transport.set_feedback(tx.clone());
+    transport.set_peers(peers);
     let handle = RaftHandle {
         tx,
         status: status.clone(),
@@ -153,7 +151,7 @@ pub fn start_node(
         status,
         applied_tx,
         config,
-        transport: node_transport,
+        transport,
         waiters: HashMap::new(),
         proposal_index: HashMap::new(),
         pending_reads: Vec::new(),
@@ -167,15 +165,6 @@ pub fn start_node(
         .spawn(move || node.run(rx))
         .map_err(|err| StoreError::Storage(format!("spawn raft thread: {err}")))?;
     Ok(handle)
-}
-
-fn node_transport_setup(
-    transport: &dyn Transport,
-    feedback: std::sync::mpsc::Sender<NodeMsg>,
-    members: &[MemberRecord],
-) {
-    transport.set_feedback(feedback);
-    transport.set_peers(peer_list(members));
 }
 
 fn peer_list(members: &[MemberRecord]) -> Vec<(u64, Vec<String>)> {

@@ -16,6 +16,8 @@ use crate::mvcc::MvccStore;
 use crate::storage::{Backend, Space, WriteBatch};
 
 const ENTRY_PREFIX: u8 = b'e';
+/// Where the log of a new cluster starts (see [`RaftLog::bootstrap`]).
+pub const BOOTSTRAP_INDEX: u64 = 1;
 const HARD_STATE_KEY: &[u8] = b"s/hard_state";
 const CONF_STATE_KEY: &[u8] = b"s/conf_state";
 /// Index and term of the last entry dropped from the front of the log.
@@ -108,6 +110,26 @@ impl RaftLog {
             cached: Arc::new(RwLock::new(cached)),
             state_machine: None,
         })
+    }
+
+    /// Starts the log of a brand-new cluster as if from a snapshot at index
+    /// 1, term 1, holding the initial voters. Every initial member does the
+    /// same, so they agree; a member added later has nothing at index 1 and
+    /// is therefore brought up to date with a snapshot, which carries the
+    /// membership, instead of replaying a log that never recorded it.
+    pub fn bootstrap(&self, voters: Vec<u64>) -> Result<()> {
+        let mut conf_state = ConfState::default();
+        conf_state.voters = voters;
+        let mut hard_state = HardState::default();
+        hard_state.term = BOOTSTRAP_INDEX;
+        hard_state.commit = BOOTSTRAP_INDEX;
+        let mut snapshot = Snapshot::default();
+        let meta = snapshot.mut_metadata();
+        meta.index = BOOTSTRAP_INDEX;
+        meta.term = BOOTSTRAP_INDEX;
+        meta.set_conf_state(conf_state);
+        self.set_hard_state(&hard_state)?;
+        self.apply_snapshot(&snapshot)
     }
 
     pub fn with_state_machine(mut self, mvcc: Arc<MvccStore>) -> Self {

@@ -21,6 +21,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint};
 
 use super::handle::NodeMsg;
+use crate::member::ClusterId;
 
 /// Messages queued per peer before new ones are dropped.
 const LINK_QUEUE: usize = 4096;
@@ -45,14 +46,14 @@ struct Link {
 
 pub struct GrpcTransport {
     local_id: u64,
-    cluster_id: u64,
+    cluster_id: ClusterId,
     runtime: tokio::runtime::Handle,
     feedback: Mutex<Option<NodeSender<NodeMsg>>>,
     links: Mutex<HashMap<u64, Link>>,
 }
 
 impl GrpcTransport {
-    pub fn new(local_id: u64, cluster_id: u64, runtime: tokio::runtime::Handle) -> Self {
+    pub fn new(local_id: u64, cluster_id: ClusterId, runtime: tokio::runtime::Handle) -> Self {
         GrpcTransport {
             local_id,
             cluster_id,
@@ -73,7 +74,7 @@ impl GrpcTransport {
         let pump = LinkPump {
             to,
             from: self.local_id,
-            cluster_id: self.cluster_id,
+            cluster_id: self.cluster_id.clone(),
             url: urls.first().cloned().unwrap_or_default(),
             feedback: self.feedback.lock().clone(),
         };
@@ -150,7 +151,7 @@ impl Transport for GrpcTransport {
 struct LinkPump {
     to: u64,
     from: u64,
-    cluster_id: u64,
+    cluster_id: ClusterId,
     url: String,
     feedback: Option<NodeSender<NodeMsg>>,
 }
@@ -194,7 +195,7 @@ impl LinkPump {
                             Err(_) => break,
                         }
                     }
-                    let batch = RaftBatch { from: self.from, cluster_id: self.cluster_id, messages };
+                    let batch = RaftBatch { from: self.from, cluster_id: self.cluster_id.get(), messages };
                     if batches.send(batch).await.is_err() {
                         return true;
                     }

@@ -61,7 +61,7 @@ pub struct Context {
 impl Context {
     pub fn header(&self, revision: i64) -> ResponseHeader {
         ResponseHeader {
-            cluster_id: self.cluster.cluster_id,
+            cluster_id: self.cluster.cluster_id.get(),
             member_id: self.cluster.local_id,
             revision,
             raft_term: self.raft.status().term(),

@@ -32,10 +32,16 @@ impl Peer for PeerService {
         let mut batches = request.into_inner();
         while let Some(batch) = batches.next().await {
             let batch = batch?;
-            if batch.cluster_id != self.0.cluster.cluster_id {
+            let cluster = &self.0.cluster;
+            let backend = &**self.0.mvcc.backend();
+            let same_cluster = cluster
+                .cluster_id
+                .adopt(batch.cluster_id, backend, cluster.local_id, &cluster.name)?;
+            if !same_cluster {
                 return Err(Status::permission_denied(format!(
                     "message from cluster {:x}, this is {:x}",
-                    batch.cluster_id, self.0.cluster.cluster_id
+                    batch.cluster_id,
+                    cluster.cluster_id.get()
                 )));
             }
             for bytes in &batch.messages {
