@@ -43,10 +43,11 @@ bench-short: deps
 	$(CARGO) build --bins
 	./target/debug/capstan-bench --duration 1s --clients 1,8 --quiet
 
-## Long fault-injection runs (replication chaos lands with issue 3).
+## Long fault-injection runs: repeated kill -9 of a single member and of a
+## cluster's leader under writes.
 chaos: deps
 	$(CARGO) build --bins
-	CAPSTAN_CHAOS_ROUNDS=20 $(CARGO) test -p capstan-tests --test durability -- --nocapture
+	CAPSTAN_CHAOS_ROUNDS=10 $(CARGO) test -p capstan-tests --test durability --test cluster -- --nocapture --test-threads 1
 
 fmt:
 	$(CARGO) fmt --all

@@ -10,7 +10,11 @@ use serde::Deserialize;
 /// Command-line flags. Every flag is optional so that unset flags fall
 /// through to the environment, the file and the defaults.
 #[derive(Debug, Default, Parser)]
-#[command(name = "capstan-store", version, about = "One member of Capstan's etcd-compatible store")]
+#[command(
+    name = "capstan-store",
+    version,
+    about = "One member of Capstan's etcd-compatible store"
+)]
 pub struct Flags {
     /// A TOML file with any of the settings below (underscores for dashes).
     #[arg(long)]
@@ -130,22 +134,46 @@ impl StoreConfig {
         builder = builder.add_source(config::Environment::with_prefix("CAPSTAN"));
         let overrides: [(&str, Option<String>); 18] = [
             ("name", flags.name.clone()),
-            ("data_dir", flags.data_dir.as_ref().map(|p| p.display().to_string())),
+            (
+                "data_dir",
+                flags.data_dir.as_ref().map(|p| p.display().to_string()),
+            ),
             ("listen_client_urls", flags.listen_client_urls.clone()),
             ("advertise_client_urls", flags.advertise_client_urls.clone()),
             ("listen_peer_urls", flags.listen_peer_urls.clone()),
-            ("initial_advertise_peer_urls", flags.initial_advertise_peer_urls.clone()),
+            (
+                "initial_advertise_peer_urls",
+                flags.initial_advertise_peer_urls.clone(),
+            ),
             ("initial_cluster", flags.initial_cluster.clone()),
             ("initial_cluster_state", flags.initial_cluster_state.clone()),
             ("initial_cluster_token", flags.initial_cluster_token.clone()),
-            ("snapshot_count", flags.snapshot_count.map(|v| v.to_string())),
-            ("auto_compaction_retention", flags.auto_compaction_retention.clone()),
+            (
+                "snapshot_count",
+                flags.snapshot_count.map(|v| v.to_string()),
+            ),
+            (
+                "auto_compaction_retention",
+                flags.auto_compaction_retention.clone(),
+            ),
             ("auto_compaction_mode", flags.auto_compaction_mode.clone()),
-            ("heartbeat_interval", flags.heartbeat_interval.map(|v| v.to_string())),
-            ("election_timeout", flags.election_timeout.map(|v| v.to_string())),
-            ("max_request_bytes", flags.max_request_bytes.map(|v| v.to_string())),
+            (
+                "heartbeat_interval",
+                flags.heartbeat_interval.map(|v| v.to_string()),
+            ),
+            (
+                "election_timeout",
+                flags.election_timeout.map(|v| v.to_string()),
+            ),
+            (
+                "max_request_bytes",
+                flags.max_request_bytes.map(|v| v.to_string()),
+            ),
             ("max_txn_ops", flags.max_txn_ops.map(|v| v.to_string())),
-            ("watch_progress_notify_interval", flags.watch_progress_notify_interval.clone()),
+            (
+                "watch_progress_notify_interval",
+                flags.watch_progress_notify_interval.clone(),
+            ),
             ("log_level", flags.log_level.clone()),
         ];
         for (key, value) in overrides {
@@ -185,10 +213,16 @@ impl StoreConfig {
             return Err(invalid("heartbeat_interval", "must be positive"));
         }
         if self.election_timeout < 5 * self.heartbeat_interval {
-            return Err(invalid("election_timeout", "must be at least 5 heartbeat intervals"));
+            return Err(invalid(
+                "election_timeout",
+                "must be at least 5 heartbeat intervals",
+            ));
         }
         if !matches!(self.initial_cluster_state.as_str(), "new" | "existing") {
-            return Err(invalid("initial_cluster_state", "must be `new` or `existing`"));
+            return Err(invalid(
+                "initial_cluster_state",
+                "must be `new` or `existing`",
+            ));
         }
         if self.snapshot_count == 0 {
             return Err(invalid("snapshot_count", "must be positive"));
@@ -305,12 +339,21 @@ mod tests {
     fn compaction_retention_forms() {
         let mut config = StoreConfig::load(&Flags::default()).unwrap();
         config.auto_compaction_retention = "1".into();
-        assert_eq!(config.compaction_policy().unwrap(), CompactionPolicy::Periodic(Duration::from_secs(3600)));
+        assert_eq!(
+            config.compaction_policy().unwrap(),
+            CompactionPolicy::Periodic(Duration::from_secs(3600))
+        );
         config.auto_compaction_retention = "30s".into();
-        assert_eq!(config.compaction_policy().unwrap(), CompactionPolicy::Periodic(Duration::from_secs(30)));
+        assert_eq!(
+            config.compaction_policy().unwrap(),
+            CompactionPolicy::Periodic(Duration::from_secs(30))
+        );
         config.auto_compaction_mode = "revision".into();
         config.auto_compaction_retention = "1000".into();
-        assert_eq!(config.compaction_policy().unwrap(), CompactionPolicy::KeepRevisions(1000));
+        assert_eq!(
+            config.compaction_policy().unwrap(),
+            CompactionPolicy::KeepRevisions(1000)
+        );
     }
 
     #[test]

@@ -80,7 +80,15 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         cluster.cluster_id.clone(),
         tokio::runtime::Handle::current(),
     ));
-    let raft = start_node(node_config, log, backend, applier, lessor.clone(), transport, applied)?;
+    let raft = start_node(
+        node_config,
+        log,
+        backend,
+        applier,
+        lessor.clone(),
+        transport,
+        applied,
+    )?;
     tracing::info!(
         member = format!("{:x}", cluster.local_id),
         cluster = format!("{:x}", cluster.cluster_id.get()),
@@ -123,7 +131,10 @@ fn bootstrap_new_cluster(cluster: &Cluster, log: &RaftLog, mvcc: &MvccStore) -> 
 
 /// Runs a member until `shutdown` resolves: opens its state, binds every
 /// client URL, serves.
-pub async fn run(config: StoreConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+pub async fn run(
+    config: StoreConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
     let ctx = open(&config)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = Vec::new();
@@ -147,7 +158,11 @@ pub async fn run(config: StoreConfig, shutdown: impl Future<Output = ()> + Send 
         let signal = async move {
             let _ = stop.wait_for(|stopped| *stopped).await;
         };
-        servers.push(tokio::spawn(server::serve_peers(ctx.clone(), listener, signal)));
+        servers.push(tokio::spawn(server::serve_peers(
+            ctx.clone(),
+            listener,
+            signal,
+        )));
     }
     shutdown.await;
     tracing::info!("shutting down");

@@ -79,11 +79,21 @@ impl ClusterId {
 
     /// Accepts `id` from a peer. Only a member that does not know its
     /// cluster yet takes it (and persists it); others must match.
-    pub fn adopt(&self, id: u64, backend: &dyn Backend, member_id: u64, name: &str) -> Result<bool> {
+    pub fn adopt(
+        &self,
+        id: u64,
+        backend: &dyn Backend,
+        member_id: u64,
+        name: &str,
+    ) -> Result<bool> {
         if self.get() == id {
             return Ok(true);
         }
-        if self.0.compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        if self
+            .0
+            .compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             return Ok(false);
         }
         let identity = MemberIdentity {

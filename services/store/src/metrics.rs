@@ -51,9 +51,14 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("capstan_store");
         let requests = Family::<RequestLabels, Counter>::default();
-        let latency =
-            Family::<MethodLabels, Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
-        registry.register("grpc_requests", "gRPC requests by method and status code", requests.clone());
+        let latency = Family::<MethodLabels, Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "grpc_requests",
+            "gRPC requests by method and status code",
+            requests.clone(),
+        );
         registry.register(
             "grpc_request_duration_seconds",
             "gRPC request latency by method",
@@ -62,14 +67,38 @@ impl Metrics {
         let state = StateGauges::default();
         let gauges: [(&str, &str, &Gauge); 10] = [
             ("revision", "Current MVCC revision", &state.revision),
-            ("compact_revision", "Revision history is compacted to", &state.compact_revision),
+            (
+                "compact_revision",
+                "Revision history is compacted to",
+                &state.compact_revision,
+            ),
             ("raft_term", "Current raft term", &state.raft_term),
-            ("raft_applied_index", "Last applied raft index", &state.raft_applied_index),
-            ("raft_commit_index", "Last committed raft index", &state.raft_commit_index),
-            ("is_leader", "1 if this member is the raft leader", &state.is_leader),
-            ("has_leader", "1 if this member knows a leader", &state.has_leader),
+            (
+                "raft_applied_index",
+                "Last applied raft index",
+                &state.raft_applied_index,
+            ),
+            (
+                "raft_commit_index",
+                "Last committed raft index",
+                &state.raft_commit_index,
+            ),
+            (
+                "is_leader",
+                "1 if this member is the raft leader",
+                &state.is_leader,
+            ),
+            (
+                "has_leader",
+                "1 if this member knows a leader",
+                &state.has_leader,
+            ),
             ("watchers", "Open watchers", &state.watchers),
-            ("db_size_bytes", "Size of the backend on disk", &state.db_size_bytes),
+            (
+                "db_size_bytes",
+                "Size of the backend on disk",
+                &state.db_size_bytes,
+            ),
             ("leases", "Granted leases", &state.leases),
         ];
         for (name, help, gauge) in gauges {

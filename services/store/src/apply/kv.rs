@@ -65,7 +65,12 @@ fn put_checked(view: &mut WriteView, lessor: &mut Lessor, req: &PutRequest) -> P
     let (_, prev) = view
         .put(&req.key, value, lease)
         .expect("storage failure while applying a put");
-    move_lease(lessor, &req.key, prev.as_ref().map_or(0, |kv| kv.lease), lease);
+    move_lease(
+        lessor,
+        &req.key,
+        prev.as_ref().map_or(0, |kv| kv.lease),
+        lease,
+    );
     PutResponse {
         header: header(view.revision()),
         prev_kv: if req.prev_kv { prev } else { None },
@@ -135,7 +140,11 @@ fn choose_path(view: &WriteView, req: &TxnRequest, path: &mut TxnPath) -> Result
         }
     }
     path.push(succeeded);
-    let ops = if succeeded { &req.success } else { &req.failure };
+    let ops = if succeeded {
+        &req.success
+    } else {
+        &req.failure
+    };
     for op in ops {
         if let Some(Request::RequestTxn(nested)) = &op.request {
             choose_path(view, nested, path)?;
@@ -147,7 +156,11 @@ fn choose_path(view: &WriteView, req: &TxnRequest, path: &mut TxnPath) -> Result
 fn branch<'a>(req: &'a TxnRequest, path: &TxnPath, step: &mut usize) -> (bool, &'a [RequestOp]) {
     let succeeded = path[*step];
     *step += 1;
-    let ops = if succeeded { &req.success } else { &req.failure };
+    let ops = if succeeded {
+        &req.success
+    } else {
+        &req.failure
+    };
     (succeeded, ops)
 }
 
@@ -271,10 +284,45 @@ mod tests {
             create_revision: 2,
             lease: 0,
         };
-        assert!(holds(&cmp(CompareTarget::Value, CompareResult::Equal, TargetUnion::Value(b"b".to_vec())), &kv));
-        assert!(holds(&cmp(CompareTarget::Value, CompareResult::Greater, TargetUnion::Value(b"a".to_vec())), &kv));
-        assert!(holds(&cmp(CompareTarget::Version, CompareResult::Less, TargetUnion::Version(4)), &kv));
-        assert!(holds(&cmp(CompareTarget::Mod, CompareResult::NotEqual, TargetUnion::ModRevision(8)), &kv));
-        assert!(!holds(&cmp(CompareTarget::Create, CompareResult::Equal, TargetUnion::CreateRevision(3)), &kv));
+        assert!(holds(
+            &cmp(
+                CompareTarget::Value,
+                CompareResult::Equal,
+                TargetUnion::Value(b"b".to_vec())
+            ),
+            &kv
+        ));
+        assert!(holds(
+            &cmp(
+                CompareTarget::Value,
+                CompareResult::Greater,
+                TargetUnion::Value(b"a".to_vec())
+            ),
+            &kv
+        ));
+        assert!(holds(
+            &cmp(
+                CompareTarget::Version,
+                CompareResult::Less,
+                TargetUnion::Version(4)
+            ),
+            &kv
+        ));
+        assert!(holds(
+            &cmp(
+                CompareTarget::Mod,
+                CompareResult::NotEqual,
+                TargetUnion::ModRevision(8)
+            ),
+            &kv
+        ));
+        assert!(!holds(
+            &cmp(
+                CompareTarget::Create,
+                CompareResult::Equal,
+                TargetUnion::CreateRevision(3)
+            ),
+            &kv
+        ));
     }
 }

@@ -1,8 +1,7 @@
 //! Lease grant and revoke as raft-applied writes, and their persistence.
 
 use capstan_proto::etcdserverpb::{
-    LeaseGrantRequest, LeaseGrantResponse, LeaseRevokeRequest,
-    LeaseRevokeResponse, ResponseHeader,
+    LeaseGrantRequest, LeaseGrantResponse, LeaseRevokeRequest, LeaseRevokeResponse, ResponseHeader,
 };
 use capstan_proto::internal::StoredLease;
 use prost::Message;
@@ -68,7 +67,9 @@ pub fn restore_leases(mvcc: &MvccStore, lessor: &mut Lessor) -> Result<()> {
     }
     for (key, lease) in mvcc.leased_keys(&[0], &[0]) {
         if !lessor.exists(lease) {
-            return Err(StoreError::Corrupt(format!("key {key:?} on missing lease {lease}")));
+            return Err(StoreError::Corrupt(format!(
+                "key {key:?} on missing lease {lease}"
+            )));
         }
         lessor.attach(lease, &key);
     }

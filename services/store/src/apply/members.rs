@@ -39,7 +39,11 @@ pub fn write_initial_members(backend: &dyn Backend, members: &[MemberRecord]) ->
 }
 
 /// A member publishing its name and client URLs.
-pub fn publish_attributes(view: &mut WriteView, backend: &dyn Backend, update: &MemberRecord) -> Result<()> {
+pub fn publish_attributes(
+    view: &mut WriteView,
+    backend: &dyn Backend,
+    update: &MemberRecord,
+) -> Result<()> {
     let Some(mut record) = find(backend, update.id)? else {
         return Ok(()); // removed meanwhile
     };

@@ -13,14 +13,14 @@ pub mod validate;
 use std::sync::Arc;
 
 use capstan_proto::etcdserverpb::{
-    CompactionResponse, DeleteRangeResponse, LeaseGrantResponse, LeaseRevokeResponse,
-    PutResponse, ResponseHeader, TxnResponse,
+    CompactionResponse, DeleteRangeResponse, LeaseGrantResponse, LeaseRevokeResponse, PutResponse,
+    ResponseHeader, TxnResponse,
 };
 use capstan_proto::internal::raft_request::Request;
 use capstan_proto::internal::{MemberRecord, RaftRequest};
-use raft::eraftpb::ConfChangeType;
 use parking_lot::Mutex;
 use prost::Message;
+use raft::eraftpb::ConfChangeType;
 
 pub use lease::restore_leases;
 
@@ -72,10 +72,10 @@ impl Applier {
             }
         };
         let mut view = self.mvcc.write();
-        let result = match request.as_ref().and_then(|r| r.request.as_ref()) {
-            Some(request) => Some(self.dispatch(&mut view, request)),
-            None => None,
-        };
+        let result = request
+            .as_ref()
+            .and_then(|r| r.request.as_ref())
+            .map(|request| self.dispatch(&mut view, request));
         let committed = view
             .finish(index)
             .unwrap_or_else(|err| panic!("cannot persist raft entry {index}: {err}"));

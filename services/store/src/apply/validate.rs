@@ -16,7 +16,8 @@ pub fn check_range(req: &RangeRequest) -> Result<()> {
     if req.key.is_empty() {
         return Err(StoreError::EmptyKey);
     }
-    if SortOrder::try_from(req.sort_order).is_err() || SortTarget::try_from(req.sort_target).is_err()
+    if SortOrder::try_from(req.sort_order).is_err()
+        || SortTarget::try_from(req.sort_target).is_err()
     {
         return Err(StoreError::InvalidSortOption);
     }
@@ -99,8 +100,12 @@ fn branch_writes(ops: &[RequestOp]) -> Result<Writes> {
                         return Err(StoreError::DuplicateKey);
                     }
                 }
-                writes.puts.extend(success.puts.into_iter().chain(failure.puts));
-                writes.deletes.extend(success.deletes.into_iter().chain(failure.deletes));
+                writes
+                    .puts
+                    .extend(success.puts.into_iter().chain(failure.puts));
+                writes
+                    .deletes
+                    .extend(success.deletes.into_iter().chain(failure.deletes));
             }
             Some(Request::RequestRange(_)) | None => {}
         }
@@ -145,8 +150,14 @@ mod tests {
 
     #[test]
     fn the_same_key_twice_is_a_duplicate() {
-        assert_eq!(check_txn(&txn(vec![put("a"), put("a")]), 128), Err(StoreError::DuplicateKey));
-        assert_eq!(check_txn(&txn(vec![put("ab"), delete("a", "b")]), 128), Err(StoreError::DuplicateKey));
+        assert_eq!(
+            check_txn(&txn(vec![put("a"), put("a")]), 128),
+            Err(StoreError::DuplicateKey)
+        );
+        assert_eq!(
+            check_txn(&txn(vec![put("ab"), delete("a", "b")]), 128),
+            Err(StoreError::DuplicateKey)
+        );
         assert!(check_txn(&txn(vec![put("b"), delete("a", "b")]), 128).is_ok());
     }
 
@@ -155,7 +166,10 @@ mod tests {
         let nested = RequestOp {
             request: Some(Request::RequestTxn(txn(vec![put("a")]))),
         };
-        assert_eq!(check_txn(&txn(vec![put("a"), nested]), 128), Err(StoreError::DuplicateKey));
+        assert_eq!(
+            check_txn(&txn(vec![put("a"), nested]), 128),
+            Err(StoreError::DuplicateKey)
+        );
     }
 
     #[test]
@@ -163,7 +177,12 @@ mod tests {
         let ops = (0..3).map(|i| put(&i.to_string())).collect();
         assert_eq!(check_txn(&txn(ops), 2), Err(StoreError::TooManyOps));
         assert_eq!(check_put(&PutRequest::default()), Err(StoreError::EmptyKey));
-        let ignore = PutRequest { key: b"k".to_vec(), value: b"v".to_vec(), ignore_value: true, ..Default::default() };
+        let ignore = PutRequest {
+            key: b"k".to_vec(),
+            value: b"v".to_vec(),
+            ignore_value: true,
+            ..Default::default()
+        };
         assert_eq!(check_put(&ignore), Err(StoreError::ValueProvided));
     }
 }

@@ -18,7 +18,9 @@ pub async fn run_auto_compaction(ctx: Arc<Context>, policy: CompactionPolicy) {
     let check_every = match policy {
         CompactionPolicy::Off => return,
         // etcd checks ten times per period, at most hourly.
-        CompactionPolicy::Periodic(period) => (period / 10).clamp(Duration::from_secs(1), Duration::from_secs(3600)),
+        CompactionPolicy::Periodic(period) => {
+            (period / 10).clamp(Duration::from_secs(1), Duration::from_secs(3600))
+        }
         CompactionPolicy::KeepRevisions(_) => Duration::from_secs(60),
     };
     let mut samples: VecDeque<(Instant, i64)> = VecDeque::new();
@@ -49,7 +51,11 @@ pub async fn run_auto_compaction(ctx: Arc<Context>, policy: CompactionPolicy) {
 }
 
 /// The newest revision sampled at least `period` ago; older samples go.
-fn periodic_target(samples: &mut VecDeque<(Instant, i64)>, now: Instant, period: Duration) -> Option<i64> {
+fn periodic_target(
+    samples: &mut VecDeque<(Instant, i64)>,
+    now: Instant,
+    period: Duration,
+) -> Option<i64> {
     let mut target = None;
     while let Some(&(at, revision)) = samples.front() {
         if now.duration_since(at) < period {
@@ -72,8 +78,14 @@ mod tests {
             .map(|i| (start + Duration::from_secs(i), 100 + i as i64))
             .collect();
         let now = start + Duration::from_secs(12);
-        assert_eq!(periodic_target(&mut samples, now, Duration::from_secs(5)), Some(107));
+        assert_eq!(
+            periodic_target(&mut samples, now, Duration::from_secs(5)),
+            Some(107)
+        );
         assert_eq!(samples.len(), 2);
-        assert_eq!(periodic_target(&mut samples, now, Duration::from_secs(5)), None);
+        assert_eq!(
+            periodic_target(&mut samples, now, Duration::from_secs(5)),
+            None
+        );
     }
 }

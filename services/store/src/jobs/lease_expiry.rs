@@ -27,7 +27,9 @@ pub async fn run_lease_expiry(ctx: Arc<Context>) {
                 let revoke = Request::LeaseRevoke(LeaseRevokeRequest { id });
                 match raft.propose(revoke).await {
                     Ok(_) => tracing::debug!(id, "expired lease revoked"),
-                    Err(err) => tracing::debug!(id, %err, "revoke of expired lease failed; will retry"),
+                    Err(err) => {
+                        tracing::debug!(id, %err, "revoke of expired lease failed; will retry")
+                    }
                 }
             });
         }

@@ -7,5 +7,5 @@ mod lease_expiry;
 mod publish_attributes;
 
 pub use auto_compaction::run_auto_compaction;
-pub use publish_attributes::publish_attributes;
 pub use lease_expiry::run_lease_expiry;
+pub use publish_attributes::publish_attributes;

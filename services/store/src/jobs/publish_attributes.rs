@@ -19,7 +19,9 @@ pub async fn publish_attributes(ctx: Arc<Context>) {
     };
     let mut delay = Duration::from_millis(100);
     loop {
-        let recorded = members::find(&**ctx.mvcc.backend(), update.id).ok().flatten();
+        let recorded = members::find(&**ctx.mvcc.backend(), update.id)
+            .ok()
+            .flatten();
         let current = recorded
             .as_ref()
             .is_some_and(|r| r.name == update.name && r.client_urls == update.client_urls);
@@ -28,7 +30,11 @@ pub async fn publish_attributes(ctx: Arc<Context>) {
         }
         // Until this member's record arrives (a joining member gets it with
         // the leader's snapshot) a publish changes nothing: keep trying.
-        if let Err(err) = ctx.raft.propose(Request::MemberAttributes(update.clone())).await {
+        if let Err(err) = ctx
+            .raft
+            .propose(Request::MemberAttributes(update.clone()))
+            .await
+        {
             tracing::debug!(%err, "publishing member attributes; will retry");
         }
         tokio::time::sleep(delay).await;

@@ -179,7 +179,10 @@ mod tests {
         let mut lessor = Lessor::new(2);
         assert_eq!(lessor.grant(1, 1).unwrap(), 2);
         assert_eq!(lessor.grant(1, 5).unwrap_err(), StoreError::LeaseExists);
-        assert_eq!(lessor.grant(2, MAX_LEASE_TTL + 1).unwrap_err(), StoreError::LeaseTtlTooLarge);
+        assert_eq!(
+            lessor.grant(2, MAX_LEASE_TTL + 1).unwrap_err(),
+            StoreError::LeaseTtlTooLarge
+        );
     }
 
     #[test]

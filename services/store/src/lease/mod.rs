@@ -7,4 +7,4 @@
 
 mod lessor;
 
-pub use lessor::{Lessor, LeaseInfo, MAX_LEASE_TTL};
+pub use lessor::{LeaseInfo, Lessor, MAX_LEASE_TTL};

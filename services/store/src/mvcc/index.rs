@@ -86,7 +86,8 @@ impl KeyIndex {
     /// them, so their values can be removed from the backend.
     pub fn compact(&mut self, at: i64) -> Vec<Revision> {
         let mut removed = Vec::new();
-        self.keys.retain(|_, history| !history.compact(at, &mut removed));
+        self.keys
+            .retain(|_, history| !history.compact(at, &mut removed));
         removed
     }
 
@@ -117,9 +118,15 @@ mod tests {
         index.record_put(b"c", Revision::new(4, 0), 0);
         index.record_delete(b"b", Revision::new(5, 0));
         let all = KeyRange::new(b"\0", b"\0");
-        assert_eq!(keys_at(&index, &all, 4), vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(
+            keys_at(&index, &all, 4),
+            vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
+        );
         assert_eq!(keys_at(&index, &all, 5), vec![b"a".to_vec(), b"c".to_vec()]);
-        assert_eq!(keys_at(&index, &KeyRange::new(b"b", b"c"), 3), vec![b"b".to_vec()]);
+        assert_eq!(
+            keys_at(&index, &KeyRange::new(b"b", b"c"), 3),
+            vec![b"b".to_vec()]
+        );
         assert!(keys_at(&index, &KeyRange::new(b"c", b"a"), 5).is_empty());
         assert_eq!(index.live_in(&all).len(), 2);
     }

@@ -138,7 +138,10 @@ mod tests {
         assert_eq!(h.visible_at(100), Some(Revision::new(7, 0)));
         assert_eq!(h.live().unwrap().version, 1);
         assert_eq!(h.live().unwrap().create_revision, 7);
-        assert_eq!(h.visible_before(Revision::new(4, 0)), Some(Revision::new(2, 0)));
+        assert_eq!(
+            h.visible_before(Revision::new(4, 0)),
+            Some(Revision::new(2, 0))
+        );
         assert_eq!(h.visible_before(Revision::new(7, 0)), None);
     }
 
@@ -147,7 +150,15 @@ mod tests {
         let mut h = KeyHistory::default();
         h.record_put(Revision::new(2, 0), 0);
         let meta = h.record_put(Revision::new(3, 0), 9);
-        assert_eq!(meta, LiveMeta { create_revision: 2, mod_revision: 3, version: 2, lease: 9 });
+        assert_eq!(
+            meta,
+            LiveMeta {
+                create_revision: 2,
+                mod_revision: 3,
+                version: 2,
+                lease: 9
+            }
+        );
     }
 
     #[test]

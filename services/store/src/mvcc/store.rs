@@ -156,7 +156,12 @@ impl MvccStore {
     /// The events of store revisions `from..=to` in order, with previous
     /// values, for watch catch-up. Fails with `Compacted` below the
     /// compaction point.
-    pub fn events_between(&self, from: i64, to: i64, max_revisions: i64) -> Result<Vec<(i64, Vec<Event>)>> {
+    pub fn events_between(
+        &self,
+        from: i64,
+        to: i64,
+        max_revisions: i64,
+    ) -> Result<Vec<(i64, Vec<Event>)>> {
         let to = to.min(from.saturating_add(max_revisions - 1));
         if from > to {
             return Ok(Vec::new());
@@ -176,7 +181,11 @@ impl MvccStore {
             let stored = decode_revision(&value)?;
             let kv = stored.kv.unwrap_or_default();
             let prev_kv = self.previous_kv(&kv.key, rev)?;
-            let kind = if stored.tombstone { EventType::Delete } else { EventType::Put };
+            let kind = if stored.tombstone {
+                EventType::Delete
+            } else {
+                EventType::Put
+            };
             let event = Event {
                 r#type: kind as i32,
                 kv: Some(kv),
@@ -418,11 +427,17 @@ impl WriteView<'_> {
             kv: Some(kv.clone()),
             tombstone,
         };
-        self.batch.put(rev.to_key().to_vec(), stored.encode_to_vec());
+        self.batch
+            .put(rev.to_key().to_vec(), stored.encode_to_vec());
     }
 
     /// Writes `key`, returning the new pair and the one it replaced.
-    pub fn put(&mut self, key: &[u8], value: Vec<u8>, lease: i64) -> Result<(KeyValue, Option<KeyValue>)> {
+    pub fn put(
+        &mut self,
+        key: &[u8],
+        value: Vec<u8>,
+        lease: i64,
+    ) -> Result<(KeyValue, Option<KeyValue>)> {
         let prev = self.get(key)?;
         let rev = self.next_revision();
         let meta = self.state.index.record_put(key, rev, lease);
@@ -477,7 +492,8 @@ impl WriteView<'_> {
             self.batch.delete(rev.to_key().to_vec());
         }
         self.state.compact_rev = at;
-        self.batch.put(META_COMPACT_REV.to_vec(), at.to_be_bytes().to_vec());
+        self.batch
+            .put(META_COMPACT_REV.to_vec(), at.to_be_bytes().to_vec());
         Ok(())
     }
 
@@ -497,8 +513,10 @@ impl WriteView<'_> {
             self.batch
                 .put(META_CURRENT_REV.to_vec(), self.main.to_be_bytes().to_vec());
         }
-        self.batch
-            .put(META_APPLIED_INDEX.to_vec(), (applied_index as i64).to_be_bytes().to_vec());
+        self.batch.put(
+            META_APPLIED_INDEX.to_vec(),
+            (applied_index as i64).to_be_bytes().to_vec(),
+        );
         let batch = std::mem::take(&mut self.batch);
         self.backend.write(Space::Mvcc, batch)?;
         Ok(Committed {
@@ -534,7 +552,10 @@ mod tests {
         assert_eq!(done.events.len(), 2);
         let out = store.range(&all(), 0, 0).unwrap();
         assert_eq!(out.count, 2);
-        assert!(out.kvs.iter().all(|kv| kv.mod_revision == 2 && kv.version == 1));
+        assert!(out
+            .kvs
+            .iter()
+            .all(|kv| kv.mod_revision == 2 && kv.version == 1));
     }
 
     #[test]
@@ -558,7 +579,10 @@ mod tests {
         let key = KeyRange::new(b"k", b"");
         assert_eq!(store.range(&key, 2, 0).unwrap().kvs[0].value, b"1");
         assert_eq!(store.range(&key, 4, 0).unwrap().kvs[0].version, 3);
-        assert_eq!(store.range(&key, 5, 0).unwrap_err(), StoreError::FutureRevision);
+        assert_eq!(
+            store.range(&key, 5, 0).unwrap_err(),
+            StoreError::FutureRevision
+        );
 
         let mut w = store.write();
         w.compact(3).unwrap();
@@ -609,7 +633,13 @@ mod tests {
         target.restore(&source.dump().unwrap()).unwrap();
         assert_eq!(target.current_revision(), 2);
         assert_eq!(target.applied_index().unwrap(), 5);
-        let keys: Vec<_> = target.range(&all(), 0, 0).unwrap().kvs.into_iter().map(|kv| kv.key).collect();
+        let keys: Vec<_> = target
+            .range(&all(), 0, 0)
+            .unwrap()
+            .kvs
+            .into_iter()
+            .map(|kv| kv.key)
+            .collect();
         assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec()]);
     }
 

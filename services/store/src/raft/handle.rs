@@ -120,7 +120,12 @@ impl RaftHandle {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (done, wait) = oneshot::channel();
         self.tx
-            .send(NodeMsg::ConfChange { id, change, record, done })
+            .send(NodeMsg::ConfChange {
+                id,
+                change,
+                record,
+                done,
+            })
             .map_err(|_| StoreError::Stopped)?;
         self.wait_outcome(wait).await
     }
@@ -131,7 +136,10 @@ impl RaftHandle {
             .map_err(|_| StoreError::Stopped)
     }
 
-    async fn wait_outcome(&self, wait: oneshot::Receiver<Result<ApplyOutcome>>) -> Result<ApplyOutcome> {
+    async fn wait_outcome(
+        &self,
+        wait: oneshot::Receiver<Result<ApplyOutcome>>,
+    ) -> Result<ApplyOutcome> {
         match timeout(self.request_timeout, wait).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(StoreError::Stopped),

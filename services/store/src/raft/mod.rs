@@ -6,6 +6,10 @@
 //! Ready loop runs on its own thread and owns the node; clients talk to it
 //! through a [`RaftHandle`].
 
+// raft-rs's protobuf-2 messages carry hidden fields, so they are built by
+// assigning to a default value rather than with struct literals.
+#![allow(clippy::field_reassign_with_default)]
+
 mod handle;
 mod logger;
 mod node;
@@ -13,6 +17,6 @@ mod storage;
 mod transport;
 
 pub use handle::{RaftHandle, RaftStatus};
-pub use transport::{GrpcTransport, Transport};
 pub use node::{start_node, NodeConfig};
 pub use storage::{RaftLog, BOOTSTRAP_INDEX};
+pub use transport::{GrpcTransport, Transport};

@@ -12,10 +12,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use parking_lot::Mutex;
-use protobuf::Message as _;
 use capstan_proto::internal::{raft_request, MemberRecord, RaftRequest};
+use parking_lot::Mutex;
 use prost::Message as _;
+use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType, Snapshot};
 use raft::{Config, RawNode, ReadState, StateRole};
 use raft_proto::ConfChangeI;
@@ -25,7 +25,7 @@ use super::handle::{NodeMsg, RaftHandle, RaftStatus};
 use super::logger::raft_logger;
 use super::storage::RaftLog;
 use super::transport::Transport;
-use crate::apply::{ApplyOutcome, Applier};
+use crate::apply::{Applier, ApplyOutcome};
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
 use crate::storage::Backend;
@@ -327,7 +327,9 @@ impl Node {
         if let Some(hard_state) = ready.hs() {
             self.log.set_hard_state(hard_state)?;
             self.status.term.store(hard_state.term, Ordering::Release);
-            self.status.commit.fetch_max(hard_state.commit, Ordering::AcqRel);
+            self.status
+                .commit
+                .fetch_max(hard_state.commit, Ordering::AcqRel);
         }
         if must_flush {
             self.backend.flush()?;
@@ -374,12 +376,18 @@ impl Node {
     /// Replaces the state machine and the log with a leader's snapshot.
     fn install_snapshot(&mut self, snapshot: Snapshot) -> Result<()> {
         let meta = snapshot.get_metadata();
-        tracing::info!(index = meta.index, term = meta.term, bytes = snapshot.data.len(), "installing snapshot");
+        tracing::info!(
+            index = meta.index,
+            term = meta.term,
+            bytes = snapshot.data.len(),
+            "installing snapshot"
+        );
         self.applier.restore_snapshot(&snapshot.data)?;
         self.log.apply_snapshot(&snapshot)?;
         self.backend.flush()?;
         self.applied = meta.index;
-        self.transport.set_peers(peer_list(&self.applier.members()?));
+        self.transport
+            .set_peers(peer_list(&self.applier.members()?));
         Ok(())
     }
 
@@ -418,7 +426,11 @@ impl Node {
         Some(applied.request_id)
     }
 
-    fn apply_conf_change(&mut self, entry: &Entry, change: &impl ConfChangeI) -> Result<Option<u64>> {
+    fn apply_conf_change(
+        &mut self,
+        entry: &Entry,
+        change: &impl ConfChangeI,
+    ) -> Result<Option<u64>> {
         let v2 = change.as_v2();
         let conf_state = match self.raw.apply_conf_change(change) {
             Ok(conf_state) => conf_state,

@@ -86,8 +86,8 @@ impl RaftLog {
         let mut terms = VecDeque::new();
         let start = entry_key(truncated_index + 1);
         let end = [ENTRY_PREFIX + 1];
-        let mut expected = truncated_index + 1;
-        for (_, value) in backend.scan(Space::Raft, &start, Some(&end))? {
+        let stored = backend.scan(Space::Raft, &start, Some(&end))?;
+        for (expected, (_, value)) in (truncated_index + 1..).zip(stored) {
             let entry: Entry = decode(&value)?;
             if entry.index != expected {
                 return Err(StoreError::Corrupt(format!(
@@ -96,7 +96,6 @@ impl RaftLog {
                 )));
             }
             terms.push_back(entry.term);
-            expected += 1;
         }
         let cached = Cached {
             hard_state,
@@ -368,7 +367,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(dir.path()).unwrap());
         let log = RaftLog::open(backend.clone()).unwrap();
-        log.append(&[entry(1, 1), entry(2, 1), entry(3, 1)]).unwrap();
+        log.append(&[entry(1, 1), entry(2, 1), entry(3, 1)])
+            .unwrap();
         log.append(&[entry(2, 2)]).unwrap();
         assert_eq!(Storage::last_index(&log).unwrap(), 2);
         assert_eq!(log.term(2).unwrap(), 2);
@@ -381,8 +381,13 @@ mod tests {
         let log = RaftLog::open(backend).unwrap();
         assert_eq!(Storage::last_index(&log).unwrap(), 2);
         assert_eq!(log.hard_state().commit, 2);
-        let entries = log.entries(1, 3, None, GetEntriesContext::empty(false)).unwrap();
-        assert_eq!(entries.iter().map(|e| e.term).collect::<Vec<_>>(), vec![1, 2]);
+        let entries = log
+            .entries(1, 3, None, GetEntriesContext::empty(false))
+            .unwrap();
+        assert_eq!(
+            entries.iter().map(|e| e.term).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
     }
 
     #[test]
@@ -390,7 +395,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(dir.path()).unwrap());
         let log = RaftLog::open(backend.clone()).unwrap();
-        log.append(&[entry(1, 1), entry(2, 1), entry(3, 2)]).unwrap();
+        log.append(&[entry(1, 1), entry(2, 1), entry(3, 2)])
+            .unwrap();
         log.truncate_front(2).unwrap();
         assert_eq!(Storage::first_index(&log).unwrap(), 3);
         assert_eq!(log.term(2).unwrap(), 1);

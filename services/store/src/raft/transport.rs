@@ -167,7 +167,9 @@ impl LinkPump {
                         return; // the transport dropped this link
                     }
                 }
-                Err(err) => tracing::debug!(to = format!("{:x}", self.to), %err, "peer unreachable"),
+                Err(err) => {
+                    tracing::debug!(to = format!("{:x}", self.to), %err, "peer unreachable")
+                }
             }
             if let Some(feedback) = &self.feedback {
                 let _ = feedback.send(NodeMsg::Unreachable { to: self.to });

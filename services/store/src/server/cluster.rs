@@ -39,7 +39,12 @@ impl ClusterService {
     }
 
     async fn change(&self, kind: ConfChangeType, record: MemberRecord) -> Result<Vec<Member>> {
-        match self.0.raft.change_membership(single_change(kind, record.id), record).await? {
+        match self
+            .0
+            .raft
+            .change_membership(single_change(kind, record.id), record)
+            .await?
+        {
             ApplyOutcome::Members(members) => Ok(members.iter().map(to_wire).collect()),
             other => Err(crate::apply::unexpected(&other)),
         }
@@ -121,34 +126,45 @@ impl Cluster for ClusterService {
         &self,
         request: Request<MemberAddRequest>,
     ) -> std::result::Result<Response<MemberAddResponse>, Status> {
-        self.0.observe("MemberAdd", self.add(request.into_inner())).await
+        self.0
+            .observe("MemberAdd", self.add(request.into_inner()))
+            .await
     }
 
     async fn member_remove(
         &self,
         request: Request<MemberRemoveRequest>,
     ) -> std::result::Result<Response<MemberRemoveResponse>, Status> {
-        self.0.observe("MemberRemove", self.remove(request.into_inner())).await
+        self.0
+            .observe("MemberRemove", self.remove(request.into_inner()))
+            .await
     }
 
     async fn member_update(
         &self,
         _request: Request<MemberUpdateRequest>,
     ) -> std::result::Result<Response<MemberUpdateResponse>, Status> {
-        Err(StoreError::Unimplemented("changing a member's peer URLs is not supported; remove and re-add it").into())
+        Err(StoreError::Unimplemented(
+            "changing a member's peer URLs is not supported; remove and re-add it",
+        )
+        .into())
     }
 
     async fn member_list(
         &self,
         request: Request<MemberListRequest>,
     ) -> std::result::Result<Response<MemberListResponse>, Status> {
-        self.0.observe("MemberList", self.list(request.into_inner())).await
+        self.0
+            .observe("MemberList", self.list(request.into_inner()))
+            .await
     }
 
     async fn member_promote(
         &self,
         request: Request<MemberPromoteRequest>,
     ) -> std::result::Result<Response<MemberPromoteResponse>, Status> {
-        self.0.observe("MemberPromote", self.promote(request.into_inner())).await
+        self.0
+            .observe("MemberPromote", self.promote(request.into_inner()))
+            .await
     }
 }

@@ -28,15 +28,24 @@ async fn metrics(State(ctx): State<Arc<Context>>) -> impl IntoResponse {
     gauges.revision.set(ctx.mvcc.current_revision());
     gauges.compact_revision.set(ctx.mvcc.compact_revision());
     gauges.raft_term.set(status.term() as i64);
-    gauges.raft_applied_index.set(status.applied.load(Ordering::Acquire) as i64);
-    gauges.raft_commit_index.set(status.commit.load(Ordering::Acquire) as i64);
+    gauges
+        .raft_applied_index
+        .set(status.applied.load(Ordering::Acquire) as i64);
+    gauges
+        .raft_commit_index
+        .set(status.commit.load(Ordering::Acquire) as i64);
     gauges.is_leader.set(status.is_leader() as i64);
     gauges.has_leader.set((status.leader() != 0) as i64);
     gauges.watchers.set(ctx.hub.watcher_count() as i64);
-    gauges.db_size_bytes.set(ctx.mvcc.backend().size_on_disk() as i64);
+    gauges
+        .db_size_bytes
+        .set(ctx.mvcc.backend().size_on_disk() as i64);
     gauges.leases.set(ctx.lessor.lock().ids().len() as i64);
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         ctx.metrics.encode(),
     )
 }

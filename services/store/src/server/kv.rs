@@ -67,12 +67,19 @@ impl KvService {
 
 #[tonic::async_trait]
 impl Kv for KvService {
-    async fn range(&self, request: GrpcRequest<RangeRequest>) -> Result<Response<RangeResponse>, Status> {
-        self.0.observe("Range", KvService::range(self, request.into_inner())).await
+    async fn range(
+        &self,
+        request: GrpcRequest<RangeRequest>,
+    ) -> Result<Response<RangeResponse>, Status> {
+        self.0
+            .observe("Range", KvService::range(self, request.into_inner()))
+            .await
     }
 
     async fn put(&self, request: GrpcRequest<PutRequest>) -> Result<Response<PutResponse>, Status> {
-        self.0.observe("Put", KvService::put(self, request.into_inner())).await
+        self.0
+            .observe("Put", KvService::put(self, request.into_inner()))
+            .await
     }
 
     async fn delete_range(
@@ -80,18 +87,25 @@ impl Kv for KvService {
         request: GrpcRequest<DeleteRangeRequest>,
     ) -> Result<Response<DeleteRangeResponse>, Status> {
         self.0
-            .observe("DeleteRange", KvService::delete_range(self, request.into_inner()))
+            .observe(
+                "DeleteRange",
+                KvService::delete_range(self, request.into_inner()),
+            )
             .await
     }
 
     async fn txn(&self, request: GrpcRequest<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
-        self.0.observe("Txn", KvService::txn(self, request.into_inner())).await
+        self.0
+            .observe("Txn", KvService::txn(self, request.into_inner()))
+            .await
     }
 
     async fn compact(
         &self,
         request: GrpcRequest<CompactionRequest>,
     ) -> Result<Response<CompactionResponse>, Status> {
-        self.0.observe("Compact", KvService::compact(self, request.into_inner())).await
+        self.0
+            .observe("Compact", KvService::compact(self, request.into_inner()))
+            .await
     }
 }

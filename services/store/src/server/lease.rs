@@ -8,8 +8,8 @@ use std::time::Instant;
 use capstan_proto::etcdserverpb::lease_server::Lease;
 use capstan_proto::etcdserverpb::{
     LeaseGrantRequest, LeaseGrantResponse, LeaseKeepAliveRequest, LeaseKeepAliveResponse,
-    LeaseLeasesRequest, LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse,
-    LeaseStatus, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
+    LeaseLeasesRequest, LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse, LeaseStatus,
+    LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
 };
 use capstan_proto::internal::raft_request::Request;
 use futures::{Stream, StreamExt};
@@ -144,7 +144,8 @@ async fn keep_alive(ctx: &Context, id: i64) -> Result<LeaseKeepAliveResponse> {
     })
 }
 
-type KeepAliveStream = Pin<Box<dyn Stream<Item = std::result::Result<LeaseKeepAliveResponse, Status>> + Send>>;
+type KeepAliveStream =
+    Pin<Box<dyn Stream<Item = std::result::Result<LeaseKeepAliveResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl Lease for LeaseService {
@@ -152,14 +153,18 @@ impl Lease for LeaseService {
         &self,
         request: GrpcRequest<LeaseGrantRequest>,
     ) -> std::result::Result<Response<LeaseGrantResponse>, Status> {
-        self.0.observe("LeaseGrant", self.grant(request.into_inner())).await
+        self.0
+            .observe("LeaseGrant", self.grant(request.into_inner()))
+            .await
     }
 
     async fn lease_revoke(
         &self,
         request: GrpcRequest<LeaseRevokeRequest>,
     ) -> std::result::Result<Response<LeaseRevokeResponse>, Status> {
-        self.0.observe("LeaseRevoke", self.revoke(request.into_inner())).await
+        self.0
+            .observe("LeaseRevoke", self.revoke(request.into_inner()))
+            .await
     }
 
     type LeaseKeepAliveStream = KeepAliveStream;
@@ -175,8 +180,13 @@ impl Lease for LeaseService {
             while let Some(Ok(req)) = incoming.next().await {
                 let started = Instant::now();
                 let response = keep_alive(&ctx, req.id).await.map_err(Status::from);
-                let code = if response.is_ok() { "OK" } else { "Unavailable" };
-                ctx.metrics.record("LeaseKeepAlive", code, started.elapsed());
+                let code = if response.is_ok() {
+                    "OK"
+                } else {
+                    "Unavailable"
+                };
+                ctx.metrics
+                    .record("LeaseKeepAlive", code, started.elapsed());
                 if tx.send(response).await.is_err() {
                     break;
                 }

@@ -25,7 +25,10 @@ type SnapshotStream = Pin<Box<dyn Stream<Item = Result<SnapshotResponse, Status>
 
 #[tonic::async_trait]
 impl Maintenance for MaintenanceService {
-    async fn alarm(&self, _request: Request<AlarmRequest>) -> Result<Response<AlarmResponse>, Status> {
+    async fn alarm(
+        &self,
+        _request: Request<AlarmRequest>,
+    ) -> Result<Response<AlarmResponse>, Status> {
         // No alarm is ever raised (there is no space quota yet), so the
         // list is empty and activating or clearing one has nothing to do.
         let ctx = &self.0;
@@ -38,7 +41,10 @@ impl Maintenance for MaintenanceService {
         ctx.observe("Alarm", work).await
     }
 
-    async fn status(&self, _request: Request<StatusRequest>) -> Result<Response<StatusResponse>, Status> {
+    async fn status(
+        &self,
+        _request: Request<StatusRequest>,
+    ) -> Result<Response<StatusResponse>, Status> {
         let ctx = &self.0;
         let status = ctx.raft.status();
         let work = async {
@@ -87,7 +93,10 @@ impl Maintenance for MaintenanceService {
         ctx.observe("Hash", work).await
     }
 
-    async fn hash_kv(&self, request: Request<HashKvRequest>) -> Result<Response<HashKvResponse>, Status> {
+    async fn hash_kv(
+        &self,
+        request: Request<HashKvRequest>,
+    ) -> Result<Response<HashKvResponse>, Status> {
         let ctx = &self.0;
         let at = request.into_inner().revision;
         let work = async {

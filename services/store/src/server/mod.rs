@@ -169,11 +169,21 @@ pub async fn serve(
     let decode_limit = ctx.limits.max_request_bytes + 512 * 1024;
     let mut routes = Routes::builder();
     routes
-        .add_service(KvServer::new(kv::KvService(ctx.clone())).max_decoding_message_size(decode_limit))
-        .add_service(WatchServer::new(watch::WatchService(ctx.clone())).max_decoding_message_size(decode_limit))
-        .add_service(LeaseServer::new(lease::LeaseService(ctx.clone())).max_decoding_message_size(decode_limit))
+        .add_service(
+            KvServer::new(kv::KvService(ctx.clone())).max_decoding_message_size(decode_limit),
+        )
+        .add_service(
+            WatchServer::new(watch::WatchService(ctx.clone()))
+                .max_decoding_message_size(decode_limit),
+        )
+        .add_service(
+            LeaseServer::new(lease::LeaseService(ctx.clone()))
+                .max_decoding_message_size(decode_limit),
+        )
         .add_service(ClusterServer::new(cluster::ClusterService(ctx.clone())))
-        .add_service(MaintenanceServer::new(maintenance::MaintenanceService(ctx.clone())));
+        .add_service(MaintenanceServer::new(maintenance::MaintenanceService(
+            ctx.clone(),
+        )));
     let router = http::add_routes(routes.routes().into_axum_router(), ctx.clone());
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     tonic::transport::Server::builder()
@@ -200,8 +210,6 @@ pub async fn serve_peers(
 
 /// Binds a client URL such as `http://127.0.0.1:2379`.
 pub async fn bind(url: &str) -> std::io::Result<tokio::net::TcpListener> {
-    let host_port = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/');
+    let host_port = url.trim_start_matches("http://").trim_end_matches('/');
     tokio::net::TcpListener::bind(host_port).await
 }

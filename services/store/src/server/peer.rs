@@ -34,9 +34,12 @@ impl Peer for PeerService {
             let batch = batch?;
             let cluster = &self.0.cluster;
             let backend = &**self.0.mvcc.backend();
-            let same_cluster = cluster
-                .cluster_id
-                .adopt(batch.cluster_id, backend, cluster.local_id, &cluster.name)?;
+            let same_cluster = cluster.cluster_id.adopt(
+                batch.cluster_id,
+                backend,
+                cluster.local_id,
+                &cluster.name,
+            )?;
             if !same_cluster {
                 return Err(Status::permission_denied(format!(
                     "message from cluster {:x}, this is {:x}",
@@ -51,7 +54,10 @@ impl Peer for PeerService {
         Ok(Response::new(Ack {}))
     }
 
-    async fn snapshot(&self, request: Request<Streaming<SnapshotChunk>>) -> Result<Response<Ack>, Status> {
+    async fn snapshot(
+        &self,
+        request: Request<Streaming<SnapshotChunk>>,
+    ) -> Result<Response<Ack>, Status> {
         let mut chunks = request.into_inner();
         let mut message: Option<Message> = None;
         let mut data = Vec::new();
@@ -62,7 +68,8 @@ impl Peer for PeerService {
             }
             data.extend_from_slice(&chunk.data);
         }
-        let mut message = message.ok_or_else(|| Status::invalid_argument("snapshot without a message"))?;
+        let mut message =
+            message.ok_or_else(|| Status::invalid_argument("snapshot without a message"))?;
         message.mut_snapshot().data = data.into();
         self.0.raft.step(message)?;
         Ok(Response::new(Ack {}))
@@ -74,7 +81,10 @@ impl Peer for PeerService {
     ) -> Result<Response<LeaseRenewResponse>, Status> {
         let ctx = &self.0;
         let ttl = if ctx.raft.status().is_leader() {
-            ctx.lessor.lock().renew(request.into_inner().id).unwrap_or(0)
+            ctx.lessor
+                .lock()
+                .renew(request.into_inner().id)
+                .unwrap_or(0)
         } else {
             -1
         };
@@ -92,7 +102,10 @@ impl Peer for PeerService {
                 ..Default::default()
             }));
         }
-        let info = ctx.lessor.lock().info(request.into_inner().id, Instant::now());
+        let info = ctx
+            .lessor
+            .lock()
+            .info(request.into_inner().id, Instant::now());
         Ok(Response::new(match info {
             Some(info) => LeaseTimeToLiveResponse {
                 found: true,

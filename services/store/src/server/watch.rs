@@ -109,7 +109,8 @@ impl Session {
                         watch_id: create.watch_id,
                         created: true,
                         canceled: true,
-                        cancel_reason: "mvcc: duplicate watch ID provided on the WatchStream".into(),
+                        cancel_reason: "mvcc: duplicate watch ID provided on the WatchStream"
+                            .into(),
                         ..Default::default()
                     },
                     None,

@@ -48,7 +48,10 @@ mod tests {
     fn event(kind: EventType, key: &str) -> Event {
         Event {
             r#type: kind as i32,
-            kv: Some(KeyValue { key: key.into(), ..Default::default() }),
+            kv: Some(KeyValue {
+                key: key.into(),
+                ..Default::default()
+            }),
             prev_kv: Some(KeyValue::default()),
         }
     }
