@@ -1,3 +1,243 @@
-fn main() {
-    println!("capstan-bench: not written yet");
+//! `capstan-bench`: puts and linearizable gets against capstan-store and a
+//! real etcd, started by the benchmark itself and measured in the same run,
+//! with correctness checks along the way.
+//!
+//! - [`cli`]: flags and their parsing;
+//! - [`servers`]: the servers under test as child processes (killed on drop);
+//! - [`workload`]: concurrent clients over a shared connection pool, and the
+//!   checks of what they did against the server's state;
+//! - [`report`]: per-run statistics, capstan/etcd ratios, table and JSON;
+//! - [`checks`]: the ledger behind the final `N passed, M failed` line.
+
+mod checks;
+mod cli;
+mod report;
+mod servers;
+mod workload;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::checks::Checks;
+use crate::cli::Args;
+use crate::report::RunStats;
+use crate::servers::{ServerKind, ServerProcess};
+use crate::workload::{RunSpec, Workload};
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Err(err) = args.validate() {
+        eprintln!("capstan-bench: {err}");
+        return ExitCode::from(2);
+    }
+    let mut checks = Checks::new(args.quiet);
+    let mut stats = Vec::new();
+    if let Err(err) = run(&args, &mut checks, &mut stats) {
+        checks.record("benchmark ran to the end", false, err);
+    }
+
+    println!(
+        "capstan-bench: {:?} per workload, {}-byte values, clients {}, at most {} connections per workload",
+        args.duration,
+        args.value_size,
+        args.clients.0.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","),
+        args.max_conns
+    );
+    if !stats.is_empty() {
+        print!("{}", report::table(&stats));
+        if stats.iter().any(|s| s.server == ServerKind::Etcd) {
+            println!(
+                "c/e = capstan/etcd from this run: ops/s above 1 is faster, p99 above 1 is slower"
+            );
+        }
+    }
+    if let Some(path) = &args.json {
+        let context = report::JsonContext {
+            duration: args.duration,
+            value_size: args.value_size,
+            clients: &args.clients.0,
+            max_conns: args.max_conns,
+        };
+        match report::write_json(path, &context, &stats, &checks) {
+            Ok(()) => {
+                if !args.quiet {
+                    eprintln!("wrote {}", path.display());
+                }
+            }
+            Err(err) => {
+                checks.record("JSON report written", false, err);
+            }
+        }
+    }
+    for failure in checks.failures() {
+        println!("FAILED: {}: {}", failure.name, failure.detail);
+    }
+    println!("{} passed, {} failed", checks.passed(), checks.failed());
+    if checks.failed() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Starts the servers (on the main thread, see `servers::die_with_parent`),
+/// runs every workload, checks the servers survived. The servers are killed
+/// when `servers` drops, however this returns.
+fn run(args: &Args, checks: &mut Checks, stats: &mut Vec<RunStats>) -> Result<(), String> {
+    let say = |line: String| {
+        if !args.quiet {
+            eprintln!("{line}");
+        }
+    };
+    let mut kinds = vec![(ServerKind::Capstan, args.store_bin()?)];
+    if !args.skip_etcd {
+        kinds.push((ServerKind::Etcd, args.etcd_bin.clone()));
+    }
+    let mut servers: Vec<ServerProcess> = Vec::new();
+    for (kind, binary) in kinds {
+        say(format!("starting {kind} from {}", binary.display()));
+        match ServerProcess::start(kind, &binary, args.startup_timeout) {
+            Ok(server) => {
+                checks.record(
+                    format!("{kind}: starts and reports healthy"),
+                    true,
+                    format!("serving on {}", server.endpoint()),
+                );
+                servers.push(server);
+            }
+            Err(err) => {
+                // Recorded as the failed check; nothing else can run.
+                checks.record(format!("{kind}: starts and reports healthy"), false, err);
+                return Ok(());
+            }
+        }
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| format!("start the async runtime: {err}"))?;
+    let result = runtime.block_on(async {
+        tokio::select! {
+            result = run_workloads(args, &mut servers, checks, stats) => result,
+            signal = shutdown_signal() => Err(format!("interrupted by {signal}; servers stopped")),
+        }
+    });
+    // Clients go before the servers do.
+    drop(runtime);
+    result?;
+
+    for server in &mut servers {
+        let kind = server.kind;
+        let status = server.exit_status();
+        let healthy = status.is_none() && server.healthy_now();
+        checks.record(
+            format!("{kind}: still running and healthy after the workloads"),
+            healthy,
+            match status {
+                Some(status) => format!("exited: {status}; log tail:\n{}", server.log_tail(20)),
+                None if healthy => "ok".to_string(),
+                None => "running, but /health is not true".to_string(),
+            },
+        );
+        let alarms = server.log_alarms();
+        checks.record(
+            format!("{kind}: log shows no panic or fatal error"),
+            alarms.is_empty(),
+            if alarms.is_empty() {
+                "clean".to_string()
+            } else {
+                alarms.join("\n")
+            },
+        );
+    }
+    Ok(())
+}
+
+/// Every client count, then every server, then put and get: the two
+/// servers' runs for one client count are next to each other in time, so
+/// the machine's noise affects both alike.
+async fn run_workloads(
+    args: &Args,
+    servers: &mut [ServerProcess],
+    checks: &mut Checks,
+    stats: &mut Vec<RunStats>,
+) -> Result<(), String> {
+    let mut run_id = 0;
+    let mut dead: Vec<ServerKind> = Vec::new();
+    for &clients in &args.clients.0 {
+        for server in servers.iter_mut() {
+            for workload in [Workload::Put, Workload::Get] {
+                if dead.contains(&server.kind) {
+                    continue;
+                }
+                if let Some(status) = server.exit_status() {
+                    checks.record(
+                        format!(
+                            "{}: still running before {workload} clients={clients}",
+                            server.kind
+                        ),
+                        false,
+                        format!("exited: {status}; log tail:\n{}", server.log_tail(20)),
+                    );
+                    dead.push(server.kind);
+                    continue;
+                }
+                run_id += 1;
+                let spec = RunSpec {
+                    server: server.kind,
+                    endpoint: server.endpoint(),
+                    workload,
+                    clients,
+                    max_conns: args.max_conns,
+                    duration: args.duration,
+                    value_size: args.value_size,
+                    request_timeout: args.request_timeout,
+                    progress: !args.quiet,
+                    run_id,
+                };
+                let label = spec.label();
+                if !args.quiet {
+                    eprintln!("running {label} for {:?}", args.duration);
+                }
+                match workload::run(spec, checks).await {
+                    Ok(outcome) => {
+                        let row = RunStats::from_outcome(&outcome);
+                        if !args.quiet {
+                            eprintln!(
+                                "done {label}: {} ok, {} errors, {:.1} ops/s, p50 {:.3} ms, p99 {:.3} ms",
+                                row.ok,
+                                row.errors,
+                                row.ops_per_sec,
+                                row.p50_us as f64 / 1000.0,
+                                row.p99_us as f64 / 1000.0
+                            );
+                        }
+                        stats.push(row);
+                    }
+                    Err(err) => {
+                        checks.record(format!("{label}: workload ran"), false, err);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM, naming it.
+async fn shutdown_signal() -> &'static str {
+    let mut terminate =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return "Ctrl-C";
+            }
+        };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "Ctrl-C",
+        _ = terminate.recv() => "SIGTERM",
+    }
 }

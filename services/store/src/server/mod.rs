@@ -185,7 +185,7 @@ pub async fn serve(
             ctx.clone(),
         )));
     let router = http::add_routes(routes.routes().into_axum_router(), ctx.clone());
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let incoming = no_delay(listener);
     tonic::transport::Server::builder()
         .accept_http1(true)
         .tcp_nodelay(true)
@@ -200,12 +200,19 @@ pub async fn serve_peers(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::result::Result<(), tonic::transport::Error> {
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let incoming = no_delay(listener);
     tonic::transport::Server::builder()
         .tcp_nodelay(true)
         .add_service(peer::peer_server(ctx))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
+}
+
+/// Accepted connections with Nagle's algorithm off: a small response must
+/// not wait for the client's delayed ACK (tonic ignores `tcp_nodelay` for
+/// listeners it did not bind itself).
+fn no_delay(listener: tokio::net::TcpListener) -> tonic::transport::server::TcpIncoming {
+    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 /// Binds a client URL such as `http://127.0.0.1:2379`.

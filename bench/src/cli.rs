@@ -1,0 +1,179 @@
+//! Command-line flags and the settled run configuration.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// The most connections one workload opens; clients beyond this share them,
+/// as etcd's own `benchmark` tool shares `--conns` among `--clients`.
+pub const DEFAULT_MAX_CONNS: usize = 16;
+
+/// Largest client count accepted, so a typo cannot spawn a million tasks.
+const MAX_CLIENTS: usize = 4096;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "capstan-bench",
+    about = "Puts and linearizable gets against capstan-store and a real etcd, in one run",
+    long_about = "Starts a capstan-store and (unless --skip-etcd) a real etcd on free loopback \
+                  ports in fresh temporary data directories, runs a put workload and a \
+                  linearizable single-key get workload against each for every client count, \
+                  checks the results as it goes, and reports ops/s and latency percentiles \
+                  with capstan/etcd ratios measured in the same run."
+)]
+pub struct Args {
+    /// How long each workload runs (`10s`, `500ms`, `2m`; a bare number is seconds).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+
+    /// Comma-separated numbers of concurrent clients; every workload runs once per count.
+    #[arg(long, default_value = "1,64", value_parser = parse_clients)]
+    pub clients: ClientCounts,
+
+    /// Size in bytes of every value written.
+    #[arg(long, default_value_t = 256)]
+    pub value_size: usize,
+
+    /// Most gRPC connections per workload; clients share them round-robin.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNS)]
+    pub max_conns: usize,
+
+    /// Longest a single request may take before it counts as an error.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// Longest a server may take to become healthy after it is started.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub startup_timeout: Duration,
+
+    /// The capstan-store binary [default: `capstan-store` next to this executable].
+    #[arg(long)]
+    pub store_bin: Option<PathBuf>,
+
+    /// The etcd binary to compare against (looked up on PATH when bare).
+    #[arg(long, default_value = "etcd")]
+    pub etcd_bin: PathBuf,
+
+    /// Benchmark capstan-store alone (no ratios are reported).
+    #[arg(long)]
+    pub skip_etcd: bool,
+
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// The parsed `--clients` list (a newtype so clap treats it as one value).
+#[derive(Debug, Clone)]
+pub struct ClientCounts(pub Vec<usize>);
+
+impl Args {
+    /// Where the capstan-store binary is: the flag, or next to our own executable.
+    pub fn store_bin(&self) -> Result<PathBuf, String> {
+        if let Some(path) = &self.store_bin {
+            return Ok(path.clone());
+        }
+        let exe = std::env::current_exe().map_err(|err| format!("locate own executable: {err}"))?;
+        let dir = exe
+            .parent()
+            .ok_or_else(|| format!("{} has no parent directory", exe.display()))?;
+        Ok(dir.join("capstan-store"))
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.duration.is_zero() {
+            return Err("--duration must be positive".into());
+        }
+        if self.request_timeout.is_zero() {
+            return Err("--request-timeout must be positive".into());
+        }
+        if self.max_conns == 0 {
+            return Err("--max-conns must be positive".into());
+        }
+        if self.value_size > 1024 * 1024 {
+            return Err(
+                "--value-size must be at most 1 MiB (etcd's request limit is 1.5 MiB)".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Parses `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds (`1.5` too).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (try 10s, 500ms, 2m)"))?;
+    let seconds = match unit {
+        "" | "s" => number,
+        "ms" => number / 1000.0,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown unit `{unit}` (use ms, s, m or h)"
+            ))
+        }
+    };
+    if !seconds.is_finite() || !(0.0..=7.0 * 24.0 * 3600.0).contains(&seconds) {
+        return Err(format!("`{text}` is out of range"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Parses `1,64` into client counts (each at least 1, no duplicates).
+pub fn parse_clients(text: &str) -> Result<ClientCounts, String> {
+    let mut counts = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let count: usize = part
+            .parse()
+            .map_err(|_| format!("`{part}` is not a client count"))?;
+        if count == 0 || count > MAX_CLIENTS {
+            return Err(format!(
+                "client counts must be between 1 and {MAX_CLIENTS}, got {count}"
+            ));
+        }
+        if !counts.contains(&count) {
+            counts.push(count);
+        }
+    }
+    if counts.is_empty() {
+        return Err("give at least one client count, e.g. 1,64".into());
+    }
+    Ok(ClientCounts(counts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("10x").is_err());
+    }
+
+    #[test]
+    fn client_lists() {
+        assert_eq!(parse_clients("1,64").unwrap().0, vec![1, 64]);
+        assert_eq!(parse_clients(" 8 , 8,1").unwrap().0, vec![8, 1]);
+        assert!(parse_clients("0").is_err());
+        assert!(parse_clients("").is_err());
+        assert!(parse_clients("a").is_err());
+    }
+}

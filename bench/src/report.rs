@@ -1,0 +1,205 @@
+//! Statistics of each run, the capstan/etcd ratios, the printed table and
+//! the JSON file.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::checks::Checks;
+use crate::servers::ServerKind;
+use crate::workload::{RunOutcome, Workload};
+
+/// The summary of one (server, workload, clients) run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunStats {
+    pub server: ServerKind,
+    pub workload: Workload,
+    pub clients: usize,
+    pub conns: usize,
+    pub ok: u64,
+    pub errors: u64,
+    pub elapsed_s: f64,
+    pub ops_per_sec: f64,
+    pub mean_us: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub max_us: u64,
+}
+
+impl RunStats {
+    pub fn from_outcome(outcome: &RunOutcome) -> Self {
+        let hist = &outcome.latency_us;
+        let seconds = outcome.elapsed.as_secs_f64();
+        let empty = hist.is_empty();
+        let quantile = |q: f64| if empty { 0 } else { hist.value_at_quantile(q) };
+        RunStats {
+            server: outcome.spec.server,
+            workload: outcome.spec.workload,
+            clients: outcome.spec.clients,
+            conns: outcome.conns,
+            ok: outcome.ok,
+            errors: outcome.errors,
+            elapsed_s: seconds,
+            ops_per_sec: if seconds > 0.0 {
+                outcome.ok as f64 / seconds
+            } else {
+                0.0
+            },
+            mean_us: if empty { 0.0 } else { hist.mean() },
+            p50_us: quantile(0.50),
+            p99_us: quantile(0.99),
+            p999_us: quantile(0.999),
+            max_us: if empty { 0 } else { hist.max() },
+        }
+    }
+}
+
+/// capstan relative to etcd for one (workload, clients), from the same run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratio {
+    pub workload: Workload,
+    pub clients: usize,
+    /// capstan ops/s ÷ etcd ops/s: above 1 means capstan is faster.
+    pub throughput: f64,
+    /// capstan p99 ÷ etcd p99: above 1 means capstan's tail is slower.
+    pub p99: f64,
+}
+
+pub fn ratios(stats: &[RunStats]) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for capstan in stats.iter().filter(|s| s.server == ServerKind::Capstan) {
+        let etcd = stats.iter().find(|s| {
+            s.server == ServerKind::Etcd
+                && s.workload == capstan.workload
+                && s.clients == capstan.clients
+        });
+        if let Some(etcd) = etcd {
+            out.push(Ratio {
+                workload: capstan.workload,
+                clients: capstan.clients,
+                throughput: divide(capstan.ops_per_sec, etcd.ops_per_sec),
+                p99: divide(capstan.p99_us as f64, etcd.p99_us as f64),
+            });
+        }
+    }
+    out
+}
+
+fn divide(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::NAN
+    }
+}
+
+fn ms(us: u64) -> String {
+    format!("{:.3}", us as f64 / 1000.0)
+}
+
+fn times(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}x")
+    } else {
+        "-".into()
+    }
+}
+
+/// The results table: one row per run, grouped by workload and client
+/// count, capstan's rows carrying the capstan/etcd ratios.
+pub fn table(stats: &[RunStats]) -> String {
+    let ratios = ratios(stats);
+    let mut rows: Vec<&RunStats> = stats.iter().collect();
+    rows.sort_by_key(|s| (s.workload as u8, s.clients, s.server as u8));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<8} {:>7} {:>5} {:<8} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+        "workload",
+        "clients",
+        "conns",
+        "server",
+        "requests",
+        "ops/s",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "errors",
+        "ops/s c/e",
+        "p99 c/e"
+    );
+    for s in rows {
+        let ratio = (s.server == ServerKind::Capstan)
+            .then(|| {
+                ratios
+                    .iter()
+                    .find(|r| r.workload == s.workload && r.clients == s.clients)
+            })
+            .flatten();
+        let _ = writeln!(
+            out,
+            "{:<8} {:>7} {:>5} {:<8} {:>9} {:>10.1} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+            s.workload.to_string(),
+            s.clients,
+            s.conns,
+            s.server.name(),
+            s.ok,
+            s.ops_per_sec,
+            ms(s.p50_us),
+            ms(s.p99_us),
+            ms(s.p999_us),
+            ms(s.max_us),
+            s.errors,
+            ratio.map_or("-".into(), |r| times(r.throughput)),
+            ratio.map_or("-".into(), |r| times(r.p99)),
+        );
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    duration_s: f64,
+    value_size: usize,
+    clients: &'a [usize],
+    max_conns: usize,
+    results: &'a [RunStats],
+    ratios: Vec<Ratio>,
+    checks_passed: usize,
+    checks_failed: usize,
+    checks: &'a [crate::checks::Check],
+}
+
+pub struct JsonContext<'a> {
+    pub duration: Duration,
+    pub value_size: usize,
+    pub clients: &'a [usize],
+    pub max_conns: usize,
+}
+
+pub fn write_json(
+    path: &Path,
+    context: &JsonContext<'_>,
+    stats: &[RunStats],
+    checks: &Checks,
+) -> Result<(), String> {
+    let report = JsonReport {
+        duration_s: context.duration.as_secs_f64(),
+        value_size: context.value_size,
+        clients: context.clients,
+        max_conns: context.max_conns,
+        results: stats,
+        // NaN is not JSON; serde_json writes it as null.
+        ratios: ratios(stats),
+        checks_passed: checks.passed(),
+        checks_failed: checks.failed(),
+        checks: checks.all(),
+    };
+    let text =
+        serde_json::to_string_pretty(&report).map_err(|err| format!("encode JSON: {err}"))?;
+    std::fs::write(path, text + "\n").map_err(|err| format!("write {}: {err}", path.display()))
+}

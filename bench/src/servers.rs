@@ -1,0 +1,364 @@
+//! The servers under test, run as child processes on free loopback ports in
+//! fresh temporary data directories. A [`ServerProcess`] kills its child
+//! when dropped, so every way out of the benchmark (success, error, panic,
+//! Ctrl-C handled in `main`) stops the servers; on Linux the child also gets
+//! SIGKILL if the benchmark itself dies without unwinding.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// Attempts at starting a server, in case a port picked as free was taken
+/// by someone else before the server bound it.
+const START_ATTEMPTS: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerKind {
+    Capstan,
+    Etcd,
+}
+
+impl ServerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerKind::Capstan => "capstan",
+            ServerKind::Etcd => "etcd",
+        }
+    }
+}
+
+impl fmt::Display for ServerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A running server; killed (SIGKILL) and reaped on drop, after which its
+/// temporary directory (data and log) is removed.
+pub struct ServerProcess {
+    pub kind: ServerKind,
+    pub client_port: u16,
+    child: Option<Child>,
+    log_path: PathBuf,
+    // Declared last: dropped after `Drop::drop` has killed the child.
+    _dir: TempDir,
+}
+
+impl ServerProcess {
+    /// Starts a server of `kind` from `binary` and waits until `/health`
+    /// reports healthy, for at most `startup_timeout` per attempt.
+    pub fn start(
+        kind: ServerKind,
+        binary: &Path,
+        startup_timeout: Duration,
+    ) -> Result<Self, String> {
+        let mut last_error = String::new();
+        for attempt in 1..=START_ATTEMPTS {
+            match Self::start_once(kind, binary, startup_timeout) {
+                Ok(server) => return Ok(server),
+                Err(StartError::Fatal(err)) => return Err(err),
+                Err(StartError::Retry(err)) => {
+                    last_error = format!("{kind}: attempt {attempt}/{START_ATTEMPTS}: {err}");
+                }
+            }
+        }
+        Err(last_error)
+    }
+
+    fn start_once(
+        kind: ServerKind,
+        binary: &Path,
+        startup_timeout: Duration,
+    ) -> Result<Self, StartError> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("capstan-bench-{kind}-"))
+            .tempdir()
+            .map_err(|err| StartError::Fatal(format!("create a temporary directory: {err}")))?;
+        let data_dir = dir.path().join("data");
+        let log_path = dir.path().join(format!("{kind}.log"));
+        let [client_port, peer_port] = free_ports()
+            .map_err(|err| StartError::Fatal(format!("find free loopback ports: {err}")))?;
+        let client_url = format!("http://127.0.0.1:{client_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        let name = format!("bench-{kind}");
+
+        let mut command = Command::new(binary);
+        command
+            .arg("--name")
+            .arg(&name)
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .arg("--listen-client-urls")
+            .arg(&client_url)
+            .arg("--advertise-client-urls")
+            .arg(&client_url)
+            .arg("--listen-peer-urls")
+            .arg(&peer_url)
+            .arg("--initial-advertise-peer-urls")
+            .arg(&peer_url)
+            .arg("--initial-cluster")
+            .arg(format!("{name}={peer_url}"))
+            .arg("--initial-cluster-state")
+            .arg("new");
+        // Both servers read settings from their environment; keep the
+        // comparison hermetic.
+        let prefix = match kind {
+            ServerKind::Capstan => "CAPSTAN_",
+            ServerKind::Etcd => "ETCD_",
+        };
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with(prefix) {
+                command.env_remove(key);
+            }
+        }
+        let log = File::create(&log_path)
+            .map_err(|err| StartError::Fatal(format!("create {}: {err}", log_path.display())))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|err| StartError::Fatal(format!("{}: {err}", log_path.display())))?;
+        command.stdin(Stdio::null()).stdout(log).stderr(log_err);
+        die_with_parent(&mut command);
+
+        let child = command.spawn().map_err(|err| {
+            StartError::Fatal(format!(
+                "start {kind} from `{}`: {err}{}",
+                binary.display(),
+                match kind {
+                    ServerKind::Capstan =>
+                        " (build it with `cargo build --bins`, or pass --store-bin)",
+                    ServerKind::Etcd => " (install etcd, pass --etcd-bin, or use --skip-etcd)",
+                }
+            ))
+        })?;
+        let mut server = ServerProcess {
+            kind,
+            client_port,
+            child: Some(child),
+            log_path,
+            _dir: dir,
+        };
+        server
+            .wait_healthy(startup_timeout)
+            .map_err(StartError::Retry)?;
+        Ok(server)
+    }
+
+    /// The endpoint etcd clients connect to.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    /// Polls `/health` until it reports `"health":"true"`; fails early if
+    /// the process exits.
+    fn wait_healthy(&mut self, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        let mut last = String::from("no answer yet");
+        while Instant::now() < deadline {
+            if let Some(status) = self.exit_status() {
+                return Err(format!(
+                    "{} exited during start-up ({status}); log tail:\n{}",
+                    self.kind,
+                    self.log_tail(20)
+                ));
+            }
+            match http_get(self.client_port, "/health") {
+                Ok(body) if is_healthy(&body) => return Ok(()),
+                Ok(body) => last = format!("/health said {}", body.trim()),
+                Err(err) => last = err,
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!(
+            "{} not healthy after {:?} ({last}); log tail:\n{}",
+            self.kind,
+            timeout,
+            self.log_tail(20)
+        ))
+    }
+
+    /// Whether `/health` says healthy right now.
+    pub fn healthy_now(&self) -> bool {
+        http_get(self.client_port, "/health").is_ok_and(|body| is_healthy(&body))
+    }
+
+    /// The exit status, if the process has exited.
+    pub fn exit_status(&mut self) -> Option<String> {
+        let child = self.child.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            Ok(None) => None,
+            Err(err) => Some(format!("unknown ({err})")),
+        }
+    }
+
+    pub fn log(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut file) = File::open(&self.log_path) {
+            let _ = file.read_to_string(&mut text);
+        }
+        text
+    }
+
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = self.log();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Lines of the log that show a panic or a fatal error.
+    pub fn log_alarms(&self) -> Vec<String> {
+        self.log()
+            .lines()
+            .filter(|line| {
+                line.contains("panicked at")
+                    || line.contains("\"level\":\"fatal\"")
+                    || line.contains("\"level\":\"panic\"")
+                    || line.contains(" FATAL ")
+            })
+            .take(5)
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+enum StartError {
+    /// Starting again cannot help (no binary, no temp dir).
+    Fatal(String),
+    /// Maybe a port race; try again with new ports.
+    Retry(String),
+}
+
+/// Two distinct free ports on 127.0.0.1, held together while picked so they
+/// differ, then released for the server to bind.
+fn free_ports() -> std::io::Result<[u16; 2]> {
+    let a = TcpListener::bind("127.0.0.1:0")?;
+    let b = TcpListener::bind("127.0.0.1:0")?;
+    Ok([a.local_addr()?.port(), b.local_addr()?.port()])
+}
+
+fn is_healthy(body: &str) -> bool {
+    let compact: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    compact.contains("\"health\":\"true\"")
+}
+
+/// A minimal HTTP/1.1 GET on loopback, returning the body of a 200 answer.
+fn http_get(port: u16, path: &str) -> Result<String, String> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+        .map_err(|err| format!("connect: {err}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .and_then(|()| stream.set_write_timeout(Some(Duration::from_secs(3))))
+        .map_err(|err| err.to_string())?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|err| format!("send: {err}"))?;
+    let mut response = Vec::new();
+    stream
+        .take(1 << 20)
+        .read_to_end(&mut response)
+        .map_err(|err| format!("read: {err}"))?;
+    let response = String::from_utf8_lossy(&response);
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| "malformed HTTP answer".to_string())?;
+    let status = head.lines().next().unwrap_or_default();
+    if !status.contains(" 200") {
+        return Err(format!("{path}: {status}"));
+    }
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return Ok(dechunk(body));
+    }
+    Ok(body.to_string())
+}
+
+/// Joins the chunks of a chunked HTTP body (enough for small JSON answers).
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    for _ in 0..1024 {
+        let Some((size, tail)) = rest.split_once("\r\n") else {
+            break;
+        };
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || tail.len() < size {
+            break;
+        }
+        out.push_str(&tail[..size]);
+        rest = tail[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Asks Linux to SIGKILL the child if this process dies without running
+/// destructors (e.g. it is itself SIGKILLed). Servers are started from the
+/// main thread, which lives as long as the process.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_bodies() {
+        assert!(is_healthy(r#"{"health":"true"}"#));
+        assert!(is_healthy(r#"{"health": "true", "reason": ""}"#));
+        assert!(!is_healthy(r#"{"health":"false"}"#));
+    }
+
+    #[test]
+    fn chunked_bodies() {
+        assert_eq!(
+            dechunk("5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
+            "hello world"
+        );
+    }
+
+    #[test]
+    fn ports_differ() {
+        let [a, b] = free_ports().unwrap();
+        assert_ne!(a, b);
+    }
+}
