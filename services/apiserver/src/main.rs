@@ -1,1 +1,32 @@
-fn main() {}
+//! The `capstan-apiserver` binary.
+
+use clap::Parser;
+
+use capstan_apiserver::config::{ApiserverConfig, Flags};
+
+fn main() {
+    let flags = Flags::parse();
+    let config = match ApiserverConfig::load(&flags) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("capstan-apiserver: {err}");
+            std::process::exit(2);
+        }
+    };
+    capstan_telemetry::init_logging(&config.log_level);
+    let result =
+        actix_rt::System::new().block_on(capstan_apiserver::run(config, shutdown_signal()));
+    if let Err(err) = result {
+        tracing::error!(%err, "capstan-apiserver failed");
+        std::process::exit(1);
+    }
+}
+
+async fn shutdown_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+}

@@ -1,0 +1,312 @@
+//! Objects, the event window, and the watchers served from them.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::error::ApiError;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Error,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+            EventType::Bookmark => "BOOKMARK",
+            EventType::Error => "ERROR",
+        }
+    }
+}
+
+/// A change seen in the store, at `revision`.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub kind: EventType,
+    pub key: String,
+    pub object: Arc<Value>,
+    /// The object before the change (for selector transitions).
+    pub previous: Option<Arc<Value>>,
+    pub revision: i64,
+}
+
+/// What a watcher's stream carries.
+#[derive(Debug, Clone)]
+pub struct WatchItem {
+    pub kind: EventType,
+    pub object: Arc<Value>,
+}
+
+/// How deep a watcher's buffer may get before it is cut off, so one slow
+/// consumer never holds up the others.
+pub const WATCHER_BUFFER: usize = 1024;
+
+/// A registered watcher: its channel, filter, and where it starts.
+pub struct Watcher {
+    pub sender: mpsc::Sender<WatchItem>,
+    /// Does an object belong to this watch (namespace and selectors)?
+    pub filter: Box<dyn Fn(&Value) -> bool + Send>,
+    pub bookmarks: bool,
+    /// Events at or before this revision were already seen by the client
+    /// (the cache may lag the list it read from the store).
+    pub after: i64,
+}
+
+pub struct WatchCache {
+    objects: BTreeMap<String, Arc<Value>>,
+    window: VecDeque<Event>,
+    capacity: usize,
+    /// The newest revision the cache reflects.
+    revision: i64,
+    /// Watches from any revision ≥ this can be replayed from the window.
+    oldest: i64,
+    watchers: Vec<Watcher>,
+}
+
+impl WatchCache {
+    /// A cache holding `objects` as of `revision`.
+    pub fn new(
+        objects: impl IntoIterator<Item = (String, Value)>,
+        revision: i64,
+        capacity: usize,
+    ) -> WatchCache {
+        WatchCache {
+            objects: objects.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
+            window: VecDeque::with_capacity(capacity),
+            capacity,
+            revision,
+            oldest: revision,
+            watchers: Vec::new(),
+        }
+    }
+
+    pub fn revision(&self) -> i64 {
+        self.revision
+    }
+
+    pub fn watcher_count(&self) -> usize {
+        self.watchers.len()
+    }
+
+    pub fn objects(&self) -> impl Iterator<Item = &Arc<Value>> {
+        self.objects.values()
+    }
+
+    /// Starts over from a fresh listing (after the store watch was lost
+    /// past compaction): watchers are closed, as they cannot be told what
+    /// they missed; clients re-list.
+    pub fn reset(&mut self, objects: impl IntoIterator<Item = (String, Value)>, revision: i64) {
+        *self = WatchCache::new(objects, revision, self.capacity);
+    }
+
+    /// Records a store change and fans it out.
+    pub fn apply(&mut self, event: Event) {
+        self.revision = self.revision.max(event.revision);
+        match event.kind {
+            EventType::Deleted => self.objects.remove(&event.key),
+            _ => self.objects.insert(event.key.clone(), event.object.clone()),
+        };
+        self.watchers.retain(|w| deliver(w, &event));
+        if self.window.len() == self.capacity {
+            if let Some(evicted) = self.window.pop_front() {
+                self.oldest = evicted.revision;
+            }
+        }
+        self.window.push_back(event);
+    }
+
+    /// Registers a watcher from `from` (exclusive). None replays the
+    /// current state as ADDED events first. The initial items go into the
+    /// channel before any live event, so order holds.
+    pub fn watch(
+        &mut self,
+        watcher: Watcher,
+        from: Option<i64>,
+        initial_end_bookmark: Option<Value>,
+    ) -> Result<(), ApiError> {
+        let initial: Vec<WatchItem> = match from {
+            Some(rv) if rv < self.oldest => {
+                return Err(ApiError::Expired(format!(
+                    "too old resource version: {rv} ({})",
+                    self.oldest
+                )));
+            }
+            Some(rv) => self
+                .window
+                .iter()
+                .filter(|e| e.revision > rv)
+                .filter_map(|e| transition(&watcher, e))
+                .collect(),
+            None => self
+                .objects
+                .values()
+                .filter(|o| (watcher.filter)(o))
+                .map(|o| WatchItem {
+                    kind: EventType::Added,
+                    object: o.clone(),
+                })
+                .collect(),
+        };
+        let end = initial_end_bookmark.map(|b| WatchItem {
+            kind: EventType::Bookmark,
+            object: Arc::new(b),
+        });
+        for item in initial.into_iter().chain(end) {
+            if watcher.sender.try_send(item).is_err() {
+                return Err(ApiError::Internal(
+                    "too many initial events for one watch; use a list first".into(),
+                ));
+            }
+        }
+        self.watchers.push(watcher);
+        Ok(())
+    }
+
+    /// Sends a BOOKMARK at the cache's revision to watchers that asked.
+    pub fn bookmark(&mut self, make: impl Fn(i64) -> Value) {
+        let object = Arc::new(make(self.revision));
+        self.watchers.retain(|w| {
+            !w.bookmarks
+                || w.sender
+                    .try_send(WatchItem {
+                        kind: EventType::Bookmark,
+                        object: object.clone(),
+                    })
+                    .is_ok()
+        });
+    }
+
+    /// Drops watchers whose clients went away.
+    pub fn prune(&mut self) {
+        self.watchers.retain(|w| !w.sender.is_closed());
+    }
+}
+
+/// The event as this watcher sees it: an object that starts matching its
+/// filter is ADDED, one that stops matching is DELETED.
+fn transition(watcher: &Watcher, event: &Event) -> Option<WatchItem> {
+    let now = event.kind != EventType::Deleted && (watcher.filter)(&event.object);
+    let before = event.previous.as_ref().is_some_and(|p| (watcher.filter)(p));
+    let kind = match (before, now) {
+        (false, false) => return None,
+        (false, true) => EventType::Added,
+        (true, true) => event.kind,
+        (true, false) => EventType::Deleted,
+    };
+    Some(WatchItem {
+        kind,
+        object: event.object.clone(),
+    })
+}
+
+/// False when the watcher must go: its client left, or it fell behind.
+fn deliver(watcher: &Watcher, event: &Event) -> bool {
+    if event.revision <= watcher.after {
+        return !watcher.sender.is_closed();
+    }
+    match transition(watcher, event) {
+        None => !watcher.sender.is_closed(),
+        Some(item) => watcher.sender.try_send(item).is_ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(name: &str, app: &str) -> Value {
+        json!({"metadata": {"name": name, "labels": {"app": app}}})
+    }
+
+    fn event(kind: EventType, name: &str, app: &str, prev: Option<&str>, revision: i64) -> Event {
+        Event {
+            kind,
+            key: name.into(),
+            object: Arc::new(obj(name, app)),
+            previous: prev.map(|p| Arc::new(obj(name, p))),
+            revision,
+        }
+    }
+
+    fn watcher(app: &'static str) -> (Watcher, mpsc::Receiver<WatchItem>) {
+        let (sender, receiver) = mpsc::channel(WATCHER_BUFFER);
+        let filter = Box::new(move |o: &Value| o["metadata"]["labels"]["app"] == app);
+        (
+            Watcher {
+                sender,
+                filter,
+                bookmarks: true,
+                after: 0,
+            },
+            receiver,
+        )
+    }
+
+    #[test]
+    fn replays_from_a_revision_and_reports_transitions() {
+        let mut cache = WatchCache::new([("a".to_string(), obj("a", "web"))], 10, 100);
+        cache.apply(event(EventType::Modified, "a", "db", Some("web"), 11));
+        cache.apply(event(EventType::Added, "b", "web", None, 12));
+        let (w, mut rx) = watcher("web");
+        cache.watch(w, Some(10), None).unwrap();
+        assert_eq!(rx.try_recv().unwrap().kind, EventType::Deleted);
+        assert_eq!(rx.try_recv().unwrap().kind, EventType::Added);
+        cache.apply(event(EventType::Modified, "a", "web", Some("db"), 13));
+        assert_eq!(rx.try_recv().unwrap().kind, EventType::Added);
+    }
+
+    #[test]
+    fn too_old_is_expired_and_none_lists_state() {
+        let mut cache = WatchCache::new([("a".to_string(), obj("a", "web"))], 10, 1);
+        cache.apply(event(EventType::Added, "b", "web", None, 11));
+        cache.apply(event(EventType::Added, "c", "web", None, 12));
+        let (w, _rx) = watcher("web");
+        assert_eq!(cache.watch(w, Some(10), None).unwrap_err().code(), 410);
+        let (w, mut rx) = watcher("web");
+        cache.watch(w, None, Some(json!({}))).unwrap();
+        let kinds: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|i| i.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                EventType::Added,
+                EventType::Added,
+                EventType::Added,
+                EventType::Bookmark
+            ]
+        );
+    }
+
+    #[test]
+    fn slow_watchers_are_cut_off() {
+        let mut cache = WatchCache::new(Vec::new(), 1, 10);
+        let (sender, _rx) = mpsc::channel(1);
+        cache
+            .watch(
+                Watcher {
+                    sender,
+                    filter: Box::new(|_| true),
+                    bookmarks: false,
+                    after: 0,
+                },
+                Some(1),
+                None,
+            )
+            .unwrap();
+        cache.apply(event(EventType::Added, "a", "x", None, 2));
+        cache.apply(event(EventType::Added, "b", "x", None, 3));
+        assert_eq!(cache.watcher_count(), 0);
+    }
+}

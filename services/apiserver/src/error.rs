@@ -1,0 +1,251 @@
+//! API errors: one enum for everything a request can fail with, rendered
+//! once, at the HTTP boundary, as a Kubernetes `Status` object.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::{json, Value};
+
+/// One field-level validation failure (`details.causes[]` of an Invalid).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    /// FieldValueRequired, FieldValueInvalid, FieldValueForbidden, ...
+    pub reason: &'static str,
+    pub field: String,
+    pub message: String,
+}
+
+impl Cause {
+    pub fn required(field: impl Into<String>) -> Cause {
+        Cause {
+            reason: "FieldValueRequired",
+            field: field.into(),
+            message: "Required value".into(),
+        }
+    }
+
+    pub fn invalid(field: impl Into<String>, value: &str, why: impl AsRef<str>) -> Cause {
+        let message = format!("Invalid value: {}: {}", Value::from(value), why.as_ref());
+        Cause {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            message,
+        }
+    }
+
+    pub fn forbidden(field: impl Into<String>, why: impl Into<String>) -> Cause {
+        Cause {
+            reason: "FieldValueForbidden",
+            field: field.into(),
+            message: format!("Forbidden: {}", why.into()),
+        }
+    }
+}
+
+/// Names the object an error is about, as `details` does.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub group: String,
+    /// Plural resource name (`pods`).
+    pub resource: String,
+    pub name: String,
+}
+
+impl Target {
+    /// `pods` or `deployments.apps`, as Kubernetes messages spell it.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+/// The details of a 422 Invalid (boxed: errors travel by value a lot).
+#[derive(Debug)]
+pub struct Invalid {
+    pub target: Target,
+    pub kind: String,
+    pub causes: Vec<Cause>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{} \"{}\" not found", .0.qualified(), .0.name)]
+    NotFound(Target),
+    #[error("{} \"{}\" already exists", .0.qualified(), .0.name)]
+    AlreadyExists(Target),
+    #[error("Operation cannot be fulfilled on {} \"{}\": {}", .0.qualified(), .0.name, .1)]
+    Conflict(Target, String),
+    #[error("{} \"{}\" is invalid: {}", .0.kind, .0.target.name, render_causes(&.0.causes))]
+    Invalid(Box<Invalid>),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("the server does not allow this method on the requested resource")]
+    MethodNotAllowed,
+    #[error("the server could not find the requested resource")]
+    UnknownPath,
+    #[error("only the following media types are accepted: {0}")]
+    NotAcceptable(String),
+    #[error(
+        "the body of the request was in an unknown format - accepted media types include: {0}"
+    )]
+    UnsupportedMediaType(String),
+    #[error("the request is too large (limit: {0} bytes)")]
+    TooLarge(usize),
+    #[error("{0}")]
+    Expired(String),
+    #[error("Too large resource version: {0}, current: {1}")]
+    TooLargeResourceVersion(i64, i64),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+fn render_causes(causes: &[Cause]) -> String {
+    let parts: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect();
+    if parts.len() == 1 {
+        parts[0].clone()
+    } else {
+        format!("[{}]", parts.join(", "))
+    }
+}
+
+impl ApiError {
+    pub fn invalid(target: Target, kind: &str, causes: Vec<Cause>) -> ApiError {
+        ApiError::Invalid(Box::new(Invalid {
+            target,
+            kind: kind.to_string(),
+            causes,
+        }))
+    }
+
+    /// The conflict every stale resourceVersion gets.
+    pub fn stale(target: Target) -> ApiError {
+        let why = "the object has been modified; please apply your changes to the latest version and try again";
+        ApiError::Conflict(target, why.into())
+    }
+
+    pub fn code(&self) -> u16 {
+        match self {
+            ApiError::NotFound(_) | ApiError::UnknownPath => 404,
+            ApiError::AlreadyExists(_) | ApiError::Conflict(..) => 409,
+            ApiError::Invalid(_) => 422,
+            ApiError::BadRequest(_) => 400,
+            ApiError::Forbidden(_) => 403,
+            ApiError::MethodNotAllowed => 405,
+            ApiError::NotAcceptable(_) => 406,
+            ApiError::UnsupportedMediaType(_) => 415,
+            ApiError::TooLarge(_) => 413,
+            ApiError::Expired(_) => 410,
+            ApiError::TooLargeResourceVersion(..) => 504,
+            ApiError::Unavailable(_) => 503,
+            ApiError::Internal(_) => 500,
+        }
+    }
+
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ApiError::NotFound(_) | ApiError::UnknownPath => "NotFound",
+            ApiError::AlreadyExists(_) => "AlreadyExists",
+            ApiError::Conflict(..) => "Conflict",
+            ApiError::Invalid(_) => "Invalid",
+            ApiError::BadRequest(_) => "BadRequest",
+            ApiError::Forbidden(_) => "Forbidden",
+            ApiError::MethodNotAllowed => "MethodNotAllowed",
+            ApiError::NotAcceptable(_) => "NotAcceptable",
+            ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            ApiError::TooLarge(_) => "RequestEntityTooLarge",
+            ApiError::Expired(_) => "Expired",
+            ApiError::TooLargeResourceVersion(..) => "Timeout",
+            ApiError::Unavailable(_) => "ServiceUnavailable",
+            ApiError::Internal(_) => "InternalError",
+        }
+    }
+
+    fn target(&self) -> Option<&Target> {
+        match self {
+            ApiError::NotFound(t) | ApiError::AlreadyExists(t) | ApiError::Conflict(t, _) => {
+                Some(t)
+            }
+            ApiError::Invalid(invalid) => Some(&invalid.target),
+            _ => None,
+        }
+    }
+
+    /// The `Status` object (`kind: Status`, `status: Failure`).
+    pub fn status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Failure", "message": self.to_string(),
+            "reason": self.reason(), "code": self.code(),
+        });
+        if let Some(target) = self.target() {
+            let mut details =
+                json!({"name": target.name, "group": target.group, "kind": target.resource});
+            if let ApiError::Invalid(invalid) = self {
+                details["causes"] = invalid
+                    .causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+            }
+            status["details"] = details;
+        }
+        status
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status_code())
+            .content_type("application/json")
+            .body(self.status().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_names_group_qualified_resource() {
+        let target = Target {
+            group: "apps".into(),
+            resource: "deployments".into(),
+            name: "web".into(),
+        };
+        let err = ApiError::NotFound(target);
+        assert_eq!(err.to_string(), "deployments.apps \"web\" not found");
+        assert_eq!(err.status()["details"]["kind"], "deployments");
+        assert_eq!(err.status()["code"], 404);
+    }
+
+    #[test]
+    fn invalid_lists_causes() {
+        let target = Target {
+            resource: "pods".into(),
+            name: "Bad".into(),
+            ..Default::default()
+        };
+        let err = ApiError::invalid(target, "Pod", vec![Cause::required("spec.containers")]);
+        assert_eq!(
+            err.to_string(),
+            "Pod \"Bad\" is invalid: spec.containers: Required value"
+        );
+        assert_eq!(
+            err.status()["details"]["causes"][0]["reason"],
+            "FieldValueRequired"
+        );
+    }
+}

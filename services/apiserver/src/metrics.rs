@@ -1,0 +1,82 @@
+//! Prometheus metrics: requests by verb, resource and code, latency, and
+//! open watches.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub verb: String,
+    pub resource: String,
+    pub code: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerbLabels {
+    pub verb: String,
+    pub resource: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub requests: Family<RequestLabels, Counter>,
+    pub latency: Family<VerbLabels, Histogram>,
+    pub watches: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<VerbLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+        });
+        let watches = Gauge::default();
+        let mut registry = Registry::with_prefix("apiserver");
+        registry.register(
+            "request",
+            "API requests by verb, resource and HTTP code",
+            requests.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "API request latency (watches: time to open)",
+            latency.clone(),
+        );
+        registry.register("registered_watchers", "Open watch streams", watches.clone());
+        Metrics {
+            registry,
+            requests,
+            latency,
+            watches,
+        }
+    }
+}
+
+impl Metrics {
+    pub fn observe(&self, verb: &str, resource: &str, code: u16, seconds: f64) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                verb: verb.into(),
+                resource: resource.into(),
+                code,
+            })
+            .inc();
+        self.latency
+            .get_or_create(&VerbLabels {
+                verb: verb.into(),
+                resource: resource.into(),
+            })
+            .observe(seconds);
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String");
+        out
+    }
+}

@@ -1,0 +1,8 @@
+//! Pure object logic on JSON values: metadata rules, selectors, patches,
+//! time. No I/O here, so all of it is unit-tested in place.
+
+pub mod meta;
+pub mod patch;
+pub mod selector;
+pub mod strategic;
+pub mod time;

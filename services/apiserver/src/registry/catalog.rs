@@ -1,0 +1,97 @@
+//! The catalog: which resource types are served, and the address of the
+//! actor of each, looked up by group and resource.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix::Addr;
+
+use super::actor::ResourceActor;
+use super::flow::Handle;
+use super::kinds;
+use super::Strategy;
+use crate::storage::{StorageError, Store};
+
+pub struct Entry {
+    pub strategy: Arc<dyn Strategy>,
+    pub actor: Addr<ResourceActor>,
+}
+
+pub struct Catalog {
+    entries: Vec<Entry>,
+    index: HashMap<(String, String, String), usize>,
+}
+
+impl Catalog {
+    /// Starts one actor per type, spread over `arbiters`.
+    pub async fn start(
+        client: &etcd_client::Client,
+        prefix: &str,
+        arbiters: &[actix::ArbiterHandle],
+    ) -> Result<Catalog, StorageError> {
+        let strategies = kinds::all();
+        let contents: Vec<String> = strategies
+            .iter()
+            .filter(|s| s.def().namespaced)
+            .map(|s| format!("{prefix}/{}/", s.def().resource))
+            .collect();
+        let mut entries = Vec::new();
+        for (i, strategy) in strategies.into_iter().enumerate() {
+            let is_namespaces =
+                strategy.def().resource == "namespaces" && strategy.def().group.is_empty();
+            let handle = Handle {
+                strategy: strategy.clone(),
+                store: Store::new(client),
+                prefix: prefix.to_string(),
+                namespace_contents: if is_namespaces {
+                    contents.clone()
+                } else {
+                    Vec::new()
+                },
+            };
+            let actor =
+                ResourceActor::start(handle, client.clone(), &arbiters[i % arbiters.len()]).await?;
+            entries.push(Entry { strategy, actor });
+        }
+        let index = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let def = e.strategy.def();
+                (
+                    (
+                        def.group.to_string(),
+                        def.version.to_string(),
+                        def.resource.to_string(),
+                    ),
+                    i,
+                )
+            })
+            .collect();
+        Ok(Catalog { entries, index })
+    }
+
+    pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<&Entry> {
+        let key = (group.to_string(), version.to_string(), resource.to_string());
+        self.index.get(&key).map(|i| &self.entries[*i])
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Served groups in order of first appearance, with their versions.
+    pub fn groups(&self) -> Vec<(&'static str, &'static str)> {
+        let mut groups: Vec<(&'static str, &'static str)> = Vec::new();
+        for entry in &self.entries {
+            let def = entry.strategy.def();
+            if !groups
+                .iter()
+                .any(|(g, v)| *g == def.group && *v == def.version)
+            {
+                groups.push((def.group, def.version));
+            }
+        }
+        groups
+    }
+}

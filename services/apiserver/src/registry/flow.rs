@@ -1,0 +1,787 @@
+//! The generic flow every resource type runs: create, guaranteed update
+//! (read, change, compare-and-swap, retry), patch, delete and list, with
+//! the type's strategy deciding the type-specific parts. These are plain
+//! async functions over a [`Handle`]; the resource actor runs them as
+//! futures so it never waits on the store.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+use super::kinds::{workload, NAMESPACES};
+use super::options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
+use super::strategy::{field_value, supports_field, Strategy};
+use crate::error::ApiError;
+use crate::object::meta::{self, validate_metadata};
+use crate::object::patch::{self, PatchType};
+use crate::object::time::now_rfc3339;
+use crate::storage::{StorageError, Store, Stored};
+
+/// Everything a flow needs about one resource type.
+#[derive(Clone)]
+pub struct Handle {
+    pub strategy: Arc<dyn Strategy>,
+    pub store: Store,
+    /// The storage prefix, `/registry`.
+    pub prefix: String,
+    /// For namespaces only: the key prefixes of every namespaced type,
+    /// whose `<prefix><ns>/` ranges are removed when a namespace goes.
+    pub namespace_contents: Vec<String>,
+}
+
+/// A successful write: HTTP code, body, and Warning header texts.
+#[derive(Debug)]
+pub struct Reply {
+    pub code: u16,
+    pub body: Value,
+    pub warnings: Vec<String>,
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct Page {
+    pub items: Vec<Value>,
+    pub revision: i64,
+    pub continue_token: Option<String>,
+    pub remaining: Option<i64>,
+}
+
+/// Which part of an object a request addresses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Part {
+    Main,
+    Status,
+    Scale,
+}
+
+impl Handle {
+    fn def(&self) -> &super::ResourceDef {
+        self.strategy.def()
+    }
+
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        match self.def().namespaced {
+            true => format!("{}/{}/{namespace}/{name}", self.prefix, self.def().resource),
+            false => format!("{}/{}/{name}", self.prefix, self.def().resource),
+        }
+    }
+
+    /// Keys of a collection: one namespace's, or all of them.
+    pub fn collection(&self, namespace: Option<&str>) -> String {
+        match namespace.filter(|_| self.def().namespaced) {
+            Some(ns) => format!("{}/{}/{ns}/", self.prefix, self.def().resource),
+            None => format!("{}/{}/", self.prefix, self.def().resource),
+        }
+    }
+
+    fn not_found(&self, name: &str) -> ApiError {
+        ApiError::NotFound(self.def().target(name))
+    }
+
+    fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
+        match err {
+            StorageError::Exists => ApiError::AlreadyExists(self.def().target(name)),
+            StorageError::Conflict => ApiError::stale(self.def().target(name)),
+            StorageError::Compacted(_) => {
+                ApiError::Expired("The resourceVersion for the provided list is too old.".into())
+            }
+            StorageError::FutureRevision(rv) => ApiError::TooLargeResourceVersion(rv, 0),
+            StorageError::Corrupt { .. } => ApiError::Internal(err.to_string()),
+            StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
+        }
+    }
+
+    async fn read(&self, namespace: &str, name: &str) -> Result<Stored, ApiError> {
+        let found = self
+            .store
+            .get(&self.key(namespace, name))
+            .await
+            .map_err(|e| self.storage_error(name, e))?;
+        found.ok_or_else(|| self.not_found(name))
+    }
+
+    /// Decodes through the typed object and applies `fieldValidation`.
+    fn decode(
+        &self,
+        body: &Value,
+        options: &WriteOptions,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let def = self.def();
+        let decoded = self.strategy.decode(body).map_err(|e| {
+            ApiError::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                def.kind, def.version, def.kind
+            ))
+        })?;
+        let unknown: Vec<String> = decoded
+            .unknown_fields
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        match options.field_validation {
+            FieldValidation::Strict if !unknown.is_empty() => Err(ApiError::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                def.kind,
+                def.version,
+                def.kind,
+                unknown.join(", ")
+            ))),
+            FieldValidation::Warn => Ok((decoded.canonical, unknown)),
+            _ => Ok((decoded.canonical, Vec::new())),
+        }
+    }
+
+    fn check_type(&self, body: &Value) -> Result<(), ApiError> {
+        let def = self.def();
+        let kind_ok = body["kind"].as_str().is_none_or(|k| k == def.kind);
+        let version_ok = body["apiVersion"]
+            .as_str()
+            .is_none_or(|v| v == def.api_version());
+        if !body.is_object() || !kind_ok || !version_ok {
+            return Err(ApiError::BadRequest(format!(
+                "the body of the request is not a {} of {}: got kind {} apiVersion {}",
+                def.kind,
+                def.api_version(),
+                body["kind"],
+                body["apiVersion"]
+            )));
+        }
+        Ok(())
+    }
+
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let mut causes = validate_metadata(obj, self.def().name_rule);
+        causes.extend(match old {
+            None => self.strategy.validate(obj),
+            Some(old) => self.strategy.validate_update(obj, old),
+        });
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid(
+            self.def().target(meta::name(obj)),
+            self.def().kind,
+            causes,
+        ))
+    }
+
+    /// A namespaced write needs its namespace to exist and not be going.
+    async fn check_namespace(&self, namespace: &str) -> Result<(), ApiError> {
+        if !self.def().namespaced {
+            return Ok(());
+        }
+        let key = format!("{}/namespaces/{namespace}", self.prefix);
+        let found = self
+            .store
+            .get(&key)
+            .await
+            .map_err(|e| self.storage_error(namespace, e))?;
+        match found {
+            None => Err(ApiError::NotFound(NAMESPACES.target(namespace))),
+            Some(ns) if ns.object["status"]["phase"] == "Terminating" => Err(ApiError::Forbidden(format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// `generateName` + 5 characters from Kubernetes' vowel-free alphabet.
+fn generate_name(base: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{base}{suffix}")
+}
+
+pub async fn get(h: &Handle, namespace: &str, name: &str, part: Part) -> Result<Value, ApiError> {
+    let stored = h.read(namespace, name).await?;
+    Ok(match part {
+        Part::Scale => workload::scale_of(&stored.object),
+        _ => stored.object,
+    })
+}
+
+pub async fn create(
+    h: &Handle,
+    namespace: &str,
+    body: Value,
+    options: WriteOptions,
+) -> Result<Reply, ApiError> {
+    h.check_type(&body)?;
+    let body_ns = meta::namespace(&body);
+    if h.def().namespaced && !body_ns.is_empty() && body_ns != namespace {
+        return Err(ApiError::BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request"
+                .into(),
+        ));
+    }
+    if !meta::resource_version(&body).is_empty() {
+        return Err(ApiError::BadRequest(
+            "resourceVersion should not be set on objects to be created".into(),
+        ));
+    }
+    let (mut obj, warnings) = h.decode(&body, &options)?;
+    prepare_create_metadata(h, &mut obj, namespace);
+    h.strategy.prepare_for_create(&mut obj);
+    h.validate(&obj, None)?;
+    h.check_namespace(namespace).await?;
+    let name = meta::name(&obj).to_string();
+    if options.dry_run {
+        return Ok(Reply {
+            code: 201,
+            body: obj,
+            warnings,
+        });
+    }
+    let key = h.key(namespace, &name);
+    match h.store.create(&key, &obj).await {
+        Ok(revision) => meta::set_resource_version(&mut obj, revision),
+        Err(StorageError::Exists) => return own_retried_create(h, namespace, &name, &obj).await,
+        Err(e) => return Err(h.storage_error(&name, e)),
+    }
+    Ok(Reply {
+        code: 201,
+        body: obj,
+        warnings,
+    })
+}
+
+/// A create that reports "exists" may be our own write whose first answer
+/// was lost (a store leader change); the uid tells.
+async fn own_retried_create(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    ours: &Value,
+) -> Result<Reply, ApiError> {
+    let existing = h.read(namespace, name).await?;
+    if existing.object["metadata"]["uid"] == ours["metadata"]["uid"] {
+        return Ok(Reply {
+            code: 201,
+            body: existing.object,
+            warnings: Vec::new(),
+        });
+    }
+    Err(ApiError::AlreadyExists(h.def().target(name)))
+}
+
+fn prepare_create_metadata(h: &Handle, obj: &mut Value, namespace: &str) {
+    let def = h.def();
+    // Only objects with a spec track generation (ConfigMaps do not).
+    let has_spec = obj.get("spec").is_some();
+    obj["kind"] = def.kind.into();
+    obj["apiVersion"] = def.api_version().into();
+    let metadata = meta::metadata_mut(obj);
+    if metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        if let Some(base) = metadata
+            .get("generateName")
+            .and_then(Value::as_str)
+            .filter(|b| !b.is_empty())
+        {
+            metadata.insert("name".into(), generate_name(base).into());
+        }
+    }
+    if def.namespaced {
+        metadata.insert("namespace".into(), namespace.into());
+    } else {
+        metadata.remove("namespace");
+    }
+    metadata.insert("uid".into(), uuid::Uuid::new_v4().to_string().into());
+    metadata.insert("creationTimestamp".into(), now_rfc3339().into());
+    if has_spec {
+        metadata.insert("generation".into(), 1.into());
+    }
+    for server_owned in [
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        metadata.remove(server_owned);
+    }
+}
+
+/// The read-modify-write primitive (Kubernetes' GuaranteedUpdate): read
+/// the current object, let `change` build the new one, write it with a
+/// compare on mod_revision, and start over if someone wrote in between,
+/// unless the caller pinned a resourceVersion, which then is a Conflict.
+async fn guaranteed_update<F>(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    part: Part,
+    options: &WriteOptions,
+    change: F,
+) -> Result<Reply, ApiError>
+where
+    F: Fn(&Stored) -> Result<(Value, bool), ApiError>,
+{
+    loop {
+        let current = h.read(namespace, name).await?;
+        let (proposed, pinned) = change(&current)?;
+        let proposed_rv = meta::resource_version(&proposed);
+        if pinned && proposed_rv != current.mod_revision.to_string() {
+            return Err(ApiError::stale(h.def().target(name)));
+        }
+        if meta::name(&proposed) != name && !meta::name(&proposed).is_empty() {
+            return Err(ApiError::BadRequest(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                meta::name(&proposed)
+            )));
+        }
+        h.check_type(&proposed)?;
+        let (decoded, warnings) = h.decode(&proposed, options)?;
+        let new = prepare_update(h, decoded, &current.object, part);
+        if same_content(&new, &current.object) {
+            return Ok(Reply {
+                code: 200,
+                body: render(current.object, part),
+                warnings,
+            });
+        }
+        h.validate(&new, Some(&current.object))?;
+        if options.dry_run {
+            return Ok(Reply {
+                code: 200,
+                body: render(new, part),
+                warnings,
+            });
+        }
+        let key = h.key(namespace, name);
+        if meta::has_finalizers(&current.object)
+            && !meta::has_finalizers(&new)
+            && !new["metadata"]["deletionTimestamp"].is_null()
+        {
+            // The last finalizer of a deleting object is gone: it goes.
+            match h.store.delete(&key, current.mod_revision).await {
+                Ok(_) => {
+                    return Ok(Reply {
+                        code: 200,
+                        body: render(new, part),
+                        warnings,
+                    })
+                }
+                Err(StorageError::Conflict) if !pinned => continue,
+                Err(e) => return Err(h.storage_error(name, e)),
+            }
+        }
+        match h.store.update(&key, &new, current.mod_revision).await {
+            Ok(revision) => {
+                let mut new = new;
+                meta::set_resource_version(&mut new, revision);
+                return Ok(Reply {
+                    code: 200,
+                    body: render(new, part),
+                    warnings,
+                });
+            }
+            Err(StorageError::Conflict) if !pinned => continue,
+            Err(e) => return Err(h.storage_error(name, e)),
+        }
+    }
+}
+
+fn render(obj: Value, part: Part) -> Value {
+    match part {
+        Part::Scale => workload::scale_of(&obj),
+        _ => obj,
+    }
+}
+
+/// Equal apart from resourceVersion: a no-op write stores nothing.
+fn same_content(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        meta::metadata_mut(&mut v).remove("resourceVersion");
+        v
+    };
+    strip(a) == strip(b)
+}
+
+/// Keeps what a write through `part` may not change.
+fn prepare_update(h: &Handle, mut new: Value, old: &Value, part: Part) -> Value {
+    if part == Part::Status {
+        let mut kept = old.clone();
+        kept["status"] = new["status"].clone();
+        return kept;
+    }
+    if h.def().status {
+        new["status"] = old["status"].clone();
+    }
+    let old_meta = &old["metadata"];
+    let metadata = meta::metadata_mut(&mut new);
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        match &old_meta[field] {
+            Value::Null => metadata.remove(field),
+            value => metadata.insert(field.into(), value.clone()),
+        };
+    }
+    if new.get("spec").is_some() && spec_of(&new) != spec_of(old) {
+        let generation = old_meta["generation"].as_i64().unwrap_or(0) + 1;
+        meta::metadata_mut(&mut new).insert("generation".into(), generation.into());
+    }
+    h.strategy.prepare_for_update(&mut new, old);
+    new
+}
+
+/// Everything but metadata and status: what bumps `generation`.
+fn spec_of(obj: &Value) -> Value {
+    let mut obj = obj.clone();
+    if let Some(map) = obj.as_object_mut() {
+        map.remove("metadata");
+        map.remove("status");
+    }
+    obj
+}
+
+pub async fn update(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    part: Part,
+    body: Value,
+    options: WriteOptions,
+) -> Result<Reply, ApiError> {
+    let pinned = !meta::resource_version(&body).is_empty();
+    guaranteed_update(h, namespace, name, part, &options, |current| match part {
+        Part::Scale => Ok((with_replicas(&current.object, &body)?, pinned)),
+        _ => Ok((body.clone(), pinned)),
+    })
+    .await
+}
+
+/// The parent object with the replicas a Scale asks for.
+fn with_replicas(parent: &Value, scale: &Value) -> Result<Value, ApiError> {
+    let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
+    let mut obj = parent.clone();
+    obj["spec"]["replicas"] = replicas.into();
+    if let Some(rv) = scale["metadata"]["resourceVersion"]
+        .as_str()
+        .filter(|rv| !rv.is_empty())
+    {
+        meta::metadata_mut(&mut obj).insert("resourceVersion".into(), rv.into());
+    }
+    Ok(obj)
+}
+
+pub async fn patch(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    part: Part,
+    kind: PatchType,
+    patch: Value,
+    options: WriteOptions,
+) -> Result<Reply, ApiError> {
+    let pinned = patch
+        .pointer("/metadata/resourceVersion")
+        .is_some_and(|rv| !rv.is_null());
+    guaranteed_update(h, namespace, name, part, &options, |current| {
+        let base = render(current.object.clone(), part);
+        let patched = patch::apply(kind, &base, &patch)?;
+        let rv_changed = meta::resource_version(&patched) != current.mod_revision.to_string();
+        let new = match part {
+            Part::Scale => with_replicas(&current.object, &patched)?,
+            _ => patched,
+        };
+        Ok((new, pinned || rv_changed))
+    })
+    .await
+}
+
+pub async fn delete(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    options: DeleteOptions,
+) -> Result<Reply, ApiError> {
+    loop {
+        let current = h.read(namespace, name).await?;
+        check_preconditions(h, &current, &options)?;
+        let terminating = !h.namespace_contents.is_empty();
+        if terminating || meta::has_finalizers(&current.object) {
+            return mark_deleting(h, namespace, name, current, terminating, options).await;
+        }
+        if options.dry_run {
+            return Ok(Reply {
+                code: 200,
+                body: current.object,
+                warnings: Vec::new(),
+            });
+        }
+        match h
+            .store
+            .delete(&h.key(namespace, name), current.mod_revision)
+            .await
+        {
+            Ok(_) => {
+                return Ok(Reply {
+                    code: 200,
+                    body: current.object,
+                    warnings: Vec::new(),
+                })
+            }
+            Err(StorageError::Conflict) => continue,
+            Err(e) => return Err(h.storage_error(name, e)),
+        }
+    }
+}
+
+fn check_preconditions(
+    h: &Handle,
+    current: &Stored,
+    options: &DeleteOptions,
+) -> Result<(), ApiError> {
+    let conflict = |what: &str, want: &str, have: &str| {
+        let message = format!(
+            "Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"
+        );
+        Err(ApiError::Conflict(
+            h.def().target(meta::name(&current.object)),
+            message,
+        ))
+    };
+    if let Some(uid) = &options.uid {
+        let have = current.object["metadata"]["uid"].as_str().unwrap_or("");
+        if uid != have {
+            return conflict("UID", uid, have);
+        }
+    }
+    if let Some(rv) = &options.resource_version {
+        if *rv != current.mod_revision.to_string() {
+            return conflict("ResourceVersion", rv, &current.mod_revision.to_string());
+        }
+    }
+    Ok(())
+}
+
+/// Finalizers (or a namespace's contents) hold the object: it gets a
+/// deletionTimestamp now and goes when they are done.
+async fn mark_deleting(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    current: Stored,
+    terminating: bool,
+    options: DeleteOptions,
+) -> Result<Reply, ApiError> {
+    let mut obj = current.object.clone();
+    if obj["metadata"]["deletionTimestamp"].is_null() {
+        let metadata = meta::metadata_mut(&mut obj);
+        metadata.insert("deletionTimestamp".into(), now_rfc3339().into());
+        metadata.insert("deletionGracePeriodSeconds".into(), 0.into());
+        if terminating {
+            obj["status"]["phase"] = "Terminating".into();
+        }
+    }
+    if options.dry_run {
+        return Ok(Reply {
+            code: 200,
+            body: obj,
+            warnings: Vec::new(),
+        });
+    }
+    if obj != current.object {
+        let revision = h
+            .store
+            .update(&h.key(namespace, name), &obj, current.mod_revision)
+            .await
+            .map_err(|e| h.storage_error(name, e))?;
+        meta::set_resource_version(&mut obj, revision);
+    }
+    if terminating {
+        let handle = h.clone();
+        let name = name.to_string();
+        actix_rt::spawn(async move {
+            if let Err(err) = finalize_namespace(&handle, &name).await {
+                tracing::warn!(namespace = %name, %err, "namespace finalization failed");
+            }
+        });
+    }
+    Ok(Reply {
+        code: 200,
+        body: obj,
+        warnings: Vec::new(),
+    })
+}
+
+/// Removes a terminating namespace's contents, then the namespace.
+async fn finalize_namespace(h: &Handle, name: &str) -> Result<(), StorageError> {
+    for prefix in &h.namespace_contents {
+        h.store.delete_prefix(&format!("{prefix}{name}/")).await?;
+    }
+    let key = h.key("", name);
+    if let Some(current) = h.store.get(&key).await? {
+        h.store.delete(&key, current.mod_revision).await?;
+    }
+    Ok(())
+}
+
+pub async fn delete_collection(
+    h: &Handle,
+    namespace: Option<&str>,
+    list_options: ListOptions,
+    options: DeleteOptions,
+) -> Result<Vec<Value>, ApiError> {
+    let page = list(
+        h,
+        namespace,
+        ListOptions {
+            limit: 0,
+            continue_token: None,
+            ..list_options
+        },
+    )
+    .await?;
+    let mut deleted = Vec::new();
+    for item in page.items {
+        match delete(
+            h,
+            meta::namespace(&item),
+            meta::name(&item),
+            options.clone(),
+        )
+        .await
+        {
+            Ok(reply) => deleted.push(reply.body),
+            Err(ApiError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(deleted)
+}
+
+/// The opaque continue token: the snapshot revision and the next key.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    rv: i64,
+    start: String,
+}
+
+fn encode_token(rv: i64, start: &str) -> String {
+    let json = serde_json::to_vec(&ContinueToken {
+        rv,
+        start: start.to_string(),
+    })
+    .expect("serialisable");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+fn decode_token(h: &Handle, token: &str, prefix: &str) -> Result<ContinueToken, ApiError> {
+    let bad = || {
+        ApiError::BadRequest("continue key is not valid: the continue token is malformed".into())
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let parsed: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    // A token from another resource or namespace must not be replayed here.
+    if !parsed.start.starts_with(prefix) || !parsed.start.starts_with(&h.prefix) {
+        return Err(bad());
+    }
+    Ok(parsed)
+}
+
+/// Reads a list straight from the store: a consistent read, or at the
+/// token's (or an exact) revision, filtered by the selectors.
+pub async fn list(
+    h: &Handle,
+    namespace: Option<&str>,
+    options: ListOptions,
+) -> Result<Page, ApiError> {
+    check_fields(h, &options)?;
+    let prefix = h.collection(namespace);
+    let (mut revision, mut start) = (0, None);
+    if let Some(token) = &options.continue_token {
+        let token = decode_token(h, token, &prefix)?;
+        (revision, start) = (token.rv, Some(token.start));
+    } else if options.resource_version_match.as_deref() == Some("Exact")
+        || (options.limit > 0 && options.revision()?.is_some())
+    {
+        revision = options.revision()?.unwrap_or(0);
+    }
+    let mut items = Vec::new();
+    loop {
+        let want = if options.limit > 0 {
+            options.limit - items.len() as i64
+        } else {
+            0
+        };
+        let listing = h.store.list(&prefix, start.as_deref(), revision, want).await.map_err(|e| match e {
+            StorageError::Compacted(_) if options.continue_token.is_some() => ApiError::Expired(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into(),
+            ),
+            StorageError::Compacted(_) => ApiError::Expired(format!("too old resource version: {revision}")),
+            other => h.storage_error("", other),
+        })?;
+        revision = listing.revision;
+        items.extend(
+            listing
+                .items
+                .into_iter()
+                .map(|s| s.object)
+                .filter(|o| matches(h.strategy.as_ref(), &options, o)),
+        );
+        start = listing.next_key;
+        let full = options.limit > 0 && items.len() as i64 >= options.limit;
+        if start.is_none() || full {
+            let continue_token = start.as_deref().map(|s| encode_token(revision, s));
+            let remaining = continue_token
+                .as_ref()
+                .map(|_| listing.remaining)
+                .filter(|_| options.labels.is_empty() && options.fields.is_empty());
+            return Ok(Page {
+                items,
+                revision,
+                continue_token,
+                remaining,
+            });
+        }
+    }
+}
+
+/// Unsupported field selector labels are a BadRequest, as upstream says it.
+pub fn check_fields(h: &Handle, options: &ListOptions) -> Result<(), ApiError> {
+    for (field, _, _) in &options.fields.0 {
+        if !supports_field(h.strategy.as_ref(), field) {
+            let def = h.def();
+            return Err(ApiError::BadRequest(format!(
+                "Unable to find \"{}/{}, Resource={}\" that match label selector \"\", field selector \"{}={}\": field label not supported: {field}",
+                def.group, def.version, def.resource, field, ""
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn matches(strategy: &dyn Strategy, options: &ListOptions, obj: &Value) -> bool {
+    options.labels.matches(meta::labels(obj))
+        && options.fields.matches(|f| field_value(strategy, obj, f))
+}
+
+/// The `<Kind>List` body of a page.
+pub fn list_body(strategy: &dyn Strategy, page: Page) -> Value {
+    let def = strategy.def();
+    let mut metadata = json!({"resourceVersion": page.revision.to_string()});
+    if let Some(token) = page.continue_token {
+        metadata["continue"] = token.into();
+    }
+    if let Some(remaining) = page.remaining.filter(|r| *r > 0) {
+        metadata["remainingItemCount"] = remaining.into();
+    }
+    json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": metadata, "items": page.items})
+}

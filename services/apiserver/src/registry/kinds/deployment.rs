@@ -1,0 +1,100 @@
+//! apps/v1 Deployment: defaults as the apps/v1 defaulter sets them.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use schemars::gen::SchemaGenerator;
+use schemars::schema::Schema;
+use serde_json::{json, Value};
+
+use super::super::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use super::super::typed::{decode, Decoded};
+use super::{default_at, workload};
+use crate::error::Cause;
+use crate::object::meta::NameRule;
+
+const DEF: ResourceDef = ResourceDef {
+    group: "apps",
+    version: "v1",
+    resource: "deployments",
+    kind: "Deployment",
+    singular: "deployment",
+    namespaced: true,
+    short_names: &["deploy"],
+    categories: &["all"],
+    status: true,
+    scale: true,
+    name_rule: NameRule::Subdomain,
+};
+
+pub struct Deployments;
+
+fn defaults(obj: &mut Value) {
+    default_at(obj, &["spec", "replicas"], json!(1));
+    default_at(obj, &["spec", "revisionHistoryLimit"], json!(10));
+    default_at(obj, &["spec", "progressDeadlineSeconds"], json!(600));
+    default_at(obj, &["spec", "strategy", "type"], json!("RollingUpdate"));
+    if obj["spec"]["strategy"]["type"] == "RollingUpdate" {
+        default_at(
+            obj,
+            &["spec", "strategy", "rollingUpdate"],
+            json!({"maxUnavailable": "25%", "maxSurge": "25%"}),
+        );
+    }
+}
+
+impl Strategy for Deployments {
+    fn def(&self) -> &ResourceDef {
+        &DEF
+    }
+
+    fn decode(&self, value: &Value) -> Result<Decoded, String> {
+        decode::<Deployment>(value)
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<Deployment>()
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        defaults(obj);
+        obj["status"] = json!({});
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        defaults(new);
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        workload::validate(obj, true)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = self.validate(new);
+        causes.extend(workload::validate_update(new, old));
+        causes
+    }
+
+    fn columns(&self) -> Vec<Column> {
+        vec![
+            Column::new("Ready", "string", "Number of the pod with ready state"),
+            Column::new("Up-to-date", "integer", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
+            Column::new("Available", "integer", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+            AGE,
+            Column::wide("Containers", "string", "Names of each container in the template."),
+            Column::wide("Images", "string", "Images referenced by each container in the template."),
+            Column::wide("Selector", "string", "Label selector for pods."),
+        ]
+    }
+
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        let (containers, images) = workload::containers_and_images(obj);
+        vec![
+            workload::ready_of(obj).into(),
+            workload::count(obj, "/status/updatedReplicas"),
+            workload::count(obj, "/status/availableReplicas"),
+            age_cell(obj),
+            containers,
+            images,
+            workload::selector_string(&obj["spec"]["selector"]).into(),
+        ]
+    }
+}

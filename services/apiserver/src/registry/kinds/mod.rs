@@ -1,0 +1,58 @@
+//! One strategy per resource type.
+
+mod configmap;
+mod deployment;
+mod namespace;
+mod pod;
+mod secret;
+mod service;
+mod simple;
+pub mod workload;
+
+use std::sync::Arc;
+
+use super::Strategy;
+
+pub use namespace::NAMESPACES;
+
+/// Every served resource type, in discovery order.
+pub fn all() -> Vec<Arc<dyn Strategy>> {
+    let mut kinds: Vec<Arc<dyn Strategy>> = vec![
+        Arc::new(namespace::Namespaces),
+        Arc::new(configmap::ConfigMaps),
+        Arc::new(secret::Secrets),
+        Arc::new(pod::Pods),
+        Arc::new(service::Services),
+        Arc::new(deployment::Deployments),
+    ];
+    kinds.extend(simple::all());
+    kinds
+}
+
+/// `"a=b,c=d"` from a string map, as kubectl shows selectors.
+pub fn map_string(value: &serde_json::Value) -> String {
+    value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
+/// Sets `obj[path...] = value` when absent, creating objects on the way.
+pub fn default_at(obj: &mut serde_json::Value, path: &[&str], value: serde_json::Value) {
+    let mut cursor = obj;
+    for key in &path[..path.len() - 1] {
+        if !cursor[*key].is_object() {
+            cursor[*key] = serde_json::json!({});
+        }
+        cursor = &mut cursor[*key];
+    }
+    let last = path[path.len() - 1];
+    if cursor.get(last).is_none_or(|v| v.is_null()) {
+        cursor[last] = value;
+    }
+}

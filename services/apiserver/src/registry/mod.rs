@@ -1,0 +1,15 @@
+//! The registry: one resource actor per resource type, each running the
+//! same generic flow ([`flow`]) parameterised by that type's [`Strategy`].
+//! Adding a type means adding a file under `kinds/` and a line in
+//! [`kinds::all`], not a new flow.
+
+pub mod actor;
+pub mod catalog;
+pub mod flow;
+pub mod kinds;
+pub mod options;
+pub mod strategy;
+pub mod typed;
+
+pub use catalog::Catalog;
+pub use strategy::{Column, ResourceDef, Strategy};

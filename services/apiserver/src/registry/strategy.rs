@@ -1,0 +1,180 @@
+//! The per-type contract: what a resource is (its [`ResourceDef`]) and the
+//! decisions the generic flow leaves to it (defaults, validation, table
+//! columns, selectable fields). Everything here is pure: JSON in, JSON or
+//! causes out.
+
+use schemars::gen::SchemaGenerator;
+use schemars::schema::Schema;
+use serde_json::{json, Value};
+
+use super::typed::Decoded;
+use crate::error::{Cause, Target};
+use crate::object::meta::NameRule;
+use crate::object::time;
+
+/// The static description of a resource type, as discovery shows it.
+#[derive(Debug, Clone)]
+pub struct ResourceDef {
+    pub group: &'static str,
+    pub version: &'static str,
+    /// Plural, lower-case: the URL segment and the storage key segment.
+    pub resource: &'static str,
+    pub kind: &'static str,
+    pub singular: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// Has a `/status` subresource: the main resource ignores `.status`
+    /// on writes and `/status` writes change nothing else.
+    pub status: bool,
+    /// Has a `/scale` subresource (autoscaling/v1 Scale over `spec.replicas`).
+    pub scale: bool,
+    pub name_rule: NameRule,
+}
+
+impl ResourceDef {
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    pub fn target(&self, name: &str) -> Target {
+        Target {
+            group: self.group.into(),
+            resource: self.resource.into(),
+            name: name.into(),
+        }
+    }
+
+    pub fn verbs(&self) -> Vec<&'static str> {
+        vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+    }
+}
+
+/// One column of `kubectl get` output (a Table column definition).
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub description: &'static str,
+    /// 0 = always shown, 1 = only with `-o wide`.
+    pub priority: u8,
+}
+
+impl Column {
+    pub const fn new(name: &'static str, kind: &'static str, description: &'static str) -> Column {
+        Column {
+            name,
+            kind,
+            description,
+            priority: 0,
+        }
+    }
+
+    pub const fn wide(name: &'static str, kind: &'static str, description: &'static str) -> Column {
+        Column {
+            name,
+            kind,
+            description,
+            priority: 1,
+        }
+    }
+
+    pub fn definition(&self) -> Value {
+        let format = if self.name == "Name" { "name" } else { "" };
+        json!({"name": self.name, "type": self.kind, "format": format,
+               "description": self.description, "priority": self.priority})
+    }
+}
+
+pub const AGE: Column = Column::new(
+    "Age",
+    "string",
+    "CreationTimestamp is a timestamp representing the server time when this object was created.",
+);
+
+pub fn age_cell(obj: &Value) -> Value {
+    Value::String(time::age(obj["metadata"]["creationTimestamp"].as_str()))
+}
+
+pub trait Strategy: Send + Sync + 'static {
+    fn def(&self) -> &ResourceDef;
+
+    /// Decodes the body as the typed Kubernetes object (see [`super::typed`]).
+    fn decode(&self, value: &Value) -> Result<Decoded, String>;
+
+    /// The OpenAPI schema of the type.
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema;
+
+    /// Defaults and server-owned fields on create (after generic metadata).
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+
+    /// Carries over what an update may not change (after generic metadata).
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
+
+    fn validate(&self, _obj: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<Cause> {
+        self.validate(new)
+    }
+
+    /// Table columns after `Name`.
+    fn columns(&self) -> Vec<Column> {
+        vec![AGE]
+    }
+
+    /// Cells for [`Strategy::columns`], in order.
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        vec![age_cell(obj)]
+    }
+
+    /// Field selector labels this type supports beyond `metadata.name` and
+    /// `metadata.namespace`, with the JSON pointer each one reads.
+    fn selectable_fields(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+}
+
+/// The value a field selector compares for `field`, or None when the type
+/// does not support selecting on it.
+pub fn field_value(strategy: &dyn Strategy, obj: &Value, field: &str) -> Option<String> {
+    let pointer = match field {
+        "metadata.name" => "/metadata/name",
+        "metadata.namespace" => "/metadata/namespace",
+        other => {
+            strategy
+                .selectable_fields()
+                .iter()
+                .find(|(f, _)| *f == other)?
+                .1
+        }
+    };
+    Some(match obj.pointer(pointer) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    })
+}
+
+pub fn supports_field(strategy: &dyn Strategy, field: &str) -> bool {
+    matches!(field, "metadata.name" | "metadata.namespace")
+        || strategy
+            .selectable_fields()
+            .iter()
+            .any(|(f, _)| *f == field)
+}

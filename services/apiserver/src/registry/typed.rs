@@ -1,0 +1,76 @@
+//! Decoding through the real Kubernetes types (k8s-openapi): a body that
+//! does not fit the type is refused, fields the type does not have are
+//! found by comparing the input with its typed round trip, and the round
+//! trip is the canonical form that gets stored.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug)]
+pub struct Decoded {
+    pub canonical: Value,
+    /// Paths like `spec.bogusField` that the type does not know.
+    pub unknown_fields: Vec<String>,
+}
+
+pub fn decode<K: DeserializeOwned + Serialize>(value: &Value) -> Result<Decoded, String> {
+    let typed: K = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+    let canonical = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    let mut unknown_fields = Vec::new();
+    find_unknown(value, &canonical, "", &mut unknown_fields);
+    Ok(Decoded {
+        canonical,
+        unknown_fields,
+    })
+}
+
+fn find_unknown(input: &Value, typed: &Value, path: &str, out: &mut Vec<String>) {
+    match (input, typed) {
+        (Value::Object(input), Value::Object(typed)) => {
+            for (key, value) in input {
+                let here = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                match typed.get(key) {
+                    None if !value.is_null() => out.push(here),
+                    Some(t) => find_unknown(value, t, &here, out),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(input), Value::Array(typed)) => {
+            for (i, (a, b)) in input.iter().zip(typed).enumerate() {
+                find_unknown(a, b, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_are_named_by_path() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "labels": {}},
+            "spec": {"bogusField": 1, "containers": [{"name": "c", "image": "i", "nope": true}]}});
+        let decoded = decode::<Pod>(&pod).unwrap();
+        assert_eq!(
+            decoded.unknown_fields,
+            vec!["spec.bogusField", "spec.containers[0].nope"]
+        );
+        assert!(decoded.canonical["spec"].get("bogusField").is_none());
+    }
+
+    #[test]
+    fn wrong_types_are_refused() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": "no"}});
+        assert!(decode::<Pod>(&pod).is_err());
+    }
+}

@@ -1,0 +1,155 @@
+//! Discovery: legacy (APIVersions, APIGroupList, APIResourceList) and
+//! aggregated (apidiscovery.k8s.io/v2), chosen by the Accept header.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::{json, Value};
+
+use super::AppState;
+use crate::error::ApiError;
+use crate::registry::catalog::Entry;
+
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+fn wants_aggregated(req: &HttpRequest) -> bool {
+    let accept = req
+        .headers()
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    accept.split(',').any(|a| {
+        a.contains("as=APIGroupDiscoveryList") && a.contains("v=v2") && !a.contains("v2beta1")
+    })
+}
+
+fn group_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+fn aggregated_resource(entry: &Entry) -> Value {
+    let def = entry.strategy.def();
+    let kind = |group: &str, version: &str, kind: &str| json!({"group": group, "version": version, "kind": kind});
+    let mut subresources = Vec::new();
+    if def.status {
+        subresources.push(json!({"subresource": "status", "responseKind": kind(def.group, def.version, def.kind), "verbs": ["get", "patch", "update"]}));
+    }
+    if def.scale {
+        subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}));
+    }
+    json!({
+        "resource": def.resource, "responseKind": kind(def.group, def.version, def.kind),
+        "scope": if def.namespaced { "Namespaced" } else { "Cluster" }, "singularResource": def.singular,
+        "verbs": def.verbs(), "shortNames": def.short_names, "categories": def.categories, "subresources": subresources,
+    })
+}
+
+fn aggregated(state: &AppState, core: bool) -> HttpResponse {
+    let items: Vec<Value> = state
+        .catalog
+        .groups()
+        .into_iter()
+        .filter(|(group, _)| group.is_empty() == core)
+        .map(|(group, version)| {
+            let resources: Vec<Value> = entries(state, group, version).map(aggregated_resource).collect();
+            json!({"metadata": {"name": group}, "versions": [{"version": version, "resources": resources, "freshness": "Current"}]})
+        })
+        .collect();
+    let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items});
+    HttpResponse::Ok()
+        .content_type(AGGREGATED)
+        .body(body.to_string())
+}
+
+fn entries<'a>(
+    state: &'a AppState,
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'a Entry> {
+    state
+        .catalog
+        .entries()
+        .iter()
+        .filter(move |e| e.strategy.def().group == group && e.strategy.def().version == version)
+}
+
+pub async fn core(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if wants_aggregated(&req) {
+        return aggregated(&state, true);
+    }
+    HttpResponse::Ok().json(json!({"kind": "APIVersions", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": req.connection_info().host()}]}))
+}
+
+fn api_group(group: &str, version: &str) -> Value {
+    let gv = json!({"groupVersion": group_version(group, version), "version": version});
+    json!({"name": group, "versions": [gv], "preferredVersion": gv})
+}
+
+pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if wants_aggregated(&req) {
+        return aggregated(&state, false);
+    }
+    let groups: Vec<Value> = state
+        .catalog
+        .groups()
+        .into_iter()
+        .filter(|(g, _)| !g.is_empty())
+        .map(|(g, v)| api_group(g, v))
+        .collect();
+    HttpResponse::Ok().json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
+}
+
+pub async fn group(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let group = path.into_inner();
+    let (g, v) = state
+        .catalog
+        .groups()
+        .into_iter()
+        .find(|(g, _)| *g == group)
+        .ok_or(ApiError::UnknownPath)?;
+    let mut body = api_group(g, v);
+    body["kind"] = "APIGroup".into();
+    body["apiVersion"] = "v1".into();
+    Ok(HttpResponse::Ok().json(body))
+}
+
+fn resource_list(state: &AppState, group: &str, version: &str) -> Result<HttpResponse, ApiError> {
+    let mut resources = Vec::new();
+    for entry in entries(state, group, version) {
+        let def = entry.strategy.def();
+        resources.push(json!({"name": def.resource, "singularName": def.singular, "namespaced": def.namespaced,
+            "kind": def.kind, "verbs": def.verbs(), "shortNames": def.short_names, "categories": def.categories}));
+        if def.status {
+            resources.push(json!({"name": format!("{}/status", def.resource), "singularName": "", "namespaced": def.namespaced, "kind": def.kind, "verbs": ["get", "patch", "update"]}));
+        }
+        if def.scale {
+            resources.push(json!({"name": format!("{}/scale", def.resource), "singularName": "", "namespaced": def.namespaced,
+                "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        }
+    }
+    if resources.is_empty() {
+        return Err(ApiError::UnknownPath);
+    }
+    Ok(HttpResponse::Ok().json(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version(group, version), "resources": resources})))
+}
+
+pub async fn core_resources(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    resource_list(&state, "", &path.into_inner())
+}
+
+pub async fn group_resources(
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (group, version) = path.into_inner();
+    resource_list(&state, &group, &version)
+}

@@ -1,0 +1,162 @@
+//! OpenAPI v3: one document per group-version with the served types'
+//! schemas (from the Kubernetes types) and their paths. Each PATCH carries
+//! `x-kubernetes-group-version-kind` and a `fieldValidation` parameter,
+//! which is what tells kubectl to leave validation to this server.
+//! OpenAPI v2 is only ever asked for as protobuf and is not served: kubectl
+//! falls back to its compiled-in types for strategic merge metadata.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use actix_web::{web, HttpResponse};
+use schemars::gen::SchemaSettings;
+use serde_json::{json, Map, Value};
+
+use super::AppState;
+use crate::error::ApiError;
+use crate::registry::{Catalog, Strategy};
+
+/// Rendered documents by path (`api/v1`, `apis/apps/v1`) with their hash.
+pub struct Documents(HashMap<String, (String, String)>);
+
+impl Documents {
+    pub fn build(catalog: &Catalog) -> Documents {
+        let mut docs = HashMap::new();
+        for (group, version) in catalog.groups() {
+            let strategies: Vec<&dyn Strategy> = catalog
+                .entries()
+                .iter()
+                .map(|e| e.strategy.as_ref())
+                .filter(|s| s.def().group == group && s.def().version == version)
+                .collect();
+            let path = if group.is_empty() {
+                format!("api/{version}")
+            } else {
+                format!("apis/{group}/{version}")
+            };
+            let body = group_document(&strategies).to_string();
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            body.hash(&mut hasher);
+            docs.insert(path, (body, format!("{:016X}", hasher.finish())));
+        }
+        Documents(docs)
+    }
+}
+
+fn group_document(strategies: &[&dyn Strategy]) -> Value {
+    let mut generator = SchemaSettings::openapi3().into_generator();
+    let mut paths = Map::new();
+    let mut kinds = Vec::new();
+    for strategy in strategies {
+        let reference =
+            serde_json::to_value(strategy.schema(&mut generator)).expect("schemas serialise");
+        let name = reference["$ref"]
+            .as_str()
+            .unwrap_or("")
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_string();
+        kinds.push((name, strategy.def()));
+        for (path, item) in path_items(*strategy, &reference) {
+            paths.insert(path, item);
+        }
+    }
+    let mut schemas: Map<String, Value> = generator
+        .definitions()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                serde_json::to_value(v).expect("schemas serialise"),
+            )
+        })
+        .collect();
+    for (name, def) in kinds {
+        if let Some(schema) = schemas.get_mut(&name) {
+            schema["x-kubernetes-group-version-kind"] =
+                json!([{"group": def.group, "version": def.version, "kind": def.kind}]);
+        }
+    }
+    json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}, "paths": paths, "components": {"schemas": schemas}})
+}
+
+fn path_items(strategy: &dyn Strategy, reference: &Value) -> Vec<(String, Value)> {
+    let def = strategy.def();
+    let base = if def.group.is_empty() {
+        format!("/api/{}", def.version)
+    } else {
+        format!("/apis/{}/{}", def.group, def.version)
+    };
+    let scope = if def.namespaced {
+        "/namespaces/{namespace}"
+    } else {
+        ""
+    };
+    let gvk = json!({"group": def.group, "version": def.version, "kind": def.kind});
+    let body = |types: &[&str]| {
+        let content: Map<String, Value> = types
+            .iter()
+            .map(|t| (t.to_string(), json!({"schema": reference})))
+            .collect();
+        json!({"content": content})
+    };
+    let ok = json!({"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}});
+    let write_params = json!([
+        {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+    ]);
+    let op = |action: &str, extra: Value| {
+        let mut op = json!({"x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk, "responses": ok, "operationId": format!("{action}{}", def.kind)});
+        if let Value::Object(extra) = extra {
+            op.as_object_mut().expect("object").extend(extra);
+        }
+        op
+    };
+    let collection = json!({
+        "get": op("list", json!({})),
+        "post": op("post", json!({"parameters": write_params, "requestBody": body(&["*/*"])})),
+    });
+    let item = json!({
+        "get": op("get", json!({})),
+        "put": op("put", json!({"parameters": write_params, "requestBody": body(&["*/*"])})),
+        "patch": op("patch", json!({"parameters": write_params, "requestBody": body(&[
+            "application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"])})),
+        "delete": op("delete", json!({})),
+    });
+    vec![
+        (format!("{base}{scope}/{}", def.resource), collection),
+        (format!("{base}{scope}/{}/{{name}}", def.resource), item),
+    ]
+}
+
+pub async fn root(state: web::Data<AppState>) -> HttpResponse {
+    let paths: Map<String, Value> = state
+        .openapi
+        .0
+        .iter()
+        .map(|(path, (_, hash))| {
+            (
+                path.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")}),
+            )
+        })
+        .collect();
+    HttpResponse::Ok().json(json!({"paths": paths}))
+}
+
+pub async fn document(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (body, hash) = state
+        .openapi
+        .0
+        .get(path.trim_matches('/'))
+        .ok_or(ApiError::UnknownPath)?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header(("Etag", format!("\"{hash}\"")))
+        .body(body.clone()))
+}

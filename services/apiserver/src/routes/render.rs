@@ -1,0 +1,133 @@
+//! Content negotiation for responses: plain JSON, a meta.k8s.io Table
+//! (what `kubectl get` asks for), or PartialObjectMetadata(List).
+
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+use crate::registry::flow::Page;
+use crate::registry::Strategy;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Form {
+    Json,
+    Table,
+    Metadata,
+}
+
+impl Form {
+    /// Picks the first acceptable form of the Accept header, in order.
+    pub fn negotiate(accept: Option<&str>) -> Result<Form, ApiError> {
+        let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+            return Ok(Form::Json);
+        };
+        for option in accept.split(',') {
+            let lower = option.to_ascii_lowercase().replace(' ', "");
+            let media = lower.split(';').next().unwrap_or("");
+            if !matches!(media, "application/json" | "*/*" | "application/*") {
+                continue;
+            }
+            if lower.contains("as=table") {
+                if lower.contains("g=meta.k8s.io") {
+                    return Ok(Form::Table);
+                }
+                continue;
+            }
+            if lower.contains("as=partialobjectmetadata") {
+                return Ok(Form::Metadata);
+            }
+            if !lower.contains("as=") {
+                return Ok(Form::Json);
+            }
+        }
+        Err(ApiError::NotAcceptable(
+            "application/json, application/json;as=Table;v=v1;g=meta.k8s.io".into(),
+        ))
+    }
+}
+
+pub fn partial(obj: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})
+}
+
+fn row(strategy: &dyn Strategy, obj: &Value) -> Value {
+    let mut cells = vec![obj["metadata"]["name"].clone()];
+    cells.extend(strategy.cells(obj));
+    json!({"cells": cells, "object": partial(obj)})
+}
+
+/// A Table; `headers` false leaves out columnDefinitions (watch events
+/// after the first).
+pub fn table(strategy: &dyn Strategy, items: &[Value], metadata: Value, headers: bool) -> Value {
+    let mut columns = vec![
+        json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
+    ];
+    columns.extend(strategy.columns().iter().map(|c| c.definition()));
+    let rows: Vec<Value> = items.iter().map(|o| row(strategy, o)).collect();
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
+           "columnDefinitions": if headers { Value::Array(columns) } else { json!([]) }, "rows": rows})
+}
+
+pub fn object(strategy: &dyn Strategy, form: Form, obj: Value) -> Value {
+    match form {
+        Form::Json => obj,
+        Form::Metadata => partial(&obj),
+        Form::Table => {
+            let metadata = json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
+            table(strategy, &[obj], metadata, true)
+        }
+    }
+}
+
+pub fn list(strategy: &dyn Strategy, form: Form, page: Page) -> Value {
+    let list = crate::registry::flow::list_body(strategy, page);
+    match form {
+        Form::Json => list,
+        Form::Table => table(
+            strategy,
+            list["items"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+            list["metadata"].clone(),
+            true,
+        ),
+        Form::Metadata => {
+            let items: Vec<Value> = list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(partial)
+                .collect();
+            json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list["metadata"], "items": items})
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubectl_accept_headers() {
+        let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(Form::negotiate(Some(table)).unwrap(), Form::Table);
+        assert_eq!(
+            Form::negotiate(Some("application/vnd.kubernetes.protobuf,application/json")).unwrap(),
+            Form::Json
+        );
+        assert_eq!(
+            Form::negotiate(Some(
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+            ))
+            .unwrap(),
+            Form::Metadata
+        );
+        assert_eq!(Form::negotiate(None).unwrap(), Form::Json);
+        assert_eq!(
+            Form::negotiate(Some("application/vnd.kubernetes.protobuf"))
+                .unwrap_err()
+                .code(),
+            406
+        );
+    }
+}

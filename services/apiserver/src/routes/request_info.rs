@@ -1,0 +1,141 @@
+//! Decoding a resource URL into a request description, as apiserver's
+//! RequestInfoFactory does.
+
+use actix_web::http::Method;
+
+use crate::error::ApiError;
+use crate::registry::flow::Part;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    Create,
+    Update,
+    Patch,
+    Delete,
+    DeleteCollection,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestInfo {
+    pub verb: Verb,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub subresource: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+impl RequestInfo {
+    pub fn parse(method: &Method, path: &str, watch: bool) -> Result<RequestInfo, ApiError> {
+        let parts: Vec<&str> = path
+            .trim_matches('/')
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .collect();
+        let (group, version, rest) = match parts.as_slice() {
+            ["api", version, rest @ ..] => ("", *version, rest),
+            ["apis", group, version, rest @ ..] => (*group, *version, rest),
+            _ => return Err(ApiError::UnknownPath),
+        };
+        let (namespace, rest) = match rest {
+            // `namespaces/<ns>/status|finalize` address the namespace itself.
+            ["namespaces", ns, sub, ..] if !matches!(*sub, "status" | "finalize") => {
+                (Some(ns.to_string()), &rest[2..])
+            }
+            _ => (None, rest),
+        };
+        let (resource, name, subresource) = match rest {
+            [resource] => (*resource, None, None),
+            [resource, name] => (*resource, Some(name.to_string()), None),
+            [resource, name, sub] => (*resource, Some(name.to_string()), Some(sub.to_string())),
+            _ => return Err(ApiError::UnknownPath),
+        };
+        let verb = verb_of(method, name.is_some(), watch)?;
+        Ok(RequestInfo {
+            verb,
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+            subresource,
+            namespace,
+            name,
+        })
+    }
+
+    pub fn part(&self) -> Result<Part, ApiError> {
+        match self.subresource.as_deref() {
+            None => Ok(Part::Main),
+            Some("status") => Ok(Part::Status),
+            Some("scale") => Ok(Part::Scale),
+            Some(_) => Err(ApiError::UnknownPath),
+        }
+    }
+}
+
+fn verb_of(method: &Method, named: bool, watch: bool) -> Result<Verb, ApiError> {
+    Ok(match (method.as_str(), named) {
+        ("GET", true) if watch => Verb::Watch,
+        ("GET", true) => Verb::Get,
+        ("GET", false) if watch => Verb::Watch,
+        ("GET", false) => Verb::List,
+        ("POST", false) => Verb::Create,
+        ("PUT", true) => Verb::Update,
+        ("PATCH", true) => Verb::Patch,
+        ("DELETE", true) => Verb::Delete,
+        ("DELETE", false) => Verb::DeleteCollection,
+        _ => return Err(ApiError::MethodNotAllowed),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_decode_like_kubernetes() {
+        let info = RequestInfo::parse(&Method::GET, "/api/v1/namespaces/ns1/pods/p/status", false)
+            .unwrap();
+        assert_eq!(
+            (
+                info.namespace.as_deref(),
+                info.resource.as_str(),
+                info.name.as_deref(),
+                info.subresource.as_deref()
+            ),
+            (Some("ns1"), "pods", Some("p"), Some("status"))
+        );
+        let info = RequestInfo::parse(&Method::GET, "/api/v1/namespaces/ns1", false).unwrap();
+        assert_eq!(
+            (info.resource.as_str(), info.name.as_deref(), info.verb),
+            ("namespaces", Some("ns1"), Verb::Get)
+        );
+        let info =
+            RequestInfo::parse(&Method::PUT, "/api/v1/namespaces/ns1/finalize", false).unwrap();
+        assert_eq!(info.subresource.as_deref(), Some("finalize"));
+        let info = RequestInfo::parse(&Method::GET, "/apis/apps/v1/deployments", true).unwrap();
+        assert_eq!(
+            (info.group.as_str(), info.verb, info.namespace),
+            ("apps", Verb::Watch, None)
+        );
+        assert!(RequestInfo::parse(&Method::POST, "/api/v1/namespaces/a/pods/x", false).is_err());
+    }
+}

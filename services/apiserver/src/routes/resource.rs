@@ -1,0 +1,277 @@
+//! The resource handler: decode the request into a request description
+//! and options, send it to the resource type's actor, render the answer.
+
+use std::time::Instant;
+
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::render::{self, Form};
+use super::request_info::{RequestInfo, Verb};
+use super::{watch, AppState};
+use crate::codec;
+use crate::error::ApiError;
+use crate::object::patch::PatchType;
+use crate::registry::actor;
+use crate::registry::catalog::Entry;
+use crate::registry::flow::{Part, Reply};
+use crate::registry::options::{parse_query, DeleteOptions, ListOptions, Query, WriteOptions};
+
+/// Kubernetes refuses bodies over 3 MiB.
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+pub async fn handle(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let started = Instant::now();
+    let query = parse_query(req.query_string());
+    let watch = matches!(query.get("watch").map(String::as_str), Some("true" | "1"));
+    let info = RequestInfo::parse(req.method(), req.path(), watch);
+    let (verb, resource) = match &info {
+        Ok(i) => (i.verb.as_str(), i.resource.clone()),
+        Err(_) => ("unknown", String::new()),
+    };
+    let response = match info {
+        Ok(info) => dispatch(&req, payload, &state, &info, &query)
+            .await
+            .unwrap_or_else(|e| e.error_response()),
+        Err(err) => err.error_response(),
+    };
+    state.metrics.observe(
+        verb,
+        &resource,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    response
+}
+
+fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+fn mailbox(err: actix::MailboxError) -> ApiError {
+    ApiError::Internal(format!("resource actor unavailable: {err}"))
+}
+
+/// The scope and subresource rules that decide whether a path exists.
+fn check_path(entry: &Entry, info: &RequestInfo) -> Result<Part, ApiError> {
+    let def = entry.strategy.def();
+    let part = info.part()?;
+    let collection = matches!(
+        info.verb,
+        Verb::List | Verb::Watch | Verb::DeleteCollection | Verb::Create
+    );
+    if (!def.namespaced && info.namespace.is_some())
+        || (def.namespaced
+            && info.namespace.is_none()
+            && !matches!(info.verb, Verb::List | Verb::Watch))
+    {
+        return Err(ApiError::UnknownPath);
+    }
+    let part_ok = match part {
+        Part::Main => true,
+        Part::Status => def.status && !collection,
+        Part::Scale => def.scale && !collection,
+    };
+    if !part_ok {
+        return Err(ApiError::UnknownPath);
+    }
+    if part != Part::Main && matches!(info.verb, Verb::Delete) {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    Ok(part)
+}
+
+async fn dispatch(
+    req: &HttpRequest,
+    payload: web::Payload,
+    state: &AppState,
+    info: &RequestInfo,
+    query: &Query,
+) -> Result<HttpResponse, ApiError> {
+    let entry = state
+        .catalog
+        .find(&info.group, &info.version, &info.resource)
+        .ok_or(ApiError::UnknownPath)?;
+    let part = check_path(entry, info)?;
+    let form = if part == Part::Scale {
+        Form::Json
+    } else {
+        Form::negotiate(header(req, "accept"))?
+    };
+    let strategy = entry.strategy.as_ref();
+    let namespace = info.namespace.clone().unwrap_or_default();
+    let name = info.name.clone().unwrap_or_default();
+    let actor = &entry.actor;
+    match info.verb {
+        Verb::Get => {
+            let object = actor
+                .send(actor::Get {
+                    namespace,
+                    name,
+                    part,
+                })
+                .await
+                .map_err(mailbox)??;
+            Ok(json(200, render::object(strategy, form, object), &[]))
+        }
+        Verb::List => {
+            let options = ListOptions::parse(query)?;
+            let page = actor
+                .send(actor::List {
+                    namespace: info.namespace.clone(),
+                    options,
+                })
+                .await
+                .map_err(mailbox)??;
+            Ok(json(200, render::list(strategy, form, page), &[]))
+        }
+        Verb::Watch => {
+            let options = ListOptions::parse(query)?;
+            let timeout = options.timeout;
+            let receiver = actor
+                .send(actor::Watch {
+                    namespace: info.namespace.clone(),
+                    options,
+                })
+                .await
+                .map_err(mailbox)?;
+            Ok(watch::respond(
+                receiver,
+                entry.strategy.clone(),
+                form,
+                timeout,
+                state.metrics.clone(),
+            ))
+        }
+        Verb::Create => {
+            let body = decode(req, read_body(payload).await?)?;
+            let options = WriteOptions::parse(query)?;
+            let reply = actor
+                .send(actor::Create {
+                    namespace,
+                    body,
+                    options,
+                })
+                .await
+                .map_err(mailbox)??;
+            Ok(written(strategy, form, reply))
+        }
+        Verb::Update => {
+            let body = decode(req, read_body(payload).await?)?;
+            let options = WriteOptions::parse(query)?;
+            let reply = actor
+                .send(actor::Update {
+                    namespace,
+                    name,
+                    part,
+                    body,
+                    options,
+                })
+                .await
+                .map_err(mailbox)??;
+            Ok(written(strategy, form, reply))
+        }
+        Verb::Patch => {
+            let kind = PatchType::from_content_type(header(req, "content-type").unwrap_or(""))?;
+            let bytes = read_body(payload).await?;
+            let patch: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
+            let options = WriteOptions::parse(query)?;
+            let reply = actor
+                .send(actor::Patch {
+                    namespace,
+                    name,
+                    part,
+                    kind,
+                    patch,
+                    options,
+                })
+                .await
+                .map_err(mailbox)??;
+            Ok(written(strategy, form, reply))
+        }
+        Verb::Delete => {
+            let bytes = read_body(payload).await?;
+            let body = if bytes.iter().all(u8::is_ascii_whitespace) {
+                None
+            } else {
+                Some(decode(req, bytes)?)
+            };
+            let options = DeleteOptions::parse(query, body.as_ref())?;
+            let reply = actor
+                .send(actor::Delete {
+                    namespace,
+                    name,
+                    options,
+                })
+                .await
+                .map_err(mailbox)??;
+            Ok(written(strategy, form, reply))
+        }
+        Verb::DeleteCollection => {
+            let list = ListOptions::parse(query)?;
+            let options = DeleteOptions::parse(query, None)?;
+            let items = actor
+                .send(actor::DeleteCollection {
+                    namespace: info.namespace.clone(),
+                    list,
+                    options,
+                })
+                .await
+                .map_err(mailbox)??;
+            let page = crate::registry::flow::Page {
+                items,
+                revision: 0,
+                continue_token: None,
+                remaining: None,
+            };
+            Ok(json(200, render::list(strategy, form, page), &[]))
+        }
+    }
+}
+
+fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {
+    codec::decode_body(header(req, "content-type"), &bytes)
+}
+
+fn written(strategy: &dyn crate::registry::Strategy, form: Form, reply: Reply) -> HttpResponse {
+    json(
+        reply.code,
+        render::object(strategy, form, reply.body),
+        &reply.warnings,
+    )
+}
+
+fn json(code: u16, body: Value, warnings: &[String]) -> HttpResponse {
+    let status =
+        actix_web::http::StatusCode::from_u16(code).unwrap_or(actix_web::http::StatusCode::OK);
+    let mut response = HttpResponse::build(status);
+    response.content_type("application/json");
+    for warning in warnings {
+        response.append_header((
+            "Warning",
+            format!("299 - {}", Value::from(warning.as_str())),
+        ));
+    }
+    response.body(body.to_string())
+}
+
+/// Reads the body, refusing more than [`MAX_BODY`] bytes.
+async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiError> {
+    let mut body = BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))?;
+        if body.len() + chunk.len() > MAX_BODY {
+            return Err(ApiError::TooLarge(MAX_BODY));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}

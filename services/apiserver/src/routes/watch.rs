@@ -1,0 +1,88 @@
+//! A watch as an HTTP response: newline-delimited JSON events over a
+//! chunked 200, flushed one by one, ended by `timeoutSeconds`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::HttpResponse;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::render::{self, Form};
+use crate::cache::{EventType, WatchItem};
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::registry::Strategy;
+
+/// Without `timeoutSeconds` a watch still ends eventually, as
+/// kube-apiserver's min-request-timeout makes it (clients re-watch).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Keeps the open-watch gauge right however the stream ends.
+struct Open(Arc<Metrics>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.watches.dec();
+    }
+}
+
+pub fn respond(
+    receiver: Result<mpsc::Receiver<WatchItem>, ApiError>,
+    strategy: Arc<dyn Strategy>,
+    form: Form,
+    timeout: Option<Duration>,
+    metrics: Arc<Metrics>,
+) -> HttpResponse {
+    let receiver = match receiver {
+        Ok(receiver) => receiver,
+        // A watch that cannot start is still a 200 stream: one ERROR event.
+        Err(err) => {
+            let line = line(&json!({"type": "ERROR", "object": err.status()}));
+            return HttpResponse::Ok()
+                .content_type("application/json")
+                .body(line);
+        }
+    };
+    metrics.watches.inc();
+    let open = Open(metrics);
+    let state = (receiver, true, open);
+    let events = futures::stream::unfold(state, move |(mut receiver, first, open)| {
+        let strategy = strategy.clone();
+        async move {
+            let item = receiver.recv().await?;
+            let object = event_object(strategy.as_ref(), form, &item, first);
+            let headers_sent =
+                first && item.kind != EventType::Bookmark && item.kind != EventType::Error;
+            let bytes = line(&json!({"type": item.kind.as_str(), "object": object}));
+            Some((
+                Ok::<_, actix_web::Error>(bytes),
+                (receiver, first && !headers_sent, open),
+            ))
+        }
+    });
+    let deadline = tokio::time::sleep(timeout.unwrap_or(DEFAULT_TIMEOUT));
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .streaming(events.take_until(deadline))
+}
+
+fn event_object(strategy: &dyn Strategy, form: Form, item: &WatchItem, first: bool) -> Value {
+    let object = item.object.as_ref().clone();
+    match (form, item.kind) {
+        (_, EventType::Error) | (_, EventType::Bookmark) => object,
+        (Form::Table, _) => {
+            let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+            render::table(strategy, &[object], metadata, first)
+        }
+        (form, _) => render::object(strategy, form, object),
+    }
+}
+
+fn line(value: &Value) -> Bytes {
+    let mut bytes = serde_json::to_vec(value).expect("JSON values always serialise");
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}

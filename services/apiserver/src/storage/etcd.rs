@@ -1,0 +1,180 @@
+//! The store client: typed operations over etcd-client's KV API.
+
+use etcd_client::{Compare, CompareOp, GetOptions, KvClient, Txn, TxnOp};
+use serde_json::Value;
+
+use super::StorageError;
+use crate::object::meta;
+
+/// One object read from the store with the revision of its last write.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub object: Value,
+    pub mod_revision: i64,
+}
+
+/// A page of a list, read at one revision.
+#[derive(Debug)]
+pub struct Listing {
+    pub items: Vec<Stored>,
+    pub revision: i64,
+    /// The key after the last one returned, when more remain.
+    pub next_key: Option<String>,
+    pub remaining: i64,
+}
+
+#[derive(Clone)]
+pub struct Store {
+    kv: KvClient,
+}
+
+impl Store {
+    pub fn new(client: &etcd_client::Client) -> Store {
+        Store {
+            kv: client.kv_client(),
+        }
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Option<Stored>, StorageError> {
+        let response = self.kv.clone().get(key, None).await?;
+        response
+            .kvs()
+            .first()
+            .map(|kv| decode(key, kv.value(), kv.mod_revision()))
+            .transpose()
+    }
+
+    /// The store's current revision, by a linearizable read.
+    pub async fn current_revision(&self) -> Result<i64, StorageError> {
+        let options = GetOptions::new().with_count_only();
+        let response = self.kv.clone().get("\0", Some(options)).await?;
+        Ok(response.header().map(|h| h.revision()).unwrap_or(0))
+    }
+
+    /// Objects under `prefix` from `start` on (inclusive), at `revision`
+    /// (0 = now), at most `limit` of them (0 = all).
+    pub async fn list(
+        &self,
+        prefix: &str,
+        start: Option<&str>,
+        revision: i64,
+        limit: i64,
+    ) -> Result<Listing, StorageError> {
+        let end = prefix_end(prefix);
+        let mut options = GetOptions::new().with_range(end).with_revision(revision);
+        if limit > 0 {
+            options = options.with_limit(limit);
+        }
+        let from = start.unwrap_or(prefix);
+        let response = self.kv.clone().get(from, Some(options)).await?;
+        let revision = response.header().map(|h| h.revision()).unwrap_or(revision);
+        let items: Vec<Stored> = response
+            .kvs()
+            .iter()
+            .map(|kv| {
+                decode(
+                    &String::from_utf8_lossy(kv.key()),
+                    kv.value(),
+                    kv.mod_revision(),
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        let next_key = match (response.more(), items.last()) {
+            (true, Some(_)) => response
+                .kvs()
+                .last()
+                .map(|kv| format!("{}\0", String::from_utf8_lossy(kv.key()))),
+            _ => None,
+        };
+        let remaining = (response.count() - items.len() as i64).max(0);
+        Ok(Listing {
+            items,
+            revision,
+            next_key,
+            remaining,
+        })
+    }
+
+    /// Writes `object` only if `key` does not exist; the new revision.
+    pub async fn create(&self, key: &str, object: &Value) -> Result<i64, StorageError> {
+        let txn = Txn::new()
+            .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key, encode(object), None)]);
+        self.commit(txn, StorageError::Exists).await
+    }
+
+    /// Writes `object` only if `key` was last written at `mod_revision`.
+    pub async fn update(
+        &self,
+        key: &str,
+        object: &Value,
+        mod_revision: i64,
+    ) -> Result<i64, StorageError> {
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
+            .and_then([TxnOp::put(key, encode(object), None)]);
+        self.commit(txn, StorageError::Conflict).await
+    }
+
+    /// Deletes `key` only if it was last written at `mod_revision`.
+    pub async fn delete(&self, key: &str, mod_revision: i64) -> Result<i64, StorageError> {
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
+            .and_then([TxnOp::delete(key, None)]);
+        self.commit(txn, StorageError::Conflict).await
+    }
+
+    /// Deletes every key under `prefix` (a namespace's contents).
+    pub async fn delete_prefix(&self, prefix: &str) -> Result<i64, StorageError> {
+        let options = etcd_client::DeleteOptions::new().with_range(prefix_end(prefix));
+        let response = self.kv.clone().delete(prefix, Some(options)).await?;
+        Ok(response.header().map(|h| h.revision()).unwrap_or(0))
+    }
+
+    async fn commit(&self, txn: Txn, on_failed_compare: StorageError) -> Result<i64, StorageError> {
+        let response = self.kv.clone().txn(txn).await?;
+        if !response.succeeded() {
+            return Err(on_failed_compare);
+        }
+        Ok(response.header().map(|h| h.revision()).unwrap_or(0))
+    }
+}
+
+pub fn encode(object: &Value) -> Vec<u8> {
+    let mut object = object.clone();
+    // The revision is the store's to say; a stored copy would go stale.
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+    serde_json::to_vec(&object).expect("JSON values always serialise")
+}
+
+pub fn decode(key: &str, bytes: &[u8], mod_revision: i64) -> Result<Stored, StorageError> {
+    let mut object: Value = serde_json::from_slice(bytes).map_err(|e| StorageError::Corrupt {
+        key: key.to_string(),
+        reason: e.to_string(),
+    })?;
+    if !object.is_object() {
+        return Err(StorageError::Corrupt {
+            key: key.to_string(),
+            reason: "not a JSON object".into(),
+        });
+    }
+    meta::set_resource_version(&mut object, mod_revision);
+    Ok(Stored {
+        object,
+        mod_revision,
+    })
+}
+
+/// The first key after every key that starts with `prefix`.
+pub fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}

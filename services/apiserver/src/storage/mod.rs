@@ -1,0 +1,11 @@
+//! Storage: objects as JSON under `<prefix>/<resource>/[<ns>/]<name>` in
+//! any etcd-v3 store. Create is a transaction on `create_revision == 0`,
+//! update and delete compare `mod_revision`, and the object's
+//! `resourceVersion` is the store revision of its last write (it is not
+//! stored inside the value; it is set when the value is read).
+
+mod errors;
+mod etcd;
+
+pub use errors::StorageError;
+pub use etcd::{decode, Listing, Store, Stored};
