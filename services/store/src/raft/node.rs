@@ -219,8 +219,9 @@ impl Node {
     fn handle(&mut self, msg: NodeMsg) {
         match msg {
             NodeMsg::Propose { id, data, done } => {
+                let before = self.raw.raft.raft_log.last_index();
                 let result = self.raw.propose(Vec::new(), data);
-                self.track_proposal(id, result, done);
+                self.track_proposal(id, before, result, done);
             }
             NodeMsg::ConfChange {
                 id,
@@ -232,10 +233,11 @@ impl Node {
                     id,
                     request: Some(raft_request::Request::MemberAttributes(record)),
                 };
+                let before = self.raw.raft.raft_log.last_index();
                 let result = self
                     .raw
                     .propose_conf_change(context.encode_to_vec(), change);
-                self.track_proposal(id, result, done);
+                self.track_proposal(id, before, result, done);
             }
             NodeMsg::ReadIndex { done } => self.pending_reads.push(done),
             NodeMsg::Step(message) => {
@@ -249,17 +251,23 @@ impl Node {
         }
     }
 
+    /// Remembers who waits for a proposal. `before` is the last log index
+    /// before proposing: if the proposal was appended to this member's own
+    /// log (it leads), it sits right after it, and anything else applied at
+    /// that index means it was lost. A follower forwards instead (its raft
+    /// state may have changed within this turn), so nothing is recorded.
     fn track_proposal(
         &mut self,
         id: u64,
+        before: u64,
         result: raft::Result<()>,
         done: oneshot::Sender<Result<ApplyOutcome>>,
     ) {
         match result {
             Ok(()) => {
-                if self.role == StateRole::Leader {
-                    let index = self.raw.raft.raft_log.last_index();
-                    self.proposal_index.insert(index, id);
+                let appended = self.raw.raft.raft_log.last_index();
+                if self.raw.raft.state == StateRole::Leader && appended == before + 1 {
+                    self.proposal_index.insert(appended, id);
                 }
                 self.waiters.insert(id, Waiter::new(done));
             }
