@@ -55,6 +55,11 @@ pub struct Args {
     #[arg(long, default_value = "etcd")]
     pub etcd_bin: PathBuf,
 
+    /// Members per server: 1 runs single members, 3 or 5 run whole clusters
+    /// of capstan-store and of etcd on loopback.
+    #[arg(long, default_value_t = 1)]
+    pub members: usize,
+
     /// Benchmark capstan-store alone (no ratios are reported).
     #[arg(long)]
     pub skip_etcd: bool,

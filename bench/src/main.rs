@@ -38,7 +38,8 @@ fn main() -> ExitCode {
     }
 
     println!(
-        "capstan-bench: {:?} per workload, {}-byte values, clients {}, at most {} connections per workload",
+        "capstan-bench: {} member(s) per server, {:?} per workload, {}-byte values, clients {}, at most {} connections per workload",
+        args.members,
         args.duration,
         args.value_size,
         args.clients.0.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","),
@@ -97,7 +98,7 @@ fn run(args: &Args, checks: &mut Checks, stats: &mut Vec<RunStats>) -> Result<()
     let mut servers: Vec<ServerProcess> = Vec::new();
     for (kind, binary) in kinds {
         say(format!("starting {kind} from {}", binary.display()));
-        match ServerProcess::start(kind, &binary, args.startup_timeout) {
+        match ServerProcess::start(kind, &binary, args.startup_timeout, args.members) {
             Ok(server) => {
                 checks.record(
                     format!("{kind}: starts and reports healthy"),

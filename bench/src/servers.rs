@@ -42,11 +42,12 @@ impl fmt::Display for ServerKind {
 
 /// A running server; killed (SIGKILL) and reaped on drop, after which its
 /// temporary directory (data and log) is removed.
+/// With `members > 1` it is a whole cluster of that many processes.
 pub struct ServerProcess {
     pub kind: ServerKind,
-    pub client_port: u16,
-    child: Option<Child>,
-    log_path: PathBuf,
+    client_ports: Vec<u16>,
+    children: Vec<Child>,
+    log_paths: Vec<PathBuf>,
     // Declared last: dropped after `Drop::drop` has killed the child.
     _dir: TempDir,
 }
@@ -58,10 +59,11 @@ impl ServerProcess {
         kind: ServerKind,
         binary: &Path,
         startup_timeout: Duration,
+        members: usize,
     ) -> Result<Self, String> {
         let mut last_error = String::new();
         for attempt in 1..=START_ATTEMPTS {
-            match Self::start_once(kind, binary, startup_timeout) {
+            match Self::start_once(kind, binary, startup_timeout, members) {
                 Ok(server) => return Ok(server),
                 Err(StartError::Fatal(err)) => return Err(err),
                 Err(StartError::Retry(err)) => {
@@ -76,74 +78,42 @@ impl ServerProcess {
         kind: ServerKind,
         binary: &Path,
         startup_timeout: Duration,
+        members: usize,
     ) -> Result<Self, StartError> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("capstan-bench-{kind}-"))
             .tempdir()
             .map_err(|err| StartError::Fatal(format!("create a temporary directory: {err}")))?;
-        let data_dir = dir.path().join("data");
-        let log_path = dir.path().join(format!("{kind}.log"));
-        let [client_port, peer_port] = free_ports()
+        let ports = free_ports(2 * members)
             .map_err(|err| StartError::Fatal(format!("find free loopback ports: {err}")))?;
-        let client_url = format!("http://127.0.0.1:{client_port}");
-        let peer_url = format!("http://127.0.0.1:{peer_port}");
-        let name = format!("bench-{kind}");
-
-        let mut command = Command::new(binary);
-        command
-            .arg("--name")
-            .arg(&name)
-            .arg("--data-dir")
-            .arg(&data_dir)
-            .arg("--listen-client-urls")
-            .arg(&client_url)
-            .arg("--advertise-client-urls")
-            .arg(&client_url)
-            .arg("--listen-peer-urls")
-            .arg(&peer_url)
-            .arg("--initial-advertise-peer-urls")
-            .arg(&peer_url)
-            .arg("--initial-cluster")
-            .arg(format!("{name}={peer_url}"))
-            .arg("--initial-cluster-state")
-            .arg("new");
-        // Both servers read settings from their environment; keep the
-        // comparison hermetic.
-        let prefix = match kind {
-            ServerKind::Capstan => "CAPSTAN_",
-            ServerKind::Etcd => "ETCD_",
-        };
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with(prefix) {
-                command.env_remove(key);
-            }
-        }
-        let log = File::create(&log_path)
-            .map_err(|err| StartError::Fatal(format!("create {}: {err}", log_path.display())))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|err| StartError::Fatal(format!("{}: {err}", log_path.display())))?;
-        command.stdin(Stdio::null()).stdout(log).stderr(log_err);
-        die_with_parent(&mut command);
-
-        let child = command.spawn().map_err(|err| {
-            StartError::Fatal(format!(
-                "start {kind} from `{}`: {err}{}",
-                binary.display(),
-                match kind {
-                    ServerKind::Capstan =>
-                        " (build it with `cargo build --bins`, or pass --store-bin)",
-                    ServerKind::Etcd => " (install etcd, pass --etcd-bin, or use --skip-etcd)",
-                }
-            ))
-        })?;
+        let (client_ports, peer_ports) = ports.split_at(members);
+        let names: Vec<String> = (0..members).map(|i| format!("bench-{kind}-{i}")).collect();
+        let initial_cluster = names
+            .iter()
+            .zip(peer_ports)
+            .map(|(name, port)| format!("{name}=http://127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",");
         let mut server = ServerProcess {
             kind,
-            client_port,
-            child: Some(child),
-            log_path,
+            client_ports: client_ports.to_vec(),
+            children: Vec::new(),
+            log_paths: Vec::new(),
             _dir: dir,
         };
+        for (i, name) in names.iter().enumerate() {
+            let member = Member {
+                name,
+                data_dir: server._dir.path().join(name),
+                client_port: client_ports[i],
+                peer_port: peer_ports[i],
+                initial_cluster: &initial_cluster,
+            };
+            let log_path = server._dir.path().join(format!("{name}.log"));
+            let child = spawn_member(kind, binary, &member, &log_path)?;
+            server.children.push(child);
+            server.log_paths.push(log_path);
+        }
         server
             .wait_healthy(startup_timeout)
             .map_err(StartError::Retry)?;
@@ -151,8 +121,24 @@ impl ServerProcess {
     }
 
     /// The endpoint etcd clients connect to.
+    /// Comma-separated when the server is a cluster.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        self.client_ports
+            .iter()
+            .map(|port| format!("http://127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn all_healthy(&self) -> Result<(), String> {
+        for port in &self.client_ports {
+            match http_get(*port, "/health") {
+                Ok(body) if is_healthy(&body) => {}
+                Ok(body) => return Err(format!("/health on {port} said {}", body.trim())),
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
     }
 
     /// Polls `/health` until it reports `"health":"true"`; fails early if
@@ -168,9 +154,8 @@ impl ServerProcess {
                     self.log_tail(20)
                 ));
             }
-            match http_get(self.client_port, "/health") {
-                Ok(body) if is_healthy(&body) => return Ok(()),
-                Ok(body) => last = format!("/health said {}", body.trim()),
+            match self.all_healthy() {
+                Ok(()) => return Ok(()),
                 Err(err) => last = err,
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -185,23 +170,26 @@ impl ServerProcess {
 
     /// Whether `/health` says healthy right now.
     pub fn healthy_now(&self) -> bool {
-        http_get(self.client_port, "/health").is_ok_and(|body| is_healthy(&body))
+        self.all_healthy().is_ok()
     }
 
     /// The exit status, if the process has exited.
     pub fn exit_status(&mut self) -> Option<String> {
-        let child = self.child.as_mut()?;
-        match child.try_wait() {
-            Ok(Some(status)) => Some(status.to_string()),
-            Ok(None) => None,
-            Err(err) => Some(format!("unknown ({err})")),
-        }
+        self.children
+            .iter_mut()
+            .find_map(|child| match child.try_wait() {
+                Ok(Some(status)) => Some(status.to_string()),
+                Ok(None) => None,
+                Err(err) => Some(format!("unknown ({err})")),
+            })
     }
 
     pub fn log(&self) -> String {
         let mut text = String::new();
-        if let Ok(mut file) = File::open(&self.log_path) {
-            let _ = file.read_to_string(&mut text);
+        for path in &self.log_paths {
+            if let Ok(mut file) = File::open(path) {
+                let _ = file.read_to_string(&mut text);
+            }
         }
         text
     }
@@ -228,7 +216,7 @@ impl ServerProcess {
     }
 
     fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
+        for mut child in self.children.drain(..) {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -248,12 +236,81 @@ enum StartError {
     Retry(String),
 }
 
-/// Two distinct free ports on 127.0.0.1, held together while picked so they
-/// differ, then released for the server to bind.
-fn free_ports() -> std::io::Result<[u16; 2]> {
-    let a = TcpListener::bind("127.0.0.1:0")?;
-    let b = TcpListener::bind("127.0.0.1:0")?;
-    Ok([a.local_addr()?.port(), b.local_addr()?.port()])
+/// `n` distinct free ports on 127.0.0.1, held together while picked so they
+/// differ, then released for the servers to bind.
+fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
+    let listeners = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect()
+}
+
+/// One member's place in the cluster under test.
+struct Member<'a> {
+    name: &'a str,
+    data_dir: PathBuf,
+    client_port: u16,
+    peer_port: u16,
+    initial_cluster: &'a str,
+}
+
+fn spawn_member(
+    kind: ServerKind,
+    binary: &Path,
+    member: &Member,
+    log_path: &Path,
+) -> Result<Child, StartError> {
+    let client_url = format!("http://127.0.0.1:{}", member.client_port);
+    let peer_url = format!("http://127.0.0.1:{}", member.peer_port);
+    let mut command = Command::new(binary);
+    command
+        .arg("--name")
+        .arg(member.name)
+        .arg("--data-dir")
+        .arg(&member.data_dir)
+        .arg("--listen-client-urls")
+        .arg(&client_url)
+        .arg("--advertise-client-urls")
+        .arg(&client_url)
+        .arg("--listen-peer-urls")
+        .arg(&peer_url)
+        .arg("--initial-advertise-peer-urls")
+        .arg(&peer_url)
+        .arg("--initial-cluster")
+        .arg(member.initial_cluster)
+        .arg("--initial-cluster-state")
+        .arg("new");
+    // Both servers read settings from their environment; keep the
+    // comparison hermetic.
+    let prefix = match kind {
+        ServerKind::Capstan => "CAPSTAN_",
+        ServerKind::Etcd => "ETCD_",
+    };
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with(prefix) {
+            command.env_remove(key);
+        }
+    }
+    let log = File::create(log_path)
+        .map_err(|err| StartError::Fatal(format!("create {}: {err}", log_path.display())))?;
+    let log_err = log
+        .try_clone()
+        .map_err(|err| StartError::Fatal(format!("{}: {err}", log_path.display())))?;
+    command.stdin(Stdio::null()).stdout(log).stderr(log_err);
+    die_with_parent(&mut command);
+    command.spawn().map_err(|err| {
+        StartError::Fatal(format!(
+            "start {kind} from `{}`: {err}{}",
+            binary.display(),
+            match kind {
+                ServerKind::Capstan => " (build it with `cargo build --bins`, or pass --store-bin)",
+                ServerKind::Etcd => " (install etcd, pass --etcd-bin, or use --skip-etcd)",
+            }
+        ))
+    })
 }
 
 fn is_healthy(body: &str) -> bool {
@@ -358,7 +415,8 @@ mod tests {
 
     #[test]
     fn ports_differ() {
-        let [a, b] = free_ports().unwrap();
-        assert_ne!(a, b);
+        let ports = free_ports(6).unwrap();
+        let distinct: std::collections::HashSet<_> = ports.iter().collect();
+        assert_eq!(distinct.len(), 6);
     }
 }

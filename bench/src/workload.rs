@@ -515,9 +515,12 @@ async fn connect_pool(
         let options = ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(5))
             .with_timeout(timeout);
-        let client = within(timeout, Client::connect([endpoint], Some(options)))
-            .await
-            .map_err(|err| err.to_string())?;
+        let client = within(
+            timeout,
+            Client::connect(endpoint.split(',').collect::<Vec<_>>(), Some(options)),
+        )
+        .await
+        .map_err(|err| err.to_string())?;
         let mut kv = client.kv_client();
         within(timeout, kv.get(format!("{KEY_PREFIX}/warm-up"), None))
             .await

@@ -285,7 +285,10 @@ impl Node {
         if self.pending_reads.is_empty() {
             return;
         }
-        let ctx = self.next_read_ctx.to_be_bytes().to_vec();
+        // The leader keeps pending reads by context, so a context must be
+        // unique across members, not just here: member id, then a counter.
+        let mut ctx = self.config.member_id.to_be_bytes().to_vec();
+        ctx.extend_from_slice(&self.next_read_ctx.to_be_bytes());
         self.next_read_ctx += 1;
         self.raw.read_index(ctx.clone());
         let readers = std::mem::take(&mut self.pending_reads);
