@@ -14,11 +14,11 @@ deps:
 build: deps
 	$(CARGO) build --bins
 
-## The embedded default: one store member with its data under ./data.
+## The embedded default: one store member and one API server in one
+## process, data under ./data, kubeconfig at ./data/kubeconfig.
 run: deps
 	$(CARGO) build --release --bins
-	./target/release/capstan-store --name capstan --data-dir $(DATA_DIR)/store \
-		--listen-client-urls $(CLIENT_URL)
+	./target/release/capstan --data-dir $(DATA_DIR)
 
 ## Every test: unit tests next to the code, process-level tests in tests/,
 ## and a short benchmark run so the load generator keeps working.

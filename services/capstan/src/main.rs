@@ -14,7 +14,11 @@ use capstan_apiserver::config::{ApiserverConfig, Flags as ApiFlags};
 use capstan_store::config::{Flags as StoreFlags, StoreConfig};
 
 #[derive(Debug, Parser)]
-#[command(name = "capstan", version, about = "A Kubernetes-style control plane in one process")]
+#[command(
+    name = "capstan",
+    version,
+    about = "A Kubernetes-style control plane in one process"
+)]
 struct Flags {
     /// Folder for the store's data and the kubeconfig.
     #[arg(long, default_value = "data")]
@@ -73,7 +77,9 @@ fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
     });
     runtime.block_on(shutdown_signal_or(&api_thread));
     let _ = stop_api.send(());
-    let api_result = api_thread.join().map_err(|_| "the API server thread panicked")?;
+    let api_result = api_thread
+        .join()
+        .map_err(|_| "the API server thread panicked")?;
     let _ = stop_store.send(());
     runtime.block_on(store_task)??;
     api_result?;
@@ -82,8 +88,11 @@ fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
 
 /// Waits for SIGINT/SIGTERM, or for the API server to stop by itself
 /// (it could not start, for example).
-async fn shutdown_signal_or(api: &std::thread::JoinHandle<Result<(), capstan_apiserver::StartError>>) {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("install SIGTERM handler");
+async fn shutdown_signal_or(
+    api: &std::thread::JoinHandle<Result<(), capstan_apiserver::StartError>>,
+) {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install SIGTERM handler");
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
     loop {
         tokio::select! {

@@ -19,6 +19,12 @@ enum Ty {
     Bytes,
     Bool,
     Int,
+    /// A non-pointer Go bool: always written, false means unset.
+    Flag,
+    /// A non-pointer Go integer: always written, 0 means unset.
+    Count,
+    /// Read and dropped (status, which create ignores anyway).
+    Ignored,
     Msg(&'static [Field]),
     MapStr,
     MapBytes,
@@ -81,7 +87,7 @@ const OBJECT_META: &[Field] = &[
     f(4, "selfLink", Ty::Str),
     f(5, "uid", Ty::Str),
     f(6, "resourceVersion", Ty::Str),
-    f(7, "generation", Ty::Int),
+    f(7, "generation", Ty::Count),
     f(8, "creationTimestamp", Ty::Time),
     f(9, "deletionTimestamp", Ty::Time),
     f(10, "deletionGracePeriodSeconds", Ty::Int),
@@ -123,7 +129,7 @@ const LABEL_SELECTOR: &[Field] = &[
 ];
 const CONTAINER_PORT: &[Field] = &[
     f(1, "name", Ty::Str),
-    f(2, "hostPort", Ty::Int),
+    f(2, "hostPort", Ty::Count),
     f(3, "containerPort", Ty::Int),
     f(4, "protocol", Ty::Str),
     f(5, "hostIP", Ty::Str),
@@ -144,8 +150,9 @@ const CONTAINER: &[Field] = &[
     f(8, "resources", Ty::Msg(RESOURCES)),
     f(13, "terminationMessagePath", Ty::Str),
     f(14, "imagePullPolicy", Ty::Str),
-    f(16, "stdin", Ty::Bool),
-    f(18, "tty", Ty::Bool),
+    f(16, "stdin", Ty::Flag),
+    f(17, "stdinOnce", Ty::Flag),
+    f(18, "tty", Ty::Flag),
     f(20, "terminationMessagePolicy", Ty::Str),
 ];
 const POD_SPEC: &[Field] = &[
@@ -156,7 +163,14 @@ const POD_SPEC: &[Field] = &[
     f(6, "dnsPolicy", Ty::Str),
     f(7, "nodeSelector", Ty::MapStr),
     f(8, "serviceAccountName", Ty::Str),
+    f(9, "serviceAccount", Ty::Str),
     f(10, "nodeName", Ty::Str),
+    f(11, "hostNetwork", Ty::Flag),
+    f(12, "hostPID", Ty::Flag),
+    f(13, "hostIPC", Ty::Flag),
+    f(16, "hostname", Ty::Str),
+    f(17, "subdomain", Ty::Str),
+    f(24, "priorityClassName", Ty::Str),
     f(19, "schedulerName", Ty::Str),
     list(20, "initContainers", Ty::Msg(CONTAINER)),
 ];
@@ -177,22 +191,22 @@ const DEPLOYMENT_SPEC: &[Field] = &[
     f(2, "selector", Ty::Msg(LABEL_SELECTOR)),
     f(3, "template", Ty::Msg(POD_TEMPLATE)),
     f(4, "strategy", Ty::Msg(DEPLOYMENT_STRATEGY)),
-    f(5, "minReadySeconds", Ty::Int),
+    f(5, "minReadySeconds", Ty::Count),
     f(6, "revisionHistoryLimit", Ty::Int),
-    f(7, "paused", Ty::Bool),
+    f(7, "paused", Ty::Flag),
     f(9, "progressDeadlineSeconds", Ty::Int),
 ];
 const DEPLOYMENT: &[Field] = &[
     f(1, "metadata", Ty::Msg(OBJECT_META)),
     f(2, "spec", Ty::Msg(DEPLOYMENT_SPEC)),
-    f(3, "status", Ty::Msg(&[])),
+    f(3, "status", Ty::Ignored),
 ];
 const SERVICE_PORT: &[Field] = &[
     f(1, "name", Ty::Str),
     f(2, "protocol", Ty::Str),
     f(3, "port", Ty::Int),
     f(4, "targetPort", Ty::IntOrString),
-    f(5, "nodePort", Ty::Int),
+    f(5, "nodePort", Ty::Count),
     f(6, "appProtocol", Ty::Str),
 ];
 const SERVICE_SPEC: &[Field] = &[
@@ -202,12 +216,17 @@ const SERVICE_SPEC: &[Field] = &[
     f(4, "type", Ty::Str),
     list(5, "externalIPs", Ty::Str),
     f(7, "sessionAffinity", Ty::Str),
-    f(11, "externalName", Ty::Str),
+    f(8, "loadBalancerIP", Ty::Str),
+    f(10, "externalName", Ty::Str),
+    f(11, "externalTrafficPolicy", Ty::Str),
+    f(12, "healthCheckNodePort", Ty::Count),
+    f(13, "publishNotReadyAddresses", Ty::Flag),
+    list(18, "clusterIPs", Ty::Str),
 ];
 const SERVICE: &[Field] = &[
     f(1, "metadata", Ty::Msg(OBJECT_META)),
     f(2, "spec", Ty::Msg(SERVICE_SPEC)),
-    f(3, "status", Ty::Msg(&[])),
+    f(3, "status", Ty::Ignored),
 ];
 
 fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
@@ -294,10 +313,12 @@ fn message(bytes: &[u8], schema: &[Field]) -> Result<Value, WireError> {
     while !reader.bytes.is_empty() {
         let tag = reader.varint()?;
         let (number, wire) = (tag >> 3, tag & 7);
-        let field = schema
-            .iter()
-            .find(|f| f.number == number)
-            .ok_or_else(|| WireError::UnknownField(number.to_string()))?;
+        let field = schema.iter().find(|f| f.number == number).ok_or_else(|| {
+            WireError::UnknownField(format!(
+                "{number} (next to {})",
+                schema.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
         let value = match wire {
             0 => scalar(field, reader.varint()?),
             2 => {
@@ -323,6 +344,10 @@ fn message(bytes: &[u8], schema: &[Field]) -> Result<Value, WireError> {
 fn scalar(field: &Field, raw: u64) -> Value {
     match field.ty {
         Ty::Bool => Value::Bool(raw != 0),
+        Ty::Flag if raw == 0 => Value::Null,
+        Ty::Flag => Value::Bool(true),
+        Ty::Count if raw == 0 => Value::Null,
+        Ty::Ignored => Value::Null,
         _ => Value::from(raw as i64),
     }
 }
@@ -367,7 +392,8 @@ fn delimited(field: &Field, payload: &[u8]) -> Result<Value, WireError> {
             })
         }
         Ty::Quantity => Ok(message(payload, &[f(1, "string", Ty::Str)])?["string"].clone()),
-        Ty::Bool | Ty::Int => Err(WireError::WireType(2)),
+        Ty::Ignored => Ok(Value::Null),
+        Ty::Bool | Ty::Int | Ty::Flag | Ty::Count => Err(WireError::WireType(2)),
     }
 }
 

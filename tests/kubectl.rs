@@ -1,0 +1,412 @@
+//! kubectl 1.32, used as a person would, against the real binaries:
+//! `capstan-apiserver` on `capstan-store`, and the embedded `capstan`.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use capstan_tests::apiserver::{ApiCluster, Embedded};
+
+const APP: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, labels: {app: web}}
+data: {mode: blue}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: demo, labels: {app: web, tier: front}}
+spec:
+  containers: [{name: app, image: "nginx:1.25"}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "nginx:1.25"}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, labels: {app: web}}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+"#;
+
+#[test]
+fn embedded_capstan_serves_namespaces_from_its_own_kubeconfig() {
+    let capstan = Embedded::start();
+    let kubectl = &capstan.kubectl;
+    let namespaces = kubectl.ok(&["get", "ns"]);
+    for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        assert!(namespaces.contains(name), "{namespaces}");
+    }
+    assert!(
+        namespaces.starts_with("NAME") && namespaces.contains("STATUS"),
+        "a Table: {namespaces}"
+    );
+    assert_eq!(
+        kubectl.ok(&["create", "namespace", "team-a"]).trim(),
+        "namespace/team-a created"
+    );
+    assert!(kubectl.ok(&["get", "ns", "team-a"]).contains("Active"));
+    kubectl.ok(&[
+        "create",
+        "configmap",
+        "inside",
+        "-n",
+        "team-a",
+        "--from-literal=k=v",
+    ]);
+
+    let refused = kubectl.fails(&["run", "lost", "--image=nginx", "-n", "nowhere"]);
+    assert!(
+        refused.contains("NotFound") && refused.contains("namespaces \"nowhere\" not found"),
+        "{refused}"
+    );
+
+    kubectl.ok(&[
+        "delete",
+        "namespace",
+        "team-a",
+        "--wait=true",
+        "--timeout=20s",
+    ]);
+    let gone = kubectl.fails(&["get", "ns", "team-a"]);
+    assert!(gone.contains("NotFound"), "{gone}");
+    let leftovers = kubectl.ok(&["get", "configmaps", "-A", "-o", "name"]);
+    assert!(
+        !leftovers.contains("inside"),
+        "namespace contents are removed: {leftovers}"
+    );
+    assert!(capstan.pid() > 0);
+}
+
+#[test]
+fn apply_then_apply_again_and_read_back_in_every_form() {
+    let cluster = ApiCluster::start();
+    let kubectl = &cluster.kubectl;
+    let created = kubectl.ok_with_input(&["apply", "-f", "-"], APP);
+    for line in [
+        "configmap/settings created",
+        "pod/demo created",
+        "deployment.apps/web created",
+        "service/web created",
+    ] {
+        assert!(created.contains(line), "{created}");
+    }
+    let unchanged = kubectl.ok_with_input(&["apply", "-f", "-"], APP);
+    assert!(
+        unchanged.contains("configmap/settings unchanged"),
+        "{unchanged}"
+    );
+    let edited = APP
+        .replace("mode: blue", "mode: green")
+        .replace("nginx:1.25", "nginx:1.27");
+    let configured = kubectl.ok_with_input(&["apply", "-f", "-"], &edited);
+    assert!(
+        configured.contains("configmap/settings configured")
+            && configured.contains("deployment.apps/web configured"),
+        "{configured}"
+    );
+    assert_eq!(
+        kubectl.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.mode}"]),
+        "green"
+    );
+    assert_eq!(
+        kubectl.ok(&[
+            "get",
+            "pod",
+            "demo",
+            "-o",
+            "jsonpath={.spec.containers[0].image}"
+        ]),
+        "nginx:1.27"
+    );
+    assert_eq!(
+        kubectl.ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.generation}"
+        ]),
+        "2"
+    );
+
+    let pods = kubectl.ok(&["get", "pods"]);
+    assert!(
+        pods.contains("READY")
+            && pods.contains("STATUS")
+            && pods.contains("RESTARTS")
+            && pods.contains("Pending"),
+        "{pods}"
+    );
+    let wide = kubectl.ok(&["get", "deploy", "-o", "wide"]);
+    assert!(
+        wide.contains("IMAGES") && wide.contains("nginx:1.27") && wide.contains("app=web"),
+        "{wide}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&kubectl.ok(&["get", "svc", "web", "-o", "json"])).unwrap();
+    assert_eq!(json["spec"]["ports"][0]["targetPort"], 80);
+    assert!(kubectl
+        .ok(&["get", "cm", "settings", "-o", "yaml"])
+        .contains("mode: green"));
+    assert_eq!(
+        kubectl
+            .ok(&["get", "pods,cm", "-l", "tier=front", "-o", "name"])
+            .trim(),
+        "pod/demo"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "get",
+                "pods",
+                "--field-selector",
+                "status.phase=Pending",
+                "-o",
+                "name"
+            ])
+            .trim(),
+        "pod/demo"
+    );
+    assert!(kubectl
+        .ok(&["get", "pods", "--field-selector", "status.phase=Running"])
+        .is_empty());
+    let bad = kubectl.fails(&["get", "pods", "--field-selector", "spec.foo=bar"]);
+    assert!(bad.contains("field label not supported: spec.foo"), "{bad}");
+    let everywhere = kubectl.ok(&["get", "cm", "-A"]);
+    assert!(
+        everywhere.contains("NAMESPACE") && everywhere.contains("settings"),
+        "{everywhere}"
+    );
+    let chunked = kubectl.ok(&["get", "deploy,svc,cm,pods", "--chunk-size=1", "-o", "name"]);
+    assert_eq!(chunked.lines().count(), 4, "{chunked}");
+    let all = kubectl.ok(&["get", "all"]);
+    assert!(
+        all.contains("pod/demo")
+            && all.contains("service/web")
+            && all.contains("deployment.apps/web"),
+        "{all}"
+    );
+    let columns = kubectl.ok(&[
+        "get",
+        "pods",
+        "-o",
+        "custom-columns=NAME:.metadata.name,IMAGE:.spec.containers[0].image",
+    ]);
+    assert!(
+        columns.contains("demo") && columns.contains("nginx:1.27"),
+        "{columns}"
+    );
+
+    let strict = kubectl.run_with_input(
+        &["apply", "-f", "-"],
+        &edited.replace("replicas: 2", "replicas: 2\n  bogusField: 1"),
+    );
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert!(
+        !strict.status.success() && stderr.contains("unknown field \"spec.bogusField\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn get_watch_sees_added_modified_deleted() {
+    let cluster = ApiCluster::start();
+    let kubectl = &cluster.kubectl;
+    let mut watch = kubectl
+        .command(&["get", "configmaps", "-w", "--output-watch-events"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    // kubectl prints nothing until the first event; give it time to list
+    // and open its watch first.
+    std::thread::sleep(Duration::from_millis(1500));
+    kubectl.ok(&["create", "configmap", "watched", "--from-literal=a=1"]);
+    kubectl.ok(&["label", "configmap", "watched", "seen=yes"]);
+    kubectl.ok(&["delete", "configmap", "watched"]);
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line.contains("watched") {
+            seen.push(line.split_whitespace().next().unwrap_or("").to_string());
+        }
+        if seen.len() == 3 {
+            break;
+        }
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(seen, vec!["ADDED", "MODIFIED", "DELETED"]);
+}
+
+#[test]
+fn edits_generators_scale_and_conflicts() {
+    let cluster = ApiCluster::start();
+    let kubectl = &cluster.kubectl;
+    assert_eq!(
+        kubectl
+            .ok(&["create", "configmap", "cfg", "--from-literal=a=b"])
+            .trim(),
+        "configmap/cfg created"
+    );
+    assert!(kubectl
+        .fails(&["create", "configmap", "cfg", "--from-literal=a=b"])
+        .contains("already exists"));
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "create",
+                "secret",
+                "generic",
+                "pw",
+                "--from-literal=user=admin"
+            ])
+            .trim(),
+        "secret/pw created"
+    );
+    assert_eq!(
+        kubectl.ok(&["get", "secret", "pw", "-o", "jsonpath={.data.user}"]),
+        "YWRtaW4="
+    );
+    assert_eq!(
+        kubectl.ok(&["get", "secret", "pw", "-o", "jsonpath={.type}"]),
+        "Opaque"
+    );
+    assert_eq!(
+        kubectl.ok(&["create", "namespace", "gen"]).trim(),
+        "namespace/gen created"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "create",
+                "deployment",
+                "api",
+                "--image=nginx:1.27",
+                "--replicas=2"
+            ])
+            .trim(),
+        "deployment.apps/api created"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&["create", "service", "clusterip", "api", "--tcp=80:8080"])
+            .trim(),
+        "service/api created"
+    );
+    assert!(kubectl
+        .ok(&[
+            "create",
+            "configmap",
+            "dry",
+            "--from-literal=a=b",
+            "--dry-run=server"
+        ])
+        .contains("server dry run"));
+    assert!(kubectl.fails(&["get", "cm", "dry"]).contains("NotFound"));
+
+    kubectl.ok(&["label", "cm", "cfg", "env=prod"]);
+    kubectl.ok(&["annotate", "cm", "cfg", "owner=ops"]);
+    kubectl.ok(&["label", "cm", "cfg", "env-"]);
+    assert_eq!(
+        kubectl.ok(&[
+            "get",
+            "cm",
+            "cfg",
+            "-o",
+            "jsonpath={.metadata.labels.env}{.metadata.annotations.owner}"
+        ]),
+        "ops"
+    );
+    kubectl.ok(&[
+        "patch",
+        "cm",
+        "cfg",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"c":"d"}}"#,
+    ]);
+    kubectl.ok(&[
+        "patch",
+        "cm",
+        "cfg",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"remove","path":"/data/a"}]"#,
+    ]);
+    kubectl.ok(&[
+        "patch",
+        "deploy",
+        "api",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.28"}]}}}}"#,
+    ]);
+    assert_eq!(
+        kubectl.ok(&["get", "cm", "cfg", "-o", "jsonpath={.data}"]),
+        r#"{"c":"d"}"#
+    );
+    assert_eq!(
+        kubectl.ok(&[
+            "get",
+            "deploy",
+            "api",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[*].image}"
+        ]),
+        "nginx:1.28"
+    );
+
+    assert_eq!(
+        kubectl
+            .ok(&["scale", "deploy", "api", "--replicas=5"])
+            .trim(),
+        "deployment.apps/api scaled"
+    );
+    assert_eq!(
+        kubectl.ok(&["get", "deploy", "api", "-o", "jsonpath={.spec.replicas}"]),
+        "5"
+    );
+    kubectl.ok(&[
+        "scale",
+        "deploy",
+        "api",
+        "--current-replicas=5",
+        "--replicas=1",
+    ]);
+    assert!(kubectl
+        .fails(&[
+            "scale",
+            "deploy",
+            "api",
+            "--current-replicas=5",
+            "--replicas=3"
+        ])
+        .contains("Expected replicas to be 5"));
+
+    let stale = kubectl.ok(&["get", "cm", "cfg", "-o", "yaml"]);
+    let replaced = kubectl.ok_with_input(&["replace", "-f", "-"], &stale.replace("c: d", "c: e"));
+    assert!(replaced.contains("configmap/cfg replaced"), "{replaced}");
+    let conflict = kubectl.run_with_input(&["replace", "-f", "-"], &stale);
+    let stderr = String::from_utf8_lossy(&conflict.stderr);
+    assert!(
+        !conflict.status.success()
+            && stderr.contains("Conflict")
+            && stderr.contains("the object has been modified"),
+        "{stderr}"
+    );
+
+    kubectl.ok(&["delete", "cm", "cfg"]);
+    assert!(kubectl.fails(&["get", "cm", "cfg"]).contains("NotFound"));
+}
