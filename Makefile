@@ -4,7 +4,7 @@ CARGO ?= cargo
 DATA_DIR ?= data
 CLIENT_URL ?= http://127.0.0.1:2379
 
-.PHONY: all deps build run test unit integration bench bench-short chaos fmt clippy clean
+.PHONY: all deps build run cluster test unit integration bench bench-short chaos fmt clippy clean
 
 all: build
 
@@ -19,6 +19,11 @@ build: deps
 run: deps
 	$(CARGO) build --release --bins
 	./target/release/capstan --data-dir $(DATA_DIR)
+
+## A replicated control plane on loopback: 3 store members, 2 apiservers.
+cluster: deps
+	$(CARGO) build --release --bins
+	./scripts/cluster.sh
 
 ## Every test: unit tests next to the code, process-level tests in tests/,
 ## and a short benchmark run so the load generator keeps working.
