@@ -33,7 +33,8 @@ pub fn etcdctl(endpoint: &str, args: &[&str], stdin: Option<&str>) -> Run {
         .expect("etcdctl is installed (make test installs Debian's etcd-client)");
     let mut pipe = child.stdin.take().expect("stdin piped");
     if let Some(input) = stdin {
-        pipe.write_all(input.as_bytes()).expect("write etcdctl stdin");
+        pipe.write_all(input.as_bytes())
+            .expect("write etcdctl stdin");
     }
     drop(pipe);
     child.wait_with_output().expect("etcdctl runs").into()
@@ -52,4 +53,55 @@ pub fn etcdctl_json(endpoint: &str, args: &[&str]) -> serde_json::Value {
     full.extend(["-w", "json"]);
     let out = etcdctl_ok(endpoint, &full);
     serde_json::from_str(out.trim()).unwrap_or_else(|err| panic!("bad json {out:?}: {err}"))
+}
+
+/// Like [`etcdctl`], but the command must fail; returns stderr.
+pub fn etcdctl_err(endpoint: &str, args: &[&str]) -> String {
+    let run = etcdctl(endpoint, args, None);
+    assert!(
+        !run.ok,
+        "etcdctl {args:?} should fail but printed: {}",
+        run.stdout
+    );
+    run.stderr
+}
+
+/// Decodes a base64 string field of etcdctl's JSON output (keys, values).
+pub fn json_text(field: &serde_json::Value) -> String {
+    let text = field
+        .as_str()
+        .unwrap_or_else(|| panic!("not a base64 string: {field}"));
+    let mut bits = 0u32;
+    let mut count = 0;
+    let mut bytes = Vec::new();
+    for c in text.bytes().take_while(|&c| c != b'=') {
+        let six = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("bad base64 {text:?}"),
+        };
+        bits = (bits << 6) | u32::from(six);
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            bytes.push((bits >> count) as u8);
+        }
+    }
+    String::from_utf8(bytes).expect("utf-8 text")
+}
+
+/// The keys of a `get -w json` answer, in order.
+pub fn json_keys(answer: &serde_json::Value) -> Vec<String> {
+    answer["kvs"]
+        .as_array()
+        .map(|kvs| kvs.iter().map(|kv| json_text(&kv["key"])).collect())
+        .unwrap_or_default()
+}
+
+/// Splits etcdctl's simple output into lines.
+pub fn lines(output: &str) -> Vec<&str> {
+    output.lines().collect()
 }

@@ -2,8 +2,14 @@
 //! free loopback ports, drive them with real clients, kill them for real.
 
 pub mod apiserver;
+pub mod client;
+pub mod cluster;
 pub mod etcdctl;
+pub mod etcdctl_watch;
+pub mod keyspace;
+pub mod poll;
 pub mod store;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -37,10 +43,21 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
-/// A free TCP port on 127.0.0.1 (bound then released).
+/// A free TCP port on 127.0.0.1 (bound then released). Never the same
+/// port twice in one test process: tests run in parallel threads, and a
+/// port released by one test (or by a killed store waiting for restart)
+/// must not be handed to another, or two tests share one server.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("find a free port")
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("find a free port");
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }

@@ -45,32 +45,76 @@ impl StoreProcess {
             .append(true)
             .open(&self.log_path)
             .expect("open store log");
-        let child = Command::new(binary("capstan-store"))
+        let child = self
+            .command()
+            .args(&self.extra_args)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start the server under test");
+        self.child = Some(child);
+        self.wait_healthy();
+    }
+
+    /// The command line of the server under test: `capstan-store`, or the
+    /// reference etcd when `CAPSTAN_TEST_SERVER=etcd` (to check that the
+    /// tests themselves expect exactly etcd's behaviour).
+    fn command(&self) -> Command {
+        let peer_url = format!("http://127.0.0.1:{}", self.peer_port);
+        if std::env::var("CAPSTAN_TEST_SERVER").as_deref() == Ok("etcd") {
+            let mut command = Command::new("etcd");
+            command
+                .arg("--data-dir")
+                .arg(&self.data_dir)
+                .arg("--listen-client-urls")
+                .arg(self.url())
+                .arg("--advertise-client-urls")
+                .arg(self.url())
+                .arg("--listen-peer-urls")
+                .arg(&peer_url)
+                .arg("--initial-advertise-peer-urls")
+                .arg(&peer_url)
+                .arg("--initial-cluster")
+                .arg(format!("default={peer_url}"));
+            return command;
+        }
+        let mut command = Command::new(binary("capstan-store"));
+        command
             .arg("--data-dir")
             .arg(&self.data_dir)
             .arg("--listen-client-urls")
             .arg(self.url())
             .arg("--listen-peer-urls")
-            .arg(format!("http://127.0.0.1:{}", self.peer_port))
-            .args(&self.extra_args)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start capstan-store");
-        self.child = Some(child);
-        self.wait_healthy();
+            .arg(peer_url);
+        command
     }
 
     /// Waits until `/health` answers true (a leader and a committed read).
-    pub fn wait_healthy(&self) {
+    /// Panics if the process exited meanwhile (say it could not bind its
+    /// ports), rather than trusting whoever else answers on the port.
+    pub fn wait_healthy(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if http_get(self.client_port, "/health").is_some_and(|body| body.contains("true")) {
+                // A failed bind exits at once; give it a moment to show.
+                std::thread::sleep(Duration::from_millis(20));
+                self.assert_running();
                 return;
             }
+            self.assert_running();
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("store did not become healthy; log:\n{}", self.log());
+    }
+
+    fn assert_running(&mut self) {
+        let child = self.child.as_mut().expect("the store was started");
+        if let Some(status) = child.try_wait().expect("poll the store process") {
+            panic!(
+                "the store exited ({status}) while starting; log:\n{}",
+                self.log()
+            );
+        }
     }
 
     /// SIGKILL: no shutdown, no flush.
@@ -96,6 +140,36 @@ impl StoreProcess {
     }
 }
 
+/// A store in its own temporary data directory, removed after the store
+/// has been killed.
+pub struct TempStore {
+    // Declared first so that it is dropped (killed) before the directory.
+    pub process: StoreProcess,
+    pub dir: tempfile::TempDir,
+}
+
+impl TempStore {
+    pub fn start(extra_args: &[&str]) -> TempStore {
+        let dir = tempfile::tempdir().expect("create a temporary directory");
+        let process = StoreProcess::start(&dir.path().join("store"), extra_args);
+        TempStore { process, dir }
+    }
+}
+
+impl std::ops::Deref for TempStore {
+    type Target = StoreProcess;
+
+    fn deref(&self) -> &StoreProcess {
+        &self.process
+    }
+}
+
+impl std::ops::DerefMut for TempStore {
+    fn deref_mut(&mut self) -> &mut StoreProcess {
+        &mut self.process
+    }
+}
+
 impl Drop for StoreProcess {
     fn drop(&mut self) {
         self.kill9();
@@ -107,7 +181,11 @@ pub fn http_get(port: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     let (head, body) = response.split_once("\r\n\r\n")?;

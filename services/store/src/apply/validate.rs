@@ -78,41 +78,42 @@ struct Writes {
     deletes: Vec<KeyRange>,
 }
 
-/// A branch may not put the same key twice, nor put a key it also deletes;
-/// nested txns count with both of their branches, since either may run.
+impl Writes {
+    fn deletes_key(&self, key: &[u8]) -> bool {
+        self.deletes.iter().any(|range| range.contains(key))
+    }
+}
+
+/// A branch may not write one key twice. In etcd's order: the branch's own
+/// deletes are known first; each nested txn's puts must not meet an earlier
+/// put or a delete seen so far (but its two branches may overlap each other,
+/// since only one runs); then its deletes join the set; finally the branch's
+/// own puts must meet no put and no delete at all.
 fn branch_writes(ops: &[RequestOp]) -> Result<Writes> {
     let mut writes = Writes::default();
     for op in ops {
-        match &op.request {
-            Some(Request::RequestPut(put)) => {
-                if !writes.puts.insert(put.key.clone()) {
+        if let Some(Request::RequestDeleteRange(del)) = &op.request {
+            writes.deletes.push(KeyRange::new(&del.key, &del.range_end));
+        }
+    }
+    for op in ops {
+        if let Some(Request::RequestTxn(txn)) = &op.request {
+            let success = branch_writes(&txn.success)?;
+            let failure = branch_writes(&txn.failure)?;
+            for key in success.puts.iter().chain(failure.puts.difference(&success.puts)) {
+                if writes.puts.contains(key) || writes.deletes_key(key) {
                     return Err(StoreError::DuplicateKey);
                 }
             }
-            Some(Request::RequestDeleteRange(del)) => {
-                writes.deletes.push(KeyRange::new(&del.key, &del.range_end));
-            }
-            Some(Request::RequestTxn(txn)) => {
-                let success = branch_writes(&txn.success)?;
-                let failure = branch_writes(&txn.failure)?;
-                for key in success.puts.union(&failure.puts) {
-                    if writes.puts.contains(key) {
-                        return Err(StoreError::DuplicateKey);
-                    }
-                }
-                writes
-                    .puts
-                    .extend(success.puts.into_iter().chain(failure.puts));
-                writes
-                    .deletes
-                    .extend(success.deletes.into_iter().chain(failure.deletes));
-            }
-            Some(Request::RequestRange(_)) | None => {}
+            writes.puts.extend(success.puts.into_iter().chain(failure.puts));
+            writes.deletes.extend(success.deletes.into_iter().chain(failure.deletes));
         }
     }
-    for key in &writes.puts {
-        if writes.deletes.iter().any(|range| range.contains(key)) {
-            return Err(StoreError::DuplicateKey);
+    for op in ops {
+        if let Some(Request::RequestPut(put)) = &op.request {
+            if writes.deletes_key(&put.key) || !writes.puts.insert(put.key.clone()) {
+                return Err(StoreError::DuplicateKey);
+            }
         }
     }
     Ok(writes)
@@ -170,6 +171,19 @@ mod tests {
             check_txn(&txn(vec![put("a"), nested]), 128),
             Err(StoreError::DuplicateKey)
         );
+    }
+
+    #[test]
+    fn a_nested_txn_may_put_in_one_branch_and_delete_in_the_other() {
+        let nested = TxnRequest {
+            success: vec![put("n")],
+            failure: vec![delete("n", "")],
+            ..Default::default()
+        };
+        let op = RequestOp {
+            request: Some(Request::RequestTxn(nested)),
+        };
+        assert!(check_txn(&txn(vec![op]), 128).is_ok());
     }
 
     #[test]

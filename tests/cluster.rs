@@ -1,0 +1,388 @@
+//! Replicated clusters of real `capstan-store` processes, tested by killing,
+//! pausing, wiping and re-adding members.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capstan_tests::cluster::Cluster;
+use etcd_client::{Client, ConnectOptions, GetOptions, WatchOptions};
+use tokio::sync::Mutex;
+
+async fn connect(urls: &[String]) -> Client {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_timeout(Duration::from_secs(10));
+    Client::connect(urls, Some(options)).await.expect("connect")
+}
+
+/// Keys and revisions of acknowledged puts, and keys whose put failed.
+#[derive(Default)]
+struct History {
+    acked: Vec<(String, i64, Instant)>,
+    /// Keys whose put failed, with the error.
+    failed: Vec<(String, String)>,
+}
+
+/// Writers putting distinct keys `prefix-<writer>-<n>` until `stop`.
+fn spawn_writers(
+    urls: Vec<String>,
+    writers: usize,
+    prefix: &str,
+    stop: Arc<AtomicBool>,
+    history: Arc<Mutex<History>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..writers)
+        .map(|w| {
+            let (urls, stop, history) = (urls.clone(), stop.clone(), history.clone());
+            let prefix = prefix.to_string();
+            tokio::spawn(async move {
+                let mut client = connect(&urls).await;
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let key = format!("{prefix}-{w}-{n}");
+                    n += 1;
+                    match client.put(key.clone(), "v", None).await {
+                        Ok(resp) => {
+                            let rev = resp.header().expect("header").revision();
+                            history.lock().await.acked.push((key, rev, Instant::now()));
+                        }
+                        Err(err) => {
+                            history.lock().await.failed.push((key, err.to_string()));
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Puts `key`, retrying while the cluster answers Unavailable (a member
+/// that forwarded to a leader which just died times out, as etcd does, and
+/// clients retry). Returns the revision.
+async fn put_until_ok(client: &mut Client, key: &str, limit: Duration) -> i64 {
+    let deadline = Instant::now() + limit;
+    loop {
+        match client.put(key, "v", None).await {
+            Ok(resp) => return resp.header().unwrap().revision(),
+            Err(err) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "no write within {limit:?}: {err}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Every key under `prefix` with its mod revision, read linearizably.
+async fn stored(urls: &[String], prefix: &str) -> HashMap<String, i64> {
+    let mut client = connect(urls).await;
+    let resp = client
+        .get(prefix, Some(GetOptions::new().with_prefix()))
+        .await
+        .expect("read back");
+    resp.kvs()
+        .iter()
+        .map(|kv| (kv.key_str().unwrap().to_string(), kv.mod_revision()))
+        .collect()
+}
+
+/// Waits until every listed member reports the same revision and hash.
+async fn wait_converged(urls: &[String], limit: Duration) -> i64 {
+    let deadline = Instant::now() + limit;
+    loop {
+        let mut seen = Vec::new();
+        for url in urls {
+            let mut client = connect(std::slice::from_ref(url)).await;
+            if let Ok(resp) = client.hash_kv(0).await {
+                seen.push((resp.header().unwrap().revision(), resp.hash()));
+            }
+        }
+        if seen.len() == urls.len() && seen.windows(2).all(|w| w[0] == w[1]) {
+            return seen[0].0;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "members did not converge: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_on_any_member_are_read_linearizably_on_every_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path(), 3, &[]);
+    for (i, member) in cluster.members.iter().enumerate() {
+        let mut client = connect(&[member.url()]).await;
+        client
+            .put(format!("k{i}"), "v", None)
+            .await
+            .expect("put on a member");
+        for reader in &cluster.members {
+            let mut client = connect(&[reader.url()]).await;
+            let resp = client.get(format!("k{i}"), None).await.expect("get");
+            assert_eq!(
+                resp.kvs().len(),
+                1,
+                "write on member {i} not visible on {}",
+                reader.name
+            );
+        }
+    }
+    let revision = wait_converged(&cluster.urls(), Duration::from_secs(10)).await;
+    assert_eq!(revision, 4);
+}
+
+/// Rounds of leader kills: `CAPSTAN_CHAOS_ROUNDS` (`make chaos`), else 1.
+fn chaos_rounds() -> usize {
+    std::env::var("CAPSTAN_CHAOS_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_the_leader_under_writes_loses_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(dir.path(), 3, &[]);
+    let mut failovers = Vec::new();
+    for round in 0..chaos_rounds() {
+        failovers.push(kill_leader_under_writes(&mut cluster, &format!("w{round}")).await);
+    }
+    failovers.sort();
+    println!(
+        "failover after kill -9 of the leader: median {:?} over {} kills ({failovers:?})",
+        failovers[failovers.len() / 2],
+        failovers.len()
+    );
+}
+
+/// One round: writers on every member, kill -9 the leader, check every
+/// acknowledged write survived, restart the member and wait until it has
+/// caught up. Returns the time from the kill to the first acknowledged write.
+async fn kill_leader_under_writes(cluster: &mut Cluster, prefix: &str) -> Duration {
+    let stop = Arc::new(AtomicBool::new(false));
+    let history = Arc::new(Mutex::new(History::default()));
+    let writers = spawn_writers(cluster.urls(), 8, prefix, stop.clone(), history.clone());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(10));
+    let killed_at = Instant::now();
+    cluster.members[leader].kill9();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let history = history.lock().await;
+    let first_after = history
+        .acked
+        .iter()
+        .map(|a| a.2)
+        .filter(|t| *t > killed_at)
+        .min();
+    let failover = first_after.expect("writes resumed after the kill") - killed_at;
+    println!(
+        "{prefix}: {} puts acknowledged, {} failed; first write {failover:?} after the kill",
+        history.acked.len(),
+        history.failed.len()
+    );
+    let stored = stored(&cluster.running_urls(), &format!("{prefix}-")).await;
+    for (key, rev, _) in &history.acked {
+        assert_eq!(stored.get(key), Some(rev), "acknowledged put of {key} lost");
+    }
+    cluster.members[leader].start();
+    wait_converged(&cluster.urls(), Duration::from_secs(20)).await;
+    failover
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_paused_leader_commits_nothing_and_its_failed_writes_stay_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path(), 3, &[]);
+    let leader = cluster.leader().expect("a leader");
+    let stop = Arc::new(AtomicBool::new(false));
+    let history = Arc::new(Mutex::new(History::default()));
+    let leader_url = vec![cluster.members[leader].url()];
+    let writers = spawn_writers(leader_url, 4, "p", stop.clone(), history.clone());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.members[leader].signal("STOP");
+    let others: Vec<String> = (0..3)
+        .filter(|i| *i != leader)
+        .map(|i| cluster.members[i].url())
+        .collect();
+    let mut client = connect(&others).await;
+    let during_rev = put_until_ok(&mut client, "during-pause", Duration::from_secs(20)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.members[leader].signal("CONT");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert!(
+        !cluster.members[leader].is_leader(),
+        "the paused leader should have stepped down"
+    );
+
+    let history = history.lock().await;
+    let stored = stored(&others, "p-").await;
+    for (key, rev, _) in &history.acked {
+        assert_eq!(stored.get(key), Some(rev), "acknowledged put of {key} lost");
+    }
+    // "leader changed" means the entry was overwritten by the new leader: a
+    // definite failure, which must never show up later. A time-out is, as
+    // in etcd, an unknown outcome and may have committed.
+    let definite: Vec<_> = history
+        .failed
+        .iter()
+        .filter(|(_, err)| err.contains("etcdserver: leader changed"))
+        .collect();
+    println!(
+        "paused leader: {} acknowledged, {} failed ({} definitely)",
+        history.acked.len(),
+        history.failed.len(),
+        definite.len()
+    );
+    for (key, err) in definite {
+        assert!(
+            !stored.contains_key(key),
+            "failed put of {key} ({err}) resurrected"
+        );
+    }
+    let revisions: Vec<i64> = history.acked.iter().map(|a| a.1).collect();
+    assert!(
+        !revisions.contains(&during_rev),
+        "two writes acknowledged at one revision"
+    );
+    wait_converged(&cluster.urls(), Duration::from_secs(20)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wiped_member_readded_catches_up_through_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(dir.path(), 3, &["--snapshot-count", "10"]);
+    let mut client = connect(&cluster.urls()).await;
+    for i in 0..100 {
+        client.put(format!("s{i:03}"), "v", None).await.unwrap();
+    }
+    let members = client.member_list().await.unwrap();
+    let victim = members
+        .members()
+        .iter()
+        .find(|m| m.name() == "m2")
+        .unwrap()
+        .id();
+    let mut survivors = connect(&cluster.urls()[..2]).await;
+    survivors.member_remove(victim).await.expect("remove m2");
+    cluster.members[2].kill9();
+    std::fs::remove_dir_all(&cluster.members[2].data_dir).unwrap();
+
+    let mut joiner = cluster.joiner("m3");
+    survivors
+        .member_add([joiner.peer_url()], None)
+        .await
+        .expect("add m3");
+    joiner.start();
+    let mut urls = cluster.urls()[..2].to_vec();
+    urls.push(joiner.url());
+    wait_converged(&urls, Duration::from_secs(20)).await;
+    let mut on_joiner = connect(&[joiner.url()]).await;
+    let resp = on_joiner
+        .get("s", Some(GetOptions::new().with_prefix().with_count_only()))
+        .await
+        .unwrap();
+    assert_eq!(resp.count(), 100);
+    assert!(
+        joiner.log().contains("installing snapshot"),
+        "the joiner should catch up by snapshot"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn five_members_survive_two_losses_and_refuse_writes_after_three() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(dir.path(), 5, &[]);
+    let leader = cluster.leader().unwrap();
+    let other = (leader + 1) % 5;
+    cluster.members[leader].kill9();
+    cluster.members[other].kill9();
+    let mut client = connect(&cluster.running_urls()).await;
+    put_until_ok(&mut client, "after-two", Duration::from_secs(20)).await;
+
+    let third = (0..5).find(|i| cluster.members[*i].is_running()).unwrap();
+    cluster.members[third].kill9();
+    let mut client = connect(&cluster.running_urls()).await;
+    let started = Instant::now();
+    let err = client
+        .put("after-three", "v", None)
+        .await
+        .expect_err("no quorum");
+    println!(
+        "write without quorum failed after {:?}: {err}",
+        started.elapsed()
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("etcdserver: no leader") || text.contains("etcdserver: request timed out"),
+        "unexpected error: {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_watch_on_a_follower_sees_every_event_once_in_order_across_a_leader_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(dir.path(), 3, &[]);
+    let leader = cluster.leader().unwrap();
+    let follower = (leader + 1) % 3;
+    let mut watch_client = connect(&[cluster.members[follower].url()]).await;
+    let mut stream = watch_client
+        .watch("e-", Some(WatchOptions::new().with_prefix()))
+        .await
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let history = Arc::new(Mutex::new(History::default()));
+    let writers = spawn_writers(cluster.urls(), 4, "e", stop.clone(), history.clone());
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    cluster.members[leader].kill9();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let acked: HashMap<String, i64> = history
+        .lock()
+        .await
+        .acked
+        .iter()
+        .map(|(k, r, _)| (k.clone(), *r))
+        .collect();
+    let mut seen: HashMap<String, i64> = HashMap::new();
+    let mut last_rev = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while acked.keys().any(|k| !seen.contains_key(k)) {
+        assert!(Instant::now() < deadline, "watch missed events");
+        let resp = tokio::time::timeout(Duration::from_secs(10), stream.message())
+            .await
+            .expect("watch stalled")
+            .unwrap()
+            .expect("watch open");
+        for event in resp.events() {
+            let kv = event.kv().unwrap();
+            assert!(kv.mod_revision() > last_rev, "event out of order");
+            last_rev = kv.mod_revision();
+            let key = kv.key_str().unwrap().to_string();
+            assert!(
+                seen.insert(key.clone(), kv.mod_revision()).is_none(),
+                "{key} delivered twice"
+            );
+        }
+    }
+    for (key, rev) in &acked {
+        assert_eq!(seen.get(key), Some(rev));
+    }
+}

@@ -1,0 +1,206 @@
+//! A multi-member `capstan-store` cluster of real processes on loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::store::http_get;
+use super::{binary, free_port};
+
+/// One member: its ports, data dir and (while running) its process.
+pub struct Member {
+    pub name: String,
+    pub client_port: u16,
+    pub peer_port: u16,
+    pub data_dir: PathBuf,
+    initial_cluster: String,
+    state: &'static str,
+    extra: Vec<String>,
+    child: Option<Child>,
+}
+
+impl Member {
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    pub fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.client_port)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    pub fn start(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data_dir.with_extension("log"))
+            .expect("open member log");
+        let child = Command::new(binary("capstan-store"))
+            .args(["--name", &self.name])
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .args(["--listen-client-urls", &self.url()])
+            .args(["--listen-peer-urls", &self.peer_url()])
+            .args(["--initial-cluster", &self.initial_cluster])
+            .args(["--initial-cluster-state", self.state])
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start capstan-store");
+        self.child = Some(child);
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("member is running").id();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+
+    pub fn metrics(&self) -> String {
+        http_get(self.client_port, "/metrics").unwrap_or_default()
+    }
+
+    /// The value of a gauge on `/metrics`, if the member answers.
+    pub fn gauge(&self, name: &str) -> Option<i64> {
+        let metrics = self.metrics();
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("capstan_store_{name} ")))
+            .and_then(|value| value.trim().parse().ok())
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.is_running() && self.gauge("is_leader") == Some(1)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+pub struct Cluster {
+    pub members: Vec<Member>,
+    dir: PathBuf,
+    token: String,
+}
+
+impl Cluster {
+    /// Starts `size` members of a new cluster in `dir` and waits for a leader.
+    pub fn start(dir: &Path, size: usize, extra: &[&str]) -> Cluster {
+        let names: Vec<String> = (0..size).map(|i| format!("m{i}")).collect();
+        let peer_ports: Vec<u16> = (0..size).map(|_| free_port()).collect();
+        let initial_cluster = names
+            .iter()
+            .zip(&peer_ports)
+            .map(|(name, port)| format!("{name}=http://127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let token = format!("test-{}", free_port());
+        let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        extra.extend(["--initial-cluster-token".to_string(), token.clone()]);
+        let members = names
+            .into_iter()
+            .zip(peer_ports)
+            .map(|(name, peer_port)| Member {
+                data_dir: dir.join(&name),
+                name,
+                client_port: free_port(),
+                peer_port,
+                initial_cluster: initial_cluster.clone(),
+                state: "new",
+                extra: extra.clone(),
+                child: None,
+            })
+            .collect();
+        let mut cluster = Cluster {
+            members,
+            dir: dir.to_path_buf(),
+            token,
+        };
+        for member in &mut cluster.members {
+            member.start();
+        }
+        cluster.wait_for_leader(Duration::from_secs(20));
+        cluster
+    }
+
+    /// All client URLs, for a client that may use any member.
+    pub fn urls(&self) -> Vec<String> {
+        self.members.iter().map(Member::url).collect()
+    }
+
+    pub fn running_urls(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .filter(|m| m.is_running())
+            .map(Member::url)
+            .collect()
+    }
+
+    pub fn leader(&self) -> Option<usize> {
+        self.members.iter().position(Member::is_leader)
+    }
+
+    /// Waits until some running member leads; returns its index.
+    pub fn wait_for_leader(&self, limit: Duration) -> usize {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(leader) = self.leader() {
+                return leader;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let logs: Vec<String> = self.members.iter().map(Member::log).collect();
+        panic!(
+            "no leader within {limit:?}; logs:\n{}",
+            logs.join("\n-----\n")
+        );
+    }
+
+    /// A member of this cluster that is not started yet and joins with
+    /// `--initial-cluster-state existing` (after `member add`).
+    pub fn joiner(&self, name: &str) -> Member {
+        let peer_port = free_port();
+        let mut initial_cluster: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect();
+        initial_cluster.push(format!("{name}=http://127.0.0.1:{peer_port}"));
+        Member {
+            name: name.to_string(),
+            client_port: free_port(),
+            peer_port,
+            data_dir: self.dir.join(name),
+            initial_cluster: initial_cluster.join(","),
+            state: "existing",
+            extra: vec!["--initial-cluster-token".into(), self.token.clone()],
+            child: None,
+        }
+    }
+}
