@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capstan_tests::cluster::Cluster;
+use capstan_tests::etcdctl::{etcdctl, etcdctl_ok};
 use etcd_client::{Client, ConnectOptions, GetOptions, WatchOptions};
 use tokio::sync::Mutex;
 
@@ -385,4 +386,98 @@ async fn a_watch_on_a_follower_sees_every_event_once_in_order_across_a_leader_ki
     for (key, rev) in &acked {
         assert_eq!(seen.get(key), Some(rev));
     }
+}
+
+/// Member ids by name, from `etcdctl member list` (ids are hex there).
+fn member_ids(endpoints: &str) -> HashMap<String, String> {
+    etcdctl_ok(endpoints, &["member", "list"])
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(", ").collect();
+            (fields.len() >= 3).then(|| (fields[2].to_string(), fields[0].to_string()))
+        })
+        .collect()
+}
+
+fn leader_endpoint(endpoints: &str) -> String {
+    etcdctl_ok(endpoints, &["endpoint", "status"])
+        .lines()
+        .find(|line| line.split(", ").nth(4) == Some("true"))
+        .and_then(|line| line.split(", ").next())
+        .expect("a leader in endpoint status")
+        .to_string()
+}
+
+#[test]
+fn etcdctl_moves_the_leader_and_adds_promotes_and_removes_a_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path(), 3, &[]);
+    let endpoints: Vec<String> = cluster.members.iter().map(|m| m.endpoint()).collect();
+    let all = endpoints.join(",");
+    let ids = member_ids(&all);
+    assert_eq!(ids.len(), 3);
+    // Members publish their client URLs through raft shortly after start.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = etcdctl_ok(&all, &["member", "list"]);
+        if cluster.members.iter().all(|m| list.contains(&m.url())) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "client URLs not published: {list}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let leader = leader_endpoint(&all);
+    let target = cluster
+        .members
+        .iter()
+        .find(|m| m.endpoint() != leader)
+        .unwrap();
+    let moved = etcdctl_ok(&leader, &["move-leader", &ids[&target.name]]);
+    assert!(moved.contains("Leadership transferred"), "{moved}");
+    assert_eq!(leader_endpoint(&all), target.endpoint());
+
+    let mut joiner = cluster.joiner("m9");
+    let added = etcdctl_ok(
+        &all,
+        &[
+            "member",
+            "add",
+            "m9",
+            &format!("--peer-urls={}", joiner.peer_url()),
+            "--learner",
+        ],
+    );
+    assert!(
+        added.contains("ETCD_INITIAL_CLUSTER_STATE=\"existing\""),
+        "{added}"
+    );
+    joiner.start();
+    let new_id = member_ids(&all)
+        .into_iter()
+        .find(|(_, id)| !ids.values().any(|known| known == id))
+        .map(|(_, id)| id)
+        .expect("the learner is listed");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let promoted = etcdctl(&all, &["member", "promote", &new_id], None);
+        if promoted.ok {
+            break;
+        }
+        // etcd refuses to promote a learner that has not caught up; so may we.
+        assert!(
+            Instant::now() < deadline,
+            "promote failed: {}",
+            promoted.stderr
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    etcdctl_ok(&joiner.endpoint(), &["put", "from-the-new-member", "v"]);
+    let removed = etcdctl_ok(&all, &["member", "remove", &new_id]);
+    assert!(removed.contains("removed"), "{removed}");
+    assert_eq!(member_ids(&all).len(), 3);
+    assert_eq!(
+        etcdctl_ok(&all, &["get", "from-the-new-member", "--print-value-only"]).trim(),
+        "v"
+    );
 }
