@@ -1,6 +1,7 @@
 //! `capstan-apiserver` and `capstan` run as real child processes, and
 //! kubectl driven against them with an isolated kubeconfig and cache.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -43,33 +44,155 @@ impl Drop for Killed {
     }
 }
 
-/// A `capstan-apiserver` in front of a `capstan-store`, each a process.
+/// Which etcd v3 store the API server runs on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Backend {
+    /// This workspace's `capstan-store`.
+    Capstan,
+    /// Debian's etcd 3.4 at /usr/bin/etcd.
+    Etcd,
+}
+
+/// Both backends, for tests that must pass on each.
+pub const BACKENDS: [Backend; 2] = [Backend::Capstan, Backend::Etcd];
+
+/// A real etcd 3.4, a single member on free loopback ports with its data
+/// in `data_dir`; killed when dropped.
+pub struct EtcdProcess {
+    process: Killed,
+    pub client_port: u16,
+    pub log: PathBuf,
+}
+
+impl EtcdProcess {
+    pub fn start(data_dir: &Path) -> EtcdProcess {
+        let client_port = free_port();
+        let client = format!("http://127.0.0.1:{client_port}");
+        let peer = format!("http://127.0.0.1:{}", free_port());
+        let log = data_dir.with_extension("log");
+        let mut command = Command::new("/usr/bin/etcd");
+        command
+            .arg("--name")
+            .arg("default")
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &format!("default={peer}")]);
+        let mut process = Killed(spawn_logged(&mut command, &log));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if http_get(client_port, "/health").is_some_and(|b| b.contains("true")) {
+                break;
+            }
+            if let Ok(Some(status)) = process.0.try_wait() {
+                panic!(
+                    "etcd exited ({status}); log:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "etcd did not become healthy; log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        process.0.try_wait().expect("etcd still runs");
+        EtcdProcess {
+            process,
+            client_port,
+            log,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.0.id()
+    }
+}
+
+/// The store under an API server: a `capstan-store` or a real etcd.
+pub enum StoreBackend {
+    Capstan(StoreProcess),
+    Etcd(EtcdProcess),
+}
+
+impl StoreBackend {
+    pub fn start(backend: Backend, data_dir: &Path) -> StoreBackend {
+        match backend {
+            Backend::Capstan => StoreBackend::Capstan(StoreProcess::start(data_dir, &[])),
+            Backend::Etcd => StoreBackend::Etcd(EtcdProcess::start(data_dir)),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        match self {
+            StoreBackend::Capstan(store) => store.url(),
+            StoreBackend::Etcd(etcd) => etcd.url(),
+        }
+    }
+}
+
+/// One `capstan-apiserver` process on a store; killed when dropped.
+pub struct ApiServer {
+    process: Killed,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl ApiServer {
+    /// Starts an API server on the store at `etcd_url`, logging to
+    /// `<dir>/<name>.log`, and waits until it is ready.
+    pub fn start(etcd_url: &str, dir: &Path, name: &str) -> ApiServer {
+        let port = free_port();
+        let log = dir.join(format!("{name}.log"));
+        let mut command = Command::new(binary("capstan-apiserver"));
+        command.args([
+            "--etcd-servers",
+            etcd_url,
+            "--port",
+            &port.to_string(),
+            "--log-level",
+            "warn",
+        ]);
+        let process = Killed(spawn_logged(&mut command, &log));
+        wait_ready(port, &log);
+        ApiServer { process, port, log }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.0.id()
+    }
+}
+
+/// A `capstan-apiserver` in front of a store (a `capstan-store` or a real
+/// etcd), each a process.
 pub struct ApiCluster {
     // Fields drop in order: the API server, then the store, then the folder.
-    api: Killed,
-    pub store: StoreProcess,
+    pub api: ApiServer,
+    pub store: StoreBackend,
     pub dir: tempfile::TempDir,
     pub port: u16,
     pub kubectl: Kubectl,
 }
 
 impl ApiCluster {
+    /// On a `capstan-store`.
     pub fn start() -> ApiCluster {
+        ApiCluster::start_on(Backend::Capstan)
+    }
+
+    pub fn start_on(backend: Backend) -> ApiCluster {
         let dir = tempfile::tempdir().expect("create a temporary directory");
-        let store = StoreProcess::start(&dir.path().join("store"), &[]);
-        let port = free_port();
-        let log = dir.path().join("apiserver.log");
-        let mut command = Command::new(binary("capstan-apiserver"));
-        command.args([
-            "--etcd-servers",
-            &store.url(),
-            "--port",
-            &port.to_string(),
-            "--log-level",
-            "warn",
-        ]);
-        let api = Killed(spawn_logged(&mut command, &log));
-        wait_ready(port, &log);
+        let store = StoreBackend::start(backend, &dir.path().join("store"));
+        let api = ApiServer::start(&store.url(), dir.path(), "apiserver");
+        let port = api.port;
         let kubectl = Kubectl::new(dir.path(), port);
         ApiCluster {
             api,
@@ -80,8 +203,13 @@ impl ApiCluster {
         }
     }
 
+    /// Another API server on the same store (`name` names its log).
+    pub fn add_apiserver(&self, name: &str) -> ApiServer {
+        ApiServer::start(&self.store.url(), self.dir.path(), name)
+    }
+
     pub fn pid(&self) -> u32 {
-        self.api.0.id()
+        self.api.pid()
     }
 }
 
@@ -215,4 +343,149 @@ fn checked(args: &[&str], output: Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+/// A minimal HTTP/1.1 client on one kept-alive loopback connection, for
+/// tests that need tight timing (kubectl's process start would hide a
+/// lagging cache).
+pub struct Http {
+    reader: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl Http {
+    pub fn connect(port: u16) -> Http {
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("set a read timeout");
+        stream.set_nodelay(true).expect("no Nagle");
+        Http {
+            reader: std::io::BufReader::new(stream),
+        }
+    }
+
+    /// Sends a request with an optional JSON body (`patch` sets the merge
+    /// patch content type); the status and the JSON body.
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        use std::io::Write;
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let content_type = match method {
+            "PATCH" => "application/merge-patch+json",
+            _ => "application/json",
+        };
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\
+             Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        self.reader
+            .get_mut()
+            .write_all(request.as_bytes())
+            .expect("send a request");
+        let (status, headers) = read_head(&mut self.reader);
+        let bytes = if headers.contains("transfer-encoding: chunked") {
+            let mut all = Vec::new();
+            while let Some(chunk) = read_chunk(&mut self.reader) {
+                all.extend(chunk);
+            }
+            all
+        } else {
+            let length = headers
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().expect("a length"));
+            let mut bytes = vec![0; length];
+            std::io::Read::read_exact(&mut self.reader, &mut bytes).expect("read a body");
+            bytes
+        };
+        let json = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+        (status, json)
+    }
+
+    pub fn get(&mut self, path: &str) -> (u16, serde_json::Value) {
+        self.request("GET", path, None)
+    }
+}
+
+/// The status line's code and the lower-cased header block.
+fn read_head(reader: &mut impl BufRead) -> (u16, String) {
+    let mut status = String::new();
+    reader.read_line(&mut status).expect("read a status line");
+    let code = status
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP status line: {status:?}"));
+    let mut headers = String::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("read a header");
+        if line.trim().is_empty() {
+            return (code, headers.to_lowercase());
+        }
+        headers.push_str(&line);
+    }
+}
+
+/// One chunk of a chunked body; None after the last.
+fn read_chunk(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut size = String::new();
+    if reader.read_line(&mut size).ok()? == 0 {
+        return None;
+    }
+    let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
+    let mut chunk = vec![0; size + 2];
+    reader.read_exact(&mut chunk).ok()?;
+    chunk.truncate(size);
+    (size > 0).then_some(chunk)
+}
+
+/// A watch request's event stream, one JSON event per line.
+pub struct WatchEvents {
+    reader: std::io::BufReader<std::net::TcpStream>,
+    pending: Vec<u8>,
+}
+
+impl WatchEvents {
+    /// Opens `GET <path>` (a `?watch=1` path) and checks for 200.
+    pub fn open(port: u16, path: &str) -> WatchEvents {
+        use std::io::Write;
+        let mut http = Http::connect(port);
+        write!(
+            http.reader.get_mut(),
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\r\n"
+        )
+        .expect("send the watch");
+        let (code, _) = read_head(&mut http.reader);
+        assert_eq!(code, 200, "watch {path}");
+        WatchEvents {
+            reader: http.reader,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The next event, or None if the stream ends or stays quiet for
+    /// `timeout`.
+    pub fn next(&mut self, timeout: Duration) -> Option<serde_json::Value> {
+        self.reader
+            .get_mut()
+            .set_read_timeout(Some(timeout))
+            .expect("set a read timeout");
+        loop {
+            if let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=end).collect();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                return Some(serde_json::from_slice(&line).expect("a JSON watch event"));
+            }
+            let chunk = read_chunk(&mut self.reader)?;
+            self.pending.extend(chunk);
+        }
+    }
 }

@@ -99,6 +99,10 @@ pub enum ApiError {
     Expired(String),
     #[error("Too large resource version: {0}, current: {1}")]
     TooLargeResourceVersion(i64, i64),
+    /// A consistent read whose watch cache did not catch up with the
+    /// store's revision in time.
+    #[error("{0}")]
+    CacheBehind(String),
     #[error("{0}")]
     Unavailable(String),
     #[error("{0}")]
@@ -144,7 +148,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => 415,
             ApiError::TooLarge(_) => 413,
             ApiError::Expired(_) => 410,
-            ApiError::TooLargeResourceVersion(..) => 504,
+            ApiError::TooLargeResourceVersion(..) | ApiError::CacheBehind(_) => 504,
             ApiError::Unavailable(_) => 503,
             ApiError::Internal(_) => 500,
         }
@@ -163,7 +167,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
             ApiError::TooLarge(_) => "RequestEntityTooLarge",
             ApiError::Expired(_) => "Expired",
-            ApiError::TooLargeResourceVersion(..) => "Timeout",
+            ApiError::TooLargeResourceVersion(..) | ApiError::CacheBehind(_) => "Timeout",
             ApiError::Unavailable(_) => "ServiceUnavailable",
             ApiError::Internal(_) => "InternalError",
         }

@@ -102,6 +102,38 @@ impl WatchCache {
         self.objects.values()
     }
 
+    /// The object stored under `key`.
+    pub fn get(&self, key: &str) -> Option<&Arc<Value>> {
+        self.objects.get(key)
+    }
+
+    /// Objects whose keys start with `prefix`, in key order (the store's
+    /// order), from `start` on (inclusive) when given.
+    pub fn under<'a>(
+        &'a self,
+        prefix: &'a str,
+        start: Option<&str>,
+    ) -> impl Iterator<Item = (&'a String, &'a Arc<Value>)> + 'a {
+        let from = start.filter(|s| *s > prefix).unwrap_or(prefix).to_string();
+        self.objects
+            .range(from..)
+            .take_while(move |(k, _)| k.starts_with(prefix))
+    }
+
+    /// Does the cache hold the store's state as of a linearizable read
+    /// of `key` (or of every key under it, when `prefix`)? See
+    /// [`crate::storage::Freshness`] for why the count settles it.
+    pub fn is_fresh(&self, key: &str, prefix: bool, store: &crate::storage::Freshness) -> bool {
+        if self.revision >= store.revision {
+            return true;
+        }
+        let count = match prefix {
+            true => self.under(key, None).count() as i64,
+            false => self.objects.contains_key(key) as i64,
+        };
+        self.revision >= store.newest && count == store.count
+    }
+
     /// Starts over from a fresh listing (after the store watch was lost
     /// past compaction): watchers are closed, as they cannot be told what
     /// they missed; clients re-list.
@@ -287,6 +319,64 @@ mod tests {
                 EventType::Bookmark
             ]
         );
+    }
+
+    #[test]
+    fn fresh_once_every_change_up_to_the_store_revision_is_in() {
+        use crate::storage::Freshness;
+        let objects =
+            [("p/a", "x"), ("p/b", "x"), ("q/c", "x")].map(|(k, app)| (k.to_string(), obj(k, app)));
+        let mut cache = WatchCache::new(objects, 10, 100);
+        // Nothing changed under p/ since 10; the store is at 20 (writes elsewhere).
+        let quiet = Freshness {
+            revision: 20,
+            newest: 10,
+            count: 2,
+        };
+        assert!(cache.is_fresh("p/", true, &quiet));
+        // p/b was deleted at 15: the newest live write is still 10.
+        let deleted = Freshness {
+            revision: 20,
+            newest: 10,
+            count: 1,
+        };
+        assert!(!cache.is_fresh("p/", true, &deleted));
+        let mut delete = event(EventType::Deleted, "p/b", "x", Some("x"), 15);
+        delete.key = "p/b".into();
+        cache.apply(delete);
+        assert!(cache.is_fresh("p/", true, &deleted));
+        // p/a was rewritten at 18: not fresh until that event is in.
+        let rewritten = Freshness {
+            revision: 20,
+            newest: 18,
+            count: 1,
+        };
+        assert!(!cache.is_fresh("p/", true, &rewritten));
+        assert!(!cache.is_fresh("p/a", false, &rewritten));
+        let mut put = event(EventType::Modified, "p/a", "y", Some("x"), 18);
+        put.key = "p/a".into();
+        cache.apply(put);
+        assert!(cache.is_fresh("p/", true, &rewritten));
+        assert!(cache.is_fresh(
+            "p/a",
+            false,
+            &Freshness {
+                revision: 30,
+                newest: 18,
+                count: 1
+            }
+        ));
+        assert!(!cache.is_fresh(
+            "p/b",
+            false,
+            &Freshness {
+                revision: 30,
+                newest: 25,
+                count: 1
+            }
+        ));
+        assert_eq!(cache.under("p/", Some("p/a\0")).count(), 0);
+        assert_eq!(cache.under("p/", None).count(), 1);
     }
 
     #[test]

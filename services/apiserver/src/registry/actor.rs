@@ -4,12 +4,12 @@
 //! actor keeps serving while they are in flight.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use etcd_client::{EventType as StoreEventType, WatchOptions, WatchResponse};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::flow::{self, Handle, Page, Part, Reply};
 use super::options::{DeleteOptions, ListOptions, WriteOptions};
@@ -17,11 +17,26 @@ use crate::cache::{Event, EventType, WatchCache, WatchItem, Watcher};
 use crate::error::ApiError;
 use crate::object::meta;
 use crate::object::patch::PatchType;
-use crate::storage::StorageError;
+use crate::storage::{Freshness, StorageError};
 
 /// Events kept for watches that resume from a past revision.
 const WINDOW: usize = 4096;
 const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
+/// How long a consistent read waits for the watch cache to catch up with
+/// the revision a linearizable read of the store returned.
+pub const CATCH_UP: Duration = Duration::from_secs(3);
+
+/// A read waiting for the cache to reflect the store's state.
+struct Waiter {
+    key: String,
+    prefix: bool,
+    store: Freshness,
+    deadline: Instant,
+    /// Answers from the cache at the given list revision, or fails.
+    respond: Respond,
+}
+
+type Respond = Box<dyn FnOnce(&ResourceActor, Result<i64, ApiError>)>;
 
 pub struct ResourceActor {
     handle: Handle,
@@ -31,6 +46,8 @@ pub struct ResourceActor {
     watch_stream: Option<etcd_client::WatchStream>,
     /// The running store watch, to cancel it when it must be replaced.
     stream: Option<SpawnHandle>,
+    /// Consistent reads waiting for the cache to catch up.
+    waiters: Vec<Waiter>,
 }
 
 impl ResourceActor {
@@ -49,6 +66,7 @@ impl ResourceActor {
                 cache,
                 watch_stream: Some(stream),
                 stream: None,
+                waiters: Vec::new(),
             }
         }))
     }
@@ -86,8 +104,12 @@ impl ResourceActor {
                 (kind, Arc::new(stored.object))
             }
             StoreEventType::Delete => {
-                // A DELETED event carries the last state at the delete's revision.
-                let mut last = previous.as_deref().cloned()?;
+                // A DELETED event carries the last state at the delete's
+                // revision (the cached one if the store sent no prev_kv).
+                let mut last = previous
+                    .as_deref()
+                    .or_else(|| self.cache.get(&key).map(|o| o.as_ref()))
+                    .cloned()?;
                 meta::set_resource_version(&mut last, kv.mod_revision());
                 (EventType::Deleted, Arc::new(last))
             }
@@ -127,6 +149,7 @@ impl ResourceActor {
             Ok(Err((cache, stream))) => {
                 actor.cache = cache;
                 actor.stream = Some(ctx.add_stream(stream));
+                actor.wake_waiters();
             }
             Err(err) => {
                 tracing::warn!(resource = actor.handle.strategy.def().resource, %err, "store watch lost; retrying");
@@ -194,6 +217,7 @@ impl StreamHandler<Result<WatchResponse, etcd_client::Error>> for ResourceActor 
                 self.cache.apply(event);
             }
         }
+        self.wake_waiters();
     }
 
     fn finished(&mut self, ctx: &mut Context<Self>) {
@@ -210,14 +234,37 @@ pub struct Get {
     pub namespace: String,
     pub name: String,
     pub part: Part,
+    /// Unset: a consistent read; "0": whatever the cache holds; else not
+    /// older than that revision. Always answered from the watch cache.
+    pub resource_version: Option<String>,
 }
 
 impl Handler<Get> for ResourceActor {
     type Result = Answer<Value>;
 
-    fn handle(&mut self, msg: Get, _: &mut Context<Self>) -> Self::Result {
-        let handle = self.handle.clone();
-        Box::pin(async move { flow::get(&handle, &msg.namespace, &msg.name, msg.part).await })
+    fn handle(&mut self, msg: Get, ctx: &mut Context<Self>) -> Self::Result {
+        let (name, part) = (msg.name, msg.part);
+        let key = self.handle.key(&msg.namespace, &name);
+        let read_key = key.clone();
+        let answer = move |actor: &ResourceActor, _: i64| match actor.cache.get(&key) {
+            Some(object) => Ok(flow::render(object.as_ref().clone(), part)),
+            None => Err(actor.handle.not_found(&name)),
+        };
+        let min = match msg.resource_version.as_deref() {
+            Some("0") => {
+                let result = answer(self, self.cache.revision());
+                return Box::pin(async move { result });
+            }
+            None => None,
+            Some(rv) => match rv.parse() {
+                Ok(rv) => Some(rv),
+                Err(_) => {
+                    let err = ApiError::BadRequest(format!("invalid resource version: {rv}"));
+                    return Box::pin(async move { Err(err) });
+                }
+            },
+        };
+        self.read_fresh(ctx, read_key, false, min, answer)
     }
 }
 
@@ -231,37 +278,159 @@ pub struct List {
 impl Handler<List> for ResourceActor {
     type Result = Answer<Page>;
 
-    /// `resourceVersion=0` (any) is answered from the cache; everything
-    /// else is a consistent or exact read from the store.
-    fn handle(&mut self, msg: List, _: &mut Context<Self>) -> Self::Result {
-        let from_cache = msg.options.resource_version.as_deref() == Some("0")
-            && msg.options.continue_token.is_none()
-            && msg.options.limit == 0;
-        if from_cache {
-            let page = flow::check_fields(&self.handle, &msg.options)
-                .map(|_| self.cached_page(msg.namespace.as_deref(), &msg.options));
+    /// A continue token, `resourceVersionMatch=Exact`, or a revision with a
+    /// limit (the legacy exact form) read the store at that revision;
+    /// everything else is answered from the cache: at once for
+    /// `resourceVersion=0`, once it is not older than the given revision,
+    /// or, unset, once it holds the store's current state.
+    fn handle(&mut self, msg: List, ctx: &mut Context<Self>) -> Self::Result {
+        let options = msg.options;
+        let checked = flow::check_fields(&self.handle, &options).and_then(|_| options.revision());
+        let min = match checked {
+            Ok(min) => min,
+            Err(err) => return Box::pin(async move { Err(err) }),
+        };
+        let exact = options.continue_token.is_some()
+            || options.resource_version_match.as_deref() == Some("Exact")
+            || (options.limit > 0 && options.resource_version_match.is_none() && min.is_some());
+        if exact {
+            let handle = self.handle.clone();
+            return Box::pin(async move {
+                flow::list(&handle, msg.namespace.as_deref(), options).await
+            });
+        }
+        let prefix = self.handle.collection(msg.namespace.as_deref());
+        let any = options.resource_version.as_deref() == Some("0");
+        let read_prefix = prefix.clone();
+        let answer = move |actor: &ResourceActor, revision: i64| {
+            Ok(actor.cached_page(&read_prefix, &options, revision))
+        };
+        if any {
+            let page = answer(self, self.cache.revision());
             return Box::pin(async move { page });
         }
-        let handle = self.handle.clone();
-        Box::pin(async move { flow::list(&handle, msg.namespace.as_deref(), msg.options).await })
+        self.read_fresh(ctx, prefix, true, min, answer)
     }
 }
 
 impl ResourceActor {
-    fn cached_page(&self, namespace: Option<&str>, options: &ListOptions) -> Page {
+    /// A page of the cached objects under `prefix`, reported at
+    /// `revision`; with a limit, the continue token reads the rest from the
+    /// store at that revision (the cache holds the store's state there).
+    fn cached_page(&self, prefix: &str, options: &ListOptions, revision: i64) -> Page {
         let strategy = self.handle.strategy.as_ref();
-        let items = self
-            .cache
-            .objects()
-            .filter(|o| namespace.is_none_or(|ns| meta::namespace(o) == ns))
-            .filter(|o| flow::matches(strategy, options, o))
-            .map(|o| o.as_ref().clone())
-            .collect();
+        let mut items = Vec::new();
+        let mut last = None;
+        for (key, object) in self.cache.under(prefix, None) {
+            if !flow::matches(strategy, options, object) {
+                continue;
+            }
+            items.push(object.as_ref().clone());
+            if options.limit > 0 && items.len() as i64 >= options.limit {
+                last = Some(key.clone());
+                break;
+            }
+        }
+        let (mut continue_token, mut remaining) = (None, None);
+        if let Some(last) = last {
+            let start = format!("{last}\0");
+            let rest = self.cache.under(prefix, Some(&start)).count() as i64;
+            if rest > 0 {
+                continue_token = Some(flow::encode_token(revision, &start));
+                remaining =
+                    Some(rest).filter(|_| options.labels.is_empty() && options.fields.is_empty());
+            }
+        }
         Page {
             items,
-            revision: self.cache.revision(),
-            continue_token: None,
-            remaining: None,
+            revision,
+            continue_token,
+            remaining,
+        }
+    }
+
+    /// Runs `answer` against the cache once the cache reflects the store:
+    /// at once if `min` is given and already reached; otherwise after a
+    /// linearizable read of `key` (or of every key under it, when
+    /// `prefix`), as soon as the cache has caught up with what it said,
+    /// waiting at most [`CATCH_UP`]. `answer` gets the revision to report.
+    fn read_fresh<T: Send + 'static>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        key: String,
+        prefix: bool,
+        min: Option<i64>,
+        answer: impl FnOnce(&ResourceActor, i64) -> Result<T, ApiError> + 'static,
+    ) -> Answer<T> {
+        if min.is_some_and(|min| self.cache.revision() >= min) {
+            let result = answer(self, self.cache.revision());
+            return Box::pin(async move { result });
+        }
+        let (sender, receiver) = oneshot::channel();
+        let respond: Respond = Box::new(move |actor: &ResourceActor, revision| {
+            let _ = sender.send(revision.and_then(|revision| answer(actor, revision)));
+        });
+        let store = self.handle.store.clone();
+        let read_key = key.clone();
+        let read = async move { store.freshness(&read_key, prefix).await };
+        ctx.spawn(read.into_actor(self).map(move |result, actor, ctx| {
+            let store = match result {
+                Ok(store) => store,
+                Err(err) => return respond(actor, Err(actor.handle.storage_error("", err))),
+            };
+            if let Some(min) = min.filter(|min| *min > store.revision) {
+                return respond(
+                    actor,
+                    Err(ApiError::TooLargeResourceVersion(min, store.revision)),
+                );
+            }
+            if actor.cache.is_fresh(&key, prefix, &store) {
+                let revision = actor.cache.revision().max(store.revision);
+                return respond(actor, Ok(revision));
+            }
+            actor.waiters.push(Waiter {
+                key,
+                prefix,
+                store,
+                deadline: Instant::now() + CATCH_UP,
+                respond,
+            });
+            ctx.run_later(CATCH_UP, |actor, _| actor.wake_waiters());
+        }));
+        Box::pin(async move {
+            receiver
+                .await
+                .unwrap_or_else(|_| Err(ApiError::Internal("the resource actor stopped".into())))
+        })
+    }
+
+    /// Answers the waiting reads the cache now can, and fails those that
+    /// waited too long.
+    fn wake_waiters(&mut self) {
+        if self.waiters.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        for waiter in std::mem::take(&mut self.waiters) {
+            if self
+                .cache
+                .is_fresh(&waiter.key, waiter.prefix, &waiter.store)
+            {
+                let revision = self.cache.revision().max(waiter.store.revision);
+                (waiter.respond)(self, Ok(revision));
+            } else if now >= waiter.deadline {
+                let err = ApiError::CacheBehind(format!(
+                    "the watch cache of {} did not catch up with the store within {}s: \
+                     the store is at revision {}, the cache at {}; try again",
+                    self.handle.strategy.def().resource,
+                    CATCH_UP.as_secs(),
+                    waiter.store.revision,
+                    self.cache.revision()
+                ));
+                (waiter.respond)(self, Err(err));
+            } else {
+                self.waiters.push(waiter);
+            }
         }
     }
 }

@@ -75,11 +75,11 @@ impl Handle {
         }
     }
 
-    fn not_found(&self, name: &str) -> ApiError {
+    pub(crate) fn not_found(&self, name: &str) -> ApiError {
         ApiError::NotFound(self.def().target(name))
     }
 
-    fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
+    pub(crate) fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
         match err {
             StorageError::Exists => ApiError::AlreadyExists(self.def().target(name)),
             StorageError::Conflict => ApiError::stale(self.def().target(name)),
@@ -387,7 +387,7 @@ where
     }
 }
 
-fn render(obj: Value, part: Part) -> Value {
+pub fn render(obj: Value, part: Part) -> Value {
     match part {
         Part::Scale => workload::scale_of(&obj),
         _ => obj,
@@ -672,7 +672,7 @@ struct ContinueToken {
     start: String,
 }
 
-fn encode_token(rv: i64, start: &str) -> String {
+pub fn encode_token(rv: i64, start: &str) -> String {
     let json = serde_json::to_vec(&ContinueToken {
         rv,
         start: start.to_string(),
@@ -728,7 +728,11 @@ pub async fn list(
             StorageError::Compacted(_) => ApiError::Expired(format!("too old resource version: {revision}")),
             other => h.storage_error("", other),
         })?;
-        revision = listing.revision;
+        // A read at a past revision is reported at that revision (the
+        // header says the store's current one).
+        if revision == 0 {
+            revision = listing.revision;
+        }
         items.extend(
             listing
                 .items

@@ -115,6 +115,10 @@ async fn dispatch(
                     namespace,
                     name,
                     part,
+                    resource_version: query
+                        .get("resourceVersion")
+                        .filter(|v| !v.is_empty())
+                        .cloned(),
                 })
                 .await
                 .map_err(mailbox)??;

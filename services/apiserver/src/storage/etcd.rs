@@ -1,6 +1,6 @@
 //! The store client: typed operations over etcd-client's KV API.
 
-use etcd_client::{Compare, CompareOp, GetOptions, KvClient, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, GetOptions, KvClient, SortOrder, SortTarget, Txn, TxnOp};
 use serde_json::Value;
 
 use super::StorageError;
@@ -11,6 +11,20 @@ use crate::object::meta;
 pub struct Stored {
     pub object: Value,
     pub mod_revision: i64,
+}
+
+/// What a linearizable read says about a key or a key prefix: the
+/// store's revision, the newest mod_revision among the live keys there
+/// (0 when there are none), and how many live keys there are. A cache
+/// that has applied every event up to `newest` and holds `count` keys
+/// there holds exactly the store's state at `revision`: every live key's
+/// last write is at or before `newest`, so the cache has it, and a key
+/// deleted after `newest` would show as one key too many.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Freshness {
+    pub revision: i64,
+    pub newest: i64,
+    pub count: i64,
 }
 
 /// A page of a list, read at one revision.
@@ -49,6 +63,31 @@ impl Store {
         let options = GetOptions::new().with_count_only();
         let response = self.kv.clone().get("\0", Some(options)).await?;
         Ok(response.header().map(|h| h.revision()).unwrap_or(0))
+    }
+
+    /// A linearizable read of `key` alone, or of every key under it when
+    /// `prefix` (newest first by mod_revision, one key, keys only).
+    pub async fn freshness(&self, key: &str, prefix: bool) -> Result<Freshness, StorageError> {
+        let options = match prefix {
+            false => GetOptions::new().with_keys_only(),
+            true => GetOptions::new()
+                .with_range(prefix_end(key))
+                .with_sort(SortTarget::Mod, SortOrder::Descend)
+                .with_limit(1)
+                .with_keys_only(),
+        };
+        let response = self.kv.clone().get(key, Some(options)).await?;
+        let revision = response.header().map(|h| h.revision()).unwrap_or(0);
+        let newest = response.kvs().first().map_or(0, |kv| kv.mod_revision());
+        let count = match prefix {
+            true => response.count(),
+            false => response.kvs().len() as i64,
+        };
+        Ok(Freshness {
+            revision,
+            newest,
+            count,
+        })
     }
 
     /// Objects under `prefix` from `start` on (inclusive), at `revision`

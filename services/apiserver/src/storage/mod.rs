@@ -8,4 +8,4 @@ mod errors;
 mod etcd;
 
 pub use errors::StorageError;
-pub use etcd::{decode, Listing, Store, Stored};
+pub use etcd::{decode, Freshness, Listing, Store, Stored};
