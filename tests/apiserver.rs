@@ -8,9 +8,34 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use capstan_tests::apiserver::{ApiCluster, Http, WatchEvents};
+use capstan_tests::apiserver::{ApiCluster, Backend, Http, WatchEvents};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+/// Each test body runs on a `capstan-store` and on a real etcd 3.4.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod capstan_store {
+            use capstan_tests::apiserver::Backend;
+            $(#[test]
+            fn $name() {
+                super::$name(Backend::Capstan)
+            })*
+        }
+        mod etcd {
+            use capstan_tests::apiserver::Backend;
+            $(#[test]
+            fn $name() {
+                super::$name(Backend::Etcd)
+            })*
+        }
+    };
+}
+
+on_both_backends!(
+    a_write_through_one_apiserver_is_read_at_once_through_the_other,
+    a_watch_on_one_apiserver_resumes_at_a_revision_seen_on_the_other,
+);
 
 fn rv(object: &Value) -> i64 {
     object["metadata"]["resourceVersion"]
@@ -32,9 +57,8 @@ fn configmap(name: &str, value: i64) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": value.to_string()}})
 }
 
-#[test]
-fn a_write_through_one_apiserver_is_read_at_once_through_the_other() {
-    let cluster = ApiCluster::start();
+fn a_write_through_one_apiserver_is_read_at_once_through_the_other(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let other = cluster.add_apiserver("apiserver-b");
     let mut a = Http::connect(cluster.port);
     let mut b = Http::connect(other.port);
@@ -149,9 +173,8 @@ fn a_write_through_one_apiserver_is_read_at_once_through_the_other() {
     assert!(!names(&status).contains(&"zz-late".to_string()));
 }
 
-#[test]
-fn a_watch_on_one_apiserver_resumes_at_a_revision_seen_on_the_other() {
-    let cluster = ApiCluster::start();
+fn a_watch_on_one_apiserver_resumes_at_a_revision_seen_on_the_other(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let other = cluster.add_apiserver("apiserver-b");
     let mut a = Http::connect(cluster.port);
     let mut b = Http::connect(other.port);

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use capstan_tests::apiserver::{ApiCluster, Embedded};
+use capstan_tests::apiserver::{ApiCluster, Backend, Embedded};
 
 const APP: &str = r#"
 apiVersion: v1
@@ -36,6 +36,33 @@ spec:
   selector: {app: web}
   ports: [{port: 80}]
 "#;
+
+/// Each test body runs twice: `capstan-apiserver` on a `capstan-store`,
+/// and on a real etcd 3.4 (Debian's `/usr/bin/etcd`).
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod capstan_store {
+            use capstan_tests::apiserver::Backend;
+            $(#[test]
+            fn $name() {
+                super::$name(Backend::Capstan)
+            })*
+        }
+        mod etcd {
+            use capstan_tests::apiserver::Backend;
+            $(#[test]
+            fn $name() {
+                super::$name(Backend::Etcd)
+            })*
+        }
+    };
+}
+
+on_both_backends!(
+    apply_then_apply_again_and_read_back_in_every_form,
+    get_watch_sees_added_modified_deleted,
+    edits_generators_scale_and_conflicts,
+);
 
 #[test]
 fn embedded_capstan_serves_namespaces_from_its_own_kubeconfig() {
@@ -86,9 +113,8 @@ fn embedded_capstan_serves_namespaces_from_its_own_kubeconfig() {
     assert!(capstan.pid() > 0);
 }
 
-#[test]
-fn apply_then_apply_again_and_read_back_in_every_form() {
-    let cluster = ApiCluster::start();
+fn apply_then_apply_again_and_read_back_in_every_form(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let kubectl = &cluster.kubectl;
     let created = kubectl.ok_with_input(&["apply", "-f", "-"], APP);
     for line in [
@@ -217,9 +243,8 @@ fn apply_then_apply_again_and_read_back_in_every_form() {
     );
 }
 
-#[test]
-fn get_watch_sees_added_modified_deleted() {
-    let cluster = ApiCluster::start();
+fn get_watch_sees_added_modified_deleted(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let kubectl = &cluster.kubectl;
     let mut watch = kubectl
         .command(&["get", "configmaps", "-w", "--output-watch-events"])
@@ -249,9 +274,8 @@ fn get_watch_sees_added_modified_deleted() {
     assert_eq!(seen, vec!["ADDED", "MODIFIED", "DELETED"]);
 }
 
-#[test]
-fn edits_generators_scale_and_conflicts() {
-    let cluster = ApiCluster::start();
+fn edits_generators_scale_and_conflicts(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let kubectl = &cluster.kubectl;
     assert_eq!(
         kubectl
