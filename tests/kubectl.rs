@@ -62,6 +62,7 @@ on_both_backends!(
     apply_then_apply_again_and_read_back_in_every_form,
     get_watch_sees_added_modified_deleted,
     edits_generators_scale_and_conflicts,
+    edit_delete_by_label_and_all_discovery_explain_and_logs,
 );
 
 #[test]
@@ -433,4 +434,150 @@ fn edits_generators_scale_and_conflicts(backend: Backend) {
 
     kubectl.ok(&["delete", "cm", "cfg"]);
     assert!(kubectl.fails(&["get", "cm", "cfg"]).contains("NotFound"));
+}
+
+const PODS: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: unplaced, labels: {tier: x}}
+spec:
+  containers: [{name: app, image: "nginx:1.25"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: placed}
+spec:
+  nodeName: node-1
+  containers: [{name: app, image: "nginx:1.25"}, {name: side, image: "busybox"}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "nginx:1.25"}]}
+"#;
+
+fn edit_delete_by_label_and_all_discovery_explain_and_logs(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
+    let kubectl = &cluster.kubectl;
+    kubectl.ok_with_input(&["apply", "-f", "-"], PODS);
+
+    // kubectl edit with EDITOR set to a script that rewrites the file.
+    let editor = cluster.dir.path().join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nsed -i \"$EDIT_SED\" \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let edit = |args: &[&str], sed: &str| {
+        let output = kubectl
+            .command(args)
+            .env("EDITOR", &editor)
+            .env("EDIT_SED", sed)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {stdout}{stderr}"
+        );
+        stdout
+    };
+    kubectl.ok(&["create", "configmap", "e", "--from-literal=mode=blue"]);
+    let edited = edit(&["edit", "cm", "e"], "s/mode: blue/mode: edited/");
+    assert_eq!(edited.trim(), "configmap/e edited");
+    assert_eq!(
+        kubectl.ok(&["get", "cm", "e", "-o", "jsonpath={.data.mode}"]),
+        "edited"
+    );
+    let edited = edit(&["edit", "deploy", "web"], "s/replicas: 2/replicas: 4/");
+    assert_eq!(edited.trim(), "deployment.apps/web edited");
+    assert_eq!(
+        kubectl.ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.replicas}/{.metadata.generation}"
+        ]),
+        "4/2"
+    );
+    let unchanged = edit(&["edit", "cm", "e"], "s/no such text//");
+    assert!(unchanged.is_empty(), "{unchanged}");
+
+    // Logs: no kubelet, so a clear error rather than a 404 on the path.
+    let unplaced = kubectl.fails(&["logs", "unplaced"]);
+    assert!(
+        unplaced.contains("BadRequest")
+            && unplaced.contains("pod unplaced does not have a host assigned"),
+        "{unplaced}"
+    );
+    let placed = kubectl.fails(&["logs", "placed", "-c", "side"]);
+    assert!(
+        placed.contains("ServiceUnavailable") && placed.contains("no kubelet"),
+        "{placed}"
+    );
+    let missing = kubectl.fails(&["logs", "nobody"]);
+    assert!(missing.contains("pods \"nobody\" not found"), "{missing}");
+
+    // delete -l and delete --all.
+    for (name, label) in [("l1", "tier=x"), ("l2", "tier=x"), ("l3", "tier=y")] {
+        kubectl.ok(&["create", "configmap", name]);
+        kubectl.ok(&["label", "configmap", name, label]);
+    }
+    let deleted = kubectl.ok(&["delete", "cm,pods", "-l", "tier=x"]);
+    for line in [
+        "configmap \"l1\" deleted",
+        "configmap \"l2\" deleted",
+        "pod \"unplaced\" deleted",
+    ] {
+        assert!(deleted.contains(line), "{deleted}");
+    }
+    assert_eq!(
+        kubectl.ok(&["get", "cm", "-o", "name"]).trim(),
+        "configmap/e\nconfigmap/l3"
+    );
+    let deleted = kubectl.ok(&["delete", "cm", "--all"]);
+    assert!(
+        deleted.contains("configmap \"e\" deleted") && deleted.contains("configmap \"l3\" deleted"),
+        "{deleted}"
+    );
+    assert_eq!(kubectl.ok(&["get", "cm", "-o", "name"]), "");
+    assert_eq!(
+        kubectl.ok(&["get", "pods", "-o", "name"]).trim(),
+        "pod/placed"
+    );
+
+    // Discovery and OpenAPI as kubectl shows them.
+    let resources = kubectl.ok(&["api-resources"]);
+    let row = |name: &str| {
+        resources
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| panic!("no {name} in\n{resources}"))
+    };
+    assert_eq!(row("pods"), "pods po v1 true Pod");
+    assert_eq!(
+        row("deployments"),
+        "deployments deploy apps/v1 true Deployment"
+    );
+    assert_eq!(row("namespaces"), "namespaces ns v1 false Namespace");
+    assert_eq!(row("leases"), "leases coordination.k8s.io/v1 true Lease");
+    let apps = kubectl.ok(&["api-resources", "--api-group=apps", "-o", "name"]);
+    assert!(apps.lines().any(|l| l == "deployments.apps"), "{apps}");
+    let versions = kubectl.ok(&["api-versions"]);
+    for version in ["v1", "apps/v1", "coordination.k8s.io/v1"] {
+        assert!(versions.lines().any(|l| l == version), "{versions}");
+    }
+    let explained = kubectl.ok(&["explain", "pod.spec"]);
+    assert!(
+        explained.contains("KIND:       Pod")
+            && explained.contains("FIELD: spec <PodSpec>")
+            && explained.contains("containers\t<[]Container> -required-")
+            && explained.contains("restartPolicy"),
+        "{explained}"
+    );
 }

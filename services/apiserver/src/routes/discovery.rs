@@ -29,6 +29,11 @@ fn group_version(group: &str, version: &str) -> String {
     }
 }
 
+/// Core pods, which also serve `pods/log` (see `routes::resource::pod_log`).
+fn is_pods(def: &crate::registry::ResourceDef) -> bool {
+    def.group.is_empty() && def.resource == "pods"
+}
+
 fn aggregated_resource(entry: &Entry) -> Value {
     let def = entry.strategy.def();
     let kind = |group: &str, version: &str, kind: &str| json!({"group": group, "version": version, "kind": kind});
@@ -38,6 +43,11 @@ fn aggregated_resource(entry: &Entry) -> Value {
     }
     if def.scale {
         subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}));
+    }
+    if is_pods(def) {
+        subresources.push(
+            json!({"subresource": "log", "responseKind": kind("", "v1", "Pod"), "verbs": ["get"]}),
+        );
     }
     json!({
         "resource": def.resource, "responseKind": kind(def.group, def.version, def.kind),
@@ -131,6 +141,9 @@ fn resource_list(state: &AppState, group: &str, version: &str) -> Result<HttpRes
         if def.scale {
             resources.push(json!({"name": format!("{}/scale", def.resource), "singularName": "", "namespaced": def.namespaced,
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        }
+        if is_pods(def) {
+            resources.push(json!({"name": "pods/log", "singularName": "", "namespaced": true, "kind": "Pod", "verbs": ["get"]}));
         }
     }
     if resources.is_empty() {
