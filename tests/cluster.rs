@@ -12,16 +12,21 @@ use etcd_client::{Client, ConnectOptions, GetOptions, WatchOptions};
 use tokio::sync::Mutex;
 
 async fn connect(urls: &[String]) -> Client {
+    connect_with_timeout(urls, Duration::from_secs(10)).await
+}
+
+async fn connect_with_timeout(urls: &[String], timeout: Duration) -> Client {
     let options = ConnectOptions::new()
         .with_connect_timeout(Duration::from_secs(2))
-        .with_timeout(Duration::from_secs(10));
+        .with_timeout(timeout);
     Client::connect(urls, Some(options)).await.expect("connect")
 }
 
 /// Keys and revisions of acknowledged puts, and keys whose put failed.
 #[derive(Default)]
 struct History {
-    acked: Vec<(String, i64, Instant)>,
+    /// Key, revision, and when the put was sent and answered.
+    acked: Vec<(String, i64, Instant, Instant)>,
     /// Keys whose put failed, with the error.
     failed: Vec<(String, String)>,
 }
@@ -39,15 +44,20 @@ fn spawn_writers(
             let (urls, stop, history) = (urls.clone(), stop.clone(), history.clone());
             let prefix = prefix.to_string();
             tokio::spawn(async move {
-                let mut client = connect(&urls).await;
+                // A put forwarded to a leader that just died hangs until the
+                // server's 7 s timeout; like an impatient client, give up
+                // sooner (an unknown outcome) and carry on with a new key.
+                let mut client = connect_with_timeout(&urls, Duration::from_secs(2)).await;
                 let mut n = 0;
                 while !stop.load(Ordering::Relaxed) {
                     let key = format!("{prefix}-{w}-{n}");
                     n += 1;
+                    let sent = Instant::now();
                     match client.put(key.clone(), "v", None).await {
                         Ok(resp) => {
                             let rev = resp.header().expect("header").revision();
-                            history.lock().await.acked.push((key, rev, Instant::now()));
+                            let answered = Instant::now();
+                            history.lock().await.acked.push((key, rev, sent, answered));
                         }
                         Err(err) => {
                             history.lock().await.failed.push((key, err.to_string()));
@@ -180,11 +190,13 @@ async fn kill_leader_under_writes(cluster: &mut Cluster, prefix: &str) -> Durati
         writer.await.unwrap();
     }
     let history = history.lock().await;
+    // The first write *sent* after the kill that succeeded: writes already
+    // committed before the kill may still be answered just after it.
     let first_after = history
         .acked
         .iter()
-        .map(|a| a.2)
-        .filter(|t| *t > killed_at)
+        .filter(|a| a.2 > killed_at)
+        .map(|a| a.3)
         .min();
     let failover = first_after.expect("writes resumed after the kill") - killed_at;
     println!(
@@ -193,7 +205,7 @@ async fn kill_leader_under_writes(cluster: &mut Cluster, prefix: &str) -> Durati
         history.failed.len()
     );
     let stored = stored(&cluster.running_urls(), &format!("{prefix}-")).await;
-    for (key, rev, _) in &history.acked {
+    for (key, rev, _, _) in &history.acked {
         assert_eq!(stored.get(key), Some(rev), "acknowledged put of {key} lost");
     }
     cluster.members[leader].start();
@@ -232,7 +244,7 @@ async fn a_paused_leader_commits_nothing_and_its_failed_writes_stay_failed() {
 
     let history = history.lock().await;
     let stored = stored(&others, "p-").await;
-    for (key, rev, _) in &history.acked {
+    for (key, rev, _, _) in &history.acked {
         assert_eq!(stored.get(key), Some(rev), "acknowledged put of {key} lost");
     }
     // "leader changed" means the entry was overwritten by the new leader: a
@@ -371,7 +383,7 @@ async fn a_watch_on_a_follower_sees_every_event_once_in_order_across_a_leader_ki
         .await
         .acked
         .iter()
-        .map(|(k, r, _)| (k.clone(), *r))
+        .map(|(k, r, _, _)| (k.clone(), *r))
         .collect();
     let mut seen: HashMap<String, i64> = HashMap::new();
     let mut last_rev = 0;
