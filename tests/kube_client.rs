@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{reflector, watcher, WatchStreamExt};
@@ -58,7 +59,7 @@ macro_rules! on_both_backends {
     };
 }
 
-on_both_backends!(typed_crud_subresources_and_errors);
+on_both_backends!(typed_crud_subresources_and_errors, a_leader_election_lease);
 
 async fn typed_crud_subresources_and_errors(backend: Backend) {
     let cluster = tokio::task::block_in_place(|| ApiCluster::start_on(backend));
@@ -223,6 +224,72 @@ async fn typed_crud_subresources_and_errors(backend: Backend) {
         .filter_map(|n| n.metadata.name)
         .collect();
     assert!(names.contains(&"kube-system".to_string()), "{names:?}");
+}
+
+/// Leader election as client-go's lease lock does it: create to acquire,
+/// replace with the read resourceVersion to renew or take over; the store's
+/// compare-and-swap lets exactly one candidate win each round.
+async fn a_leader_election_lease(backend: Backend) {
+    let cluster = tokio::task::block_in_place(|| ApiCluster::start_on(backend));
+    let client = client(cluster.port);
+    let leases: Api<Lease> = Api::namespaced(client, "kube-node-lease");
+    let lease = |holder: &str| -> Lease {
+        serde_json::from_value(json!({
+            "metadata": {"name": "controller"},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                     "acquireTime": "2026-01-01T00:00:00.000000Z",
+                     "renewTime": "2026-01-01T00:00:00.000000Z", "leaseTransitions": 0},
+        }))
+        .unwrap()
+    };
+
+    // Eight candidates race to create the lease: exactly one wins.
+    let mut racers = Vec::new();
+    for i in 0..8 {
+        let (leases, lease) = (leases.clone(), lease(&format!("candidate-{i}")));
+        racers.push(tokio::spawn(async move {
+            leases.create(&PostParams::default(), &lease).await
+        }));
+    }
+    let mut winners = Vec::new();
+    for racer in racers {
+        match racer.await.unwrap() {
+            Ok(won) => winners.push(won.spec.unwrap().holder_identity.unwrap()),
+            Err(err) => assert_eq!(reason(err), (409, "AlreadyExists".into())),
+        }
+    }
+    assert_eq!(winners.len(), 1, "{winners:?}");
+    let holder = leases.get("controller").await.unwrap();
+    assert_eq!(
+        holder.spec.as_ref().unwrap().holder_identity.as_ref(),
+        Some(&winners[0])
+    );
+
+    // Everyone read the same version; each tries to take over with it:
+    // exactly one replace succeeds, the others get a Conflict.
+    let mut racers = Vec::new();
+    for i in 0..8 {
+        let (leases, mut take) = (leases.clone(), holder.clone());
+        take.spec.as_mut().unwrap().holder_identity = Some(format!("taker-{i}"));
+        take.spec.as_mut().unwrap().lease_transitions = Some(1);
+        racers.push(tokio::spawn(async move {
+            leases
+                .replace("controller", &PostParams::default(), &take)
+                .await
+        }));
+    }
+    let mut takers = Vec::new();
+    for racer in racers {
+        match racer.await.unwrap() {
+            Ok(taken) => takers.push(taken.spec.unwrap().holder_identity.unwrap()),
+            Err(err) => assert_eq!(reason(err), (409, "Conflict".into())),
+        }
+    }
+    assert_eq!(takers.len(), 1, "{takers:?}");
+    let now = leases.get("controller").await.unwrap();
+    let spec = now.spec.unwrap();
+    assert_eq!(spec.holder_identity.as_ref(), Some(&takers[0]));
+    assert_eq!(spec.lease_transitions, Some(1));
 }
 
 /// A reflector (list, then watch, re-watching from its last revision)
