@@ -61,6 +61,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     hub.start(config.progress_notify_interval());
     let applied = mvcc.applied_index()?;
     let log = log.with_state_machine(mvcc.clone());
+    let metrics = metrics::Metrics::new();
     let node_config = NodeConfig {
         member_id: cluster.local_id,
         tick: config.tick(),
@@ -68,6 +69,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         heartbeat_ticks: 1,
         snapshot_count: config.snapshot_count,
         request_timeout: REQUEST_TIMEOUT,
+        metrics: metrics.raft.clone(),
         bootstrap_peers: cluster
             .initial_members
             .iter()
@@ -106,7 +108,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
             max_request_bytes: config.max_request_bytes as usize,
             max_txn_ops: config.max_txn_ops as usize,
         },
-        metrics: metrics::Metrics::new(),
+        metrics,
         peers: Default::default(),
     });
     tokio::spawn(jobs::run_lease_expiry(ctx.clone()));

@@ -35,8 +35,27 @@ pub struct StateGauges {
     pub leases: Gauge,
 }
 
+/// What the raft loop reports: how long each durable flush takes (etcd's
+/// WAL fsync and backend commit in one) and how many entries a Ready carries
+/// (how well proposals are batched).
+#[derive(Clone, Debug)]
+pub struct RaftMetrics {
+    pub flush_seconds: Histogram,
+    pub entries_per_ready: Histogram,
+}
+
+impl Default for RaftMetrics {
+    fn default() -> Self {
+        RaftMetrics {
+            flush_seconds: latency_histogram(),
+            entries_per_ready: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
+        }
+    }
+}
+
 pub struct Metrics {
     pub registry: Registry,
+    pub raft: RaftMetrics,
     requests: Family<RequestLabels, Counter>,
     latency: Family<MethodLabels, Histogram>,
     pub state: StateGauges,
@@ -63,6 +82,17 @@ impl Metrics {
             "grpc_request_duration_seconds",
             "gRPC request latency by method",
             latency.clone(),
+        );
+        let raft = RaftMetrics::default();
+        registry.register(
+            "raft_flush_duration_seconds",
+            "Time to make one raft Ready durable (one fsync)",
+            raft.flush_seconds.clone(),
+        );
+        registry.register(
+            "raft_entries_per_ready",
+            "Log entries persisted per raft Ready",
+            raft.entries_per_ready.clone(),
         );
         let state = StateGauges::default();
         let gauges: [(&str, &str, &Gauge); 10] = [
@@ -106,6 +136,7 @@ impl Metrics {
         }
         Metrics {
             registry,
+            raft,
             requests,
             latency,
             state,

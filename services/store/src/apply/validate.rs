@@ -100,13 +100,21 @@ fn branch_writes(ops: &[RequestOp]) -> Result<Writes> {
         if let Some(Request::RequestTxn(txn)) = &op.request {
             let success = branch_writes(&txn.success)?;
             let failure = branch_writes(&txn.failure)?;
-            for key in success.puts.iter().chain(failure.puts.difference(&success.puts)) {
+            for key in success
+                .puts
+                .iter()
+                .chain(failure.puts.difference(&success.puts))
+            {
                 if writes.puts.contains(key) || writes.deletes_key(key) {
                     return Err(StoreError::DuplicateKey);
                 }
             }
-            writes.puts.extend(success.puts.into_iter().chain(failure.puts));
-            writes.deletes.extend(success.deletes.into_iter().chain(failure.deletes));
+            writes
+                .puts
+                .extend(success.puts.into_iter().chain(failure.puts));
+            writes
+                .deletes
+                .extend(success.deletes.into_iter().chain(failure.deletes));
         }
     }
     for op in ops {

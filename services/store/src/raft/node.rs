@@ -43,6 +43,7 @@ pub struct NodeConfig {
     /// Peers to talk to while the state machine knows no members yet (a
     /// member joining an existing cluster, before its first snapshot).
     pub bootstrap_peers: Vec<(u64, Vec<String>)>,
+    pub metrics: crate::metrics::RaftMetrics,
 }
 
 /// Entries kept behind the applied index when the log is truncated, so a
@@ -334,6 +335,10 @@ impl Node {
         self.apply(ready.take_committed_entries())?;
         let durable_applied = self.applied;
         let must_flush = !ready.entries().is_empty() || ready.hs().is_some();
+        if !ready.entries().is_empty() {
+            let entries = ready.entries().len() as f64;
+            self.config.metrics.entries_per_ready.observe(entries);
+        }
         self.log.append(ready.entries())?;
         if let Some(hard_state) = ready.hs() {
             self.log.set_hard_state(hard_state)?;
@@ -343,7 +348,12 @@ impl Node {
                 .fetch_max(hard_state.commit, Ordering::AcqRel);
         }
         if must_flush {
+            let started = Instant::now();
             self.backend.flush()?;
+            let metrics = &self.config.metrics;
+            metrics
+                .flush_seconds
+                .observe(started.elapsed().as_secs_f64());
         }
         self.send(ready.take_persisted_messages());
         let mut light = self.raw.advance(ready);
