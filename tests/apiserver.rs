@@ -35,6 +35,7 @@ macro_rules! on_both_backends {
 on_both_backends!(
     a_write_through_one_apiserver_is_read_at_once_through_the_other,
     a_watch_on_one_apiserver_resumes_at_a_revision_seen_on_the_other,
+    a_watch_without_a_revision_starts_from_the_current_state,
 );
 
 fn rv(object: &Value) -> i64 {
@@ -171,6 +172,60 @@ fn a_write_through_one_apiserver_is_read_at_once_through_the_other(backend: Back
     ));
     assert_eq!(code, 200, "exact reads come from the store: {status}");
     assert!(!names(&status).contains(&"zz-late".to_string()));
+}
+
+/// Collects a watch's events up to its first BOOKMARK (or a quiet spell).
+fn initial_events(watch: &mut WatchEvents) -> (Vec<String>, Option<Value>) {
+    let mut added = Vec::new();
+    while let Some(event) = watch.next(Duration::from_millis(200)) {
+        match event["type"].as_str() {
+            Some("ADDED") => added.push(
+                event["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            ),
+            Some("BOOKMARK") => return (added, Some(event["object"].clone())),
+            _ => panic!("not an initial event: {event}"),
+        }
+    }
+    (added, None)
+}
+
+/// A watch without a revision starts from the store's current state, as
+/// a consistent list would: its initial ADDEDs include a write made a
+/// moment before through the other gateway.
+fn a_watch_without_a_revision_starts_from_the_current_state(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
+    let other = cluster.add_apiserver("apiserver-b");
+    let mut a = Http::connect(cluster.port);
+    for i in 0..20 {
+        let name = format!("iw-{i}");
+        let connected = WatchEvents::connect(other.port);
+        let (code, created) = a.request("POST", CMS, Some(&configmap(&name, i)));
+        assert_eq!(code, 201, "{created}");
+        let (path, streaming) = if i % 2 == 0 {
+            (format!("{CMS}?watch=1"), false)
+        } else {
+            let query = "watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan";
+            (
+                format!("{CMS}?{query}&resourceVersion={}", rv(&created)),
+                true,
+            )
+        };
+        let mut watch = connected.start(&path);
+        let (added, bookmark) = initial_events(&mut watch);
+        assert_eq!(added.len(), i as usize + 1, "round {i}: {added:?}");
+        assert!(added.contains(&name), "round {i}: {added:?}");
+        if streaming {
+            let bookmark = bookmark.expect("the initial-events-end bookmark");
+            assert_eq!(
+                bookmark["metadata"]["annotations"]["k8s.io/initial-events-end"],
+                "true"
+            );
+            assert!(rv(&bookmark) >= rv(&created), "{bookmark}");
+        }
+    }
 }
 
 fn a_watch_on_one_apiserver_resumes_at_a_revision_seen_on_the_other(backend: Backend) {

@@ -454,19 +454,28 @@ pub struct WatchEvents {
 impl WatchEvents {
     /// Opens `GET <path>` (a `?watch=1` path) and checks for 200.
     pub fn open(port: u16, path: &str) -> WatchEvents {
+        WatchEvents::connect(port).start(path)
+    }
+
+    /// A connection ready to send a watch request on, so that a test can
+    /// connect first and ask right after a write.
+    pub fn connect(port: u16) -> WatchEvents {
+        WatchEvents {
+            reader: Http::connect(port).reader,
+            pending: Vec::new(),
+        }
+    }
+
+    pub fn start(mut self, path: &str) -> WatchEvents {
         use std::io::Write;
-        let mut http = Http::connect(port);
         write!(
-            http.reader.get_mut(),
+            self.reader.get_mut(),
             "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\r\n"
         )
         .expect("send the watch");
-        let (code, _) = read_head(&mut http.reader);
+        let (code, _) = read_head(&mut self.reader);
         assert_eq!(code, 200, "watch {path}");
-        WatchEvents {
-            reader: http.reader,
-            pending: Vec::new(),
-        }
+        self
     }
 
     /// The next event, or None if the stream ends or stays quiet for

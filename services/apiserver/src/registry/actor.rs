@@ -36,7 +36,7 @@ struct Waiter {
     respond: Respond,
 }
 
-type Respond = Box<dyn FnOnce(&ResourceActor, Result<i64, ApiError>)>;
+type Respond = Box<dyn FnOnce(&mut ResourceActor, Result<i64, ApiError>)>;
 
 pub struct ResourceActor {
     handle: Handle,
@@ -246,7 +246,7 @@ impl Handler<Get> for ResourceActor {
         let (name, part) = (msg.name, msg.part);
         let key = self.handle.key(&msg.namespace, &name);
         let read_key = key.clone();
-        let answer = move |actor: &ResourceActor, _: i64| match actor.cache.get(&key) {
+        let answer = move |actor: &mut ResourceActor, _: i64| match actor.cache.get(&key) {
             Some(object) => Ok(flow::render(object.as_ref().clone(), part)),
             None => Err(actor.handle.not_found(&name)),
         };
@@ -302,7 +302,7 @@ impl Handler<List> for ResourceActor {
         let prefix = self.handle.collection(msg.namespace.as_deref());
         let any = options.resource_version.as_deref() == Some("0");
         let read_prefix = prefix.clone();
-        let answer = move |actor: &ResourceActor, revision: i64| {
+        let answer = move |actor: &mut ResourceActor, revision: i64| {
             Ok(actor.cached_page(&read_prefix, &options, revision))
         };
         if any {
@@ -360,14 +360,15 @@ impl ResourceActor {
         key: String,
         prefix: bool,
         min: Option<i64>,
-        answer: impl FnOnce(&ResourceActor, i64) -> Result<T, ApiError> + 'static,
+        answer: impl FnOnce(&mut ResourceActor, i64) -> Result<T, ApiError> + 'static,
     ) -> Answer<T> {
         if min.is_some_and(|min| self.cache.revision() >= min) {
-            let result = answer(self, self.cache.revision());
+            let revision = self.cache.revision();
+            let result = answer(self, revision);
             return Box::pin(async move { result });
         }
         let (sender, receiver) = oneshot::channel();
-        let respond: Respond = Box::new(move |actor: &ResourceActor, revision| {
+        let respond: Respond = Box::new(move |actor: &mut ResourceActor, revision| {
             let _ = sender.send(revision.and_then(|revision| answer(actor, revision)));
         });
         let store = self.handle.store.clone();
@@ -443,39 +444,55 @@ pub struct Watch {
 }
 
 impl Handler<Watch> for ResourceActor {
-    type Result = Result<mpsc::Receiver<WatchItem>, ApiError>;
+    type Result = Answer<mpsc::Receiver<WatchItem>>;
 
-    fn handle(&mut self, msg: Watch, _: &mut Context<Self>) -> Self::Result {
-        flow::check_fields(&self.handle, &msg.options)?;
+    /// From a given revision: the window's later events, then live ones.
+    /// Otherwise (and with `sendInitialEvents`) the current objects as
+    /// ADDED first: for `resourceVersion=0` whatever the cache holds; unset,
+    /// once the cache holds the store's current state; with a revision,
+    /// once it is not older than that.
+    fn handle(&mut self, msg: Watch, ctx: &mut Context<Self>) -> Self::Result {
+        let checked =
+            flow::check_fields(&self.handle, &msg.options).and_then(|_| msg.options.revision());
+        let from = match checked {
+            Ok(from) => from,
+            Err(err) => return Box::pin(async move { Err(err) }),
+        };
         let (sender, receiver) = mpsc::channel(crate::cache::WATCHER_BUFFER);
         let strategy = self.handle.strategy.clone();
-        let (namespace, options) = (msg.namespace, msg.options.clone());
+        let (namespace, options) = (msg.namespace.clone(), msg.options.clone());
         let filter = Box::new(move |o: &Value| {
             namespace
                 .as_deref()
                 .is_none_or(|ns| meta::namespace(o) == ns)
                 && flow::matches(strategy.as_ref(), &options, o)
         });
-        let from = msg.options.revision()?;
-        let after = from.unwrap_or(self.cache.revision());
-        let end = msg
-            .options
-            .send_initial_events
-            .then(|| self.bookmark_object(self.cache.revision(), true));
-        let watcher = Watcher {
-            sender,
-            filter,
-            bookmarks: msg.options.bookmarks,
-            after,
+        let initial = msg.options.send_initial_events || from.is_none();
+        let (bookmarks, end_bookmark) = (msg.options.bookmarks, msg.options.send_initial_events);
+        let register = move |actor: &mut ResourceActor, revision: i64| {
+            let watcher = Watcher {
+                sender,
+                filter,
+                bookmarks,
+                // The initial state is the cache's; later events follow it.
+                after: if initial {
+                    actor.cache.revision()
+                } else {
+                    from.unwrap_or(0)
+                },
+            };
+            let end = end_bookmark.then(|| actor.bookmark_object(revision, true));
+            actor
+                .cache
+                .watch(watcher, if initial { None } else { from }, end)
+                .map(|_| receiver)
         };
-        // sendInitialEvents replays state even from a given revision.
-        let from = if msg.options.send_initial_events {
-            None
-        } else {
-            from
-        };
-        self.cache.watch(watcher, from, end)?;
-        Ok(receiver)
+        if !initial || msg.options.resource_version.as_deref() == Some("0") {
+            let result = register(self, self.cache.revision());
+            return Box::pin(async move { result });
+        }
+        let prefix = self.handle.collection(msg.namespace.as_deref());
+        self.read_fresh(ctx, prefix, true, from, register)
     }
 }
 
