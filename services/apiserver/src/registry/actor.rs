@@ -25,6 +25,8 @@ const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
 /// How long a consistent read waits for the watch cache to catch up with
 /// the revision a linearizable read of the store returned.
 pub const CATCH_UP: Duration = Duration::from_secs(3);
+/// How long a consistent read waits for the store's linearizable answer.
+const STORE_READ: Duration = Duration::from_secs(10);
 
 /// A read waiting for the cache to reflect the store's state.
 struct Waiter {
@@ -373,7 +375,15 @@ impl ResourceActor {
         });
         let store = self.handle.store.clone();
         let read_key = key.clone();
-        let read = async move { store.freshness(&read_key, prefix).await };
+        let read = async move {
+            match tokio::time::timeout(STORE_READ, store.freshness(&read_key, prefix)).await {
+                Ok(result) => result,
+                Err(_) => Err(StorageError::Unavailable(format!(
+                    "no answer to a linearizable read within {}s",
+                    STORE_READ.as_secs()
+                ))),
+            }
+        };
         ctx.spawn(read.into_actor(self).map(move |result, actor, ctx| {
             let store = match result {
                 Ok(store) => store,
