@@ -14,7 +14,7 @@ use kube::runtime::{reflector, watcher, WatchStreamExt};
 use kube::Client;
 use serde_json::json;
 
-use capstan_tests::apiserver::{ApiCluster, Backend, StoreBackend};
+use capstan_tests::apiserver::{ApiCluster, Backend};
 
 fn client(port: u16) -> Client {
     let url = format!("http://127.0.0.1:{port}").parse().unwrap();
@@ -59,7 +59,11 @@ macro_rules! on_both_backends {
     };
 }
 
-on_both_backends!(typed_crud_subresources_and_errors, a_leader_election_lease);
+on_both_backends!(
+    typed_crud_subresources_and_errors,
+    a_leader_election_lease,
+    a_reflector_stays_in_sync_across_a_store_restart,
+);
 
 async fn typed_crud_subresources_and_errors(backend: Backend) {
     let cluster = tokio::task::block_in_place(|| ApiCluster::start_on(backend));
@@ -295,9 +299,8 @@ async fn a_leader_election_lease(backend: Backend) {
 /// A reflector (list, then watch, re-watching from its last revision)
 /// keeps the same view as the API server while the store under it is
 /// killed with SIGKILL and started again.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_reflector_stays_in_sync_across_a_store_restart() {
-    let mut cluster = tokio::task::block_in_place(|| ApiCluster::start_on(Backend::Capstan));
+async fn a_reflector_stays_in_sync_across_a_store_restart(backend: Backend) {
+    let mut cluster = tokio::task::block_in_place(|| ApiCluster::start_on(backend));
     let client = client(cluster.port);
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
     let pp = PostParams::default();
@@ -317,14 +320,7 @@ async fn a_reflector_stays_in_sync_across_a_store_restart() {
     });
     wait_for(&reader, &[("a", "0"), ("b", "0")]).await;
 
-    let StoreBackend::Capstan(store) = &mut cluster.store else {
-        unreachable!("started on capstan-store")
-    };
-    tokio::task::block_in_place(|| {
-        store.kill9();
-        std::thread::sleep(Duration::from_millis(500));
-        store.restart();
-    });
+    tokio::task::block_in_place(|| cluster.store.kill9_and_restart());
 
     // Writes after the restart, through the same API server, retried while
     // it reconnects to the store.

@@ -60,16 +60,30 @@ pub const BACKENDS: [Backend; 2] = [Backend::Capstan, Backend::Etcd];
 /// in `data_dir`; killed when dropped.
 pub struct EtcdProcess {
     process: Killed,
+    data_dir: PathBuf,
     pub client_port: u16,
+    peer_port: u16,
     pub log: PathBuf,
 }
 
 impl EtcdProcess {
     pub fn start(data_dir: &Path) -> EtcdProcess {
         let client_port = free_port();
-        let client = format!("http://127.0.0.1:{client_port}");
-        let peer = format!("http://127.0.0.1:{}", free_port());
+        let peer_port = free_port();
         let log = data_dir.with_extension("log");
+        let process = EtcdProcess::spawn(data_dir, client_port, peer_port, &log);
+        EtcdProcess {
+            process,
+            data_dir: data_dir.to_path_buf(),
+            client_port,
+            peer_port,
+            log,
+        }
+    }
+
+    fn spawn(data_dir: &Path, client_port: u16, peer_port: u16, log: &Path) -> Killed {
+        let client = format!("http://127.0.0.1:{client_port}");
+        let peer = format!("http://127.0.0.1:{peer_port}");
         let mut command = Command::new("/usr/bin/etcd");
         command
             .arg("--name")
@@ -81,7 +95,17 @@ impl EtcdProcess {
             .args(["--listen-peer-urls", &peer])
             .args(["--initial-advertise-peer-urls", &peer])
             .args(["--initial-cluster", &format!("default={peer}")]);
-        let mut process = Killed(spawn_logged(&mut command, &log));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("open the etcd log");
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("start etcd");
+        let mut process = Killed(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if http_get(client_port, "/health").is_some_and(|b| b.contains("true")) {
@@ -90,22 +114,26 @@ impl EtcdProcess {
             if let Ok(Some(status)) = process.0.try_wait() {
                 panic!(
                     "etcd exited ({status}); log:\n{}",
-                    std::fs::read_to_string(&log).unwrap_or_default()
+                    std::fs::read_to_string(log).unwrap_or_default()
                 );
             }
             assert!(
                 Instant::now() < deadline,
                 "etcd did not become healthy; log:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
+                std::fs::read_to_string(log).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        process.0.try_wait().expect("etcd still runs");
-        EtcdProcess {
-            process,
-            client_port,
-            log,
-        }
+        process
+    }
+
+    /// SIGKILL, then start again on the same data and ports.
+    pub fn restart(&mut self) {
+        let _ = self.process.0.kill();
+        let _ = self.process.0.wait();
+        std::thread::sleep(Duration::from_millis(500));
+        self.process =
+            EtcdProcess::spawn(&self.data_dir, self.client_port, self.peer_port, &self.log);
     }
 
     pub fn url(&self) -> String {
@@ -135,6 +163,18 @@ impl StoreBackend {
         match self {
             StoreBackend::Capstan(store) => store.url(),
             StoreBackend::Etcd(etcd) => etcd.url(),
+        }
+    }
+
+    /// SIGKILL the store and start it again on the same data and ports.
+    pub fn kill9_and_restart(&mut self) {
+        match self {
+            StoreBackend::Capstan(store) => {
+                store.kill9();
+                std::thread::sleep(Duration::from_millis(500));
+                store.restart();
+            }
+            StoreBackend::Etcd(etcd) => etcd.restart(),
         }
     }
 }
