@@ -55,6 +55,9 @@ pub enum StoreError {
     NotLeader,
     #[error("etcdserver: {0}")]
     Unimplemented(&'static str),
+    /// A setting that cannot work.
+    #[error("configuration: {0}")]
+    Config(String),
     /// A local storage failure. The member cannot go on safely after one.
     #[error("etcdserver: storage error: {0}")]
     Storage(String),
@@ -75,7 +78,7 @@ impl StoreError {
             | NotLeader => Code::FailedPrecondition,
             NoLeader | LeaderChanged | Timeout | Stopped => Code::Unavailable,
             Unimplemented(_) => Code::Unimplemented,
-            Storage(_) | Corrupt(_) => Code::Internal,
+            Storage(_) | Corrupt(_) | Config(_) => Code::Internal,
         }
     }
 }

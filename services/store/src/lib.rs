@@ -62,20 +62,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let applied = mvcc.applied_index()?;
     let log = log.with_state_machine(mvcc.clone());
     let metrics = metrics::Metrics::new();
-    let node_config = NodeConfig {
-        member_id: cluster.local_id,
-        tick: config.tick(),
-        election_ticks: config.election_ticks(),
-        heartbeat_ticks: 1,
-        snapshot_count: config.snapshot_count,
-        request_timeout: REQUEST_TIMEOUT,
-        metrics: metrics.raft.clone(),
-        bootstrap_peers: cluster
-            .initial_members
-            .iter()
-            .map(|m| (m.id, m.peer_urls.clone()))
-            .collect(),
-    };
+    let node_config = node_config(config, &cluster, &metrics);
     let applier = Applier::new(mvcc.clone(), lessor.clone(), hub.clone());
     let transport = Arc::new(GrpcTransport::new(
         cluster.local_id,
@@ -111,13 +98,36 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         metrics,
         peers: Default::default(),
     });
-    tokio::spawn(jobs::run_lease_expiry(ctx.clone()));
+    spawn_jobs(&ctx, config)?;
+    Ok(ctx)
+}
+
+fn node_config(config: &StoreConfig, cluster: &Cluster, metrics: &metrics::Metrics) -> NodeConfig {
+    NodeConfig {
+        member_id: cluster.local_id,
+        tick: config.tick(),
+        election_ticks: config.election_ticks(),
+        heartbeat_ticks: 1,
+        snapshot_count: config.snapshot_count,
+        request_timeout: REQUEST_TIMEOUT,
+        metrics: metrics.raft.clone(),
+        bootstrap_peers: cluster
+            .initial_members
+            .iter()
+            .map(|m| (m.id, m.peer_urls.clone()))
+            .collect(),
+    }
+}
+
+/// The member's background work; see [`jobs`].
+fn spawn_jobs(ctx: &Arc<Context>, config: &StoreConfig) -> Result<()> {
     let policy = config
         .compaction_policy()
-        .map_err(|err| StoreError::Storage(err.to_string()))?;
+        .map_err(|err| StoreError::Config(err.to_string()))?;
+    tokio::spawn(jobs::run_lease_expiry(ctx.clone()));
     tokio::spawn(jobs::run_auto_compaction(ctx.clone(), policy));
     tokio::spawn(jobs::publish_attributes(ctx.clone()));
-    Ok(ctx)
+    Ok(())
 }
 
 /// The state every initial member of a new cluster starts from, identical
@@ -131,6 +141,25 @@ fn bootstrap_new_cluster(cluster: &Cluster, log: &RaftLog, mvcc: &MvccStore) -> 
     mvcc.backend().flush()
 }
 
+/// Binds `url` and returns, with the listener, a future that resolves when
+/// `stop` says the member is shutting down.
+async fn listen(
+    url: &str,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> Result<(
+    tokio::net::TcpListener,
+    impl Future<Output = ()> + Send + 'static,
+)> {
+    let listener = server::bind(url)
+        .await
+        .map_err(|err| StoreError::Config(format!("listen on {url}: {err}")))?;
+    let mut stop = stop.clone();
+    let stopped = async move {
+        let _ = stop.wait_for(|stopped| *stopped).await;
+    };
+    Ok((listener, stopped))
+}
+
 /// Runs a member until `shutdown` resolves: opens its state, binds every
 /// client URL, serves.
 pub async fn run(
@@ -141,29 +170,17 @@ pub async fn run(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = Vec::new();
     for url in split_urls(&config.listen_client_urls) {
-        let listener = server::bind(&url)
-            .await
-            .map_err(|err| StoreError::Storage(format!("listen on {url}: {err}")))?;
+        let (listener, stop) = listen(&url, &stop_rx).await?;
         tracing::info!(%url, "serving the etcd v3 API");
-        let mut stop = stop_rx.clone();
-        let signal = async move {
-            let _ = stop.wait_for(|stopped| *stopped).await;
-        };
-        servers.push(tokio::spawn(server::serve(ctx.clone(), listener, signal)));
+        servers.push(tokio::spawn(server::serve(ctx.clone(), listener, stop)));
     }
     for url in split_urls(&config.listen_peer_urls) {
-        let listener = server::bind(&url)
-            .await
-            .map_err(|err| StoreError::Storage(format!("listen on {url}: {err}")))?;
+        let (listener, stop) = listen(&url, &stop_rx).await?;
         tracing::info!(%url, "serving peers");
-        let mut stop = stop_rx.clone();
-        let signal = async move {
-            let _ = stop.wait_for(|stopped| *stopped).await;
-        };
         servers.push(tokio::spawn(server::serve_peers(
             ctx.clone(),
             listener,
-            signal,
+            stop,
         )));
     }
     shutdown.await;

@@ -131,7 +131,7 @@ impl Cluster {
             .iter()
             .find(|m| m.name == config.name)
             .ok_or_else(|| {
-                StoreError::Storage(format!(
+                StoreError::Config(format!(
                     "--initial-cluster has no member named {:?}",
                     config.name
                 ))
@@ -186,7 +186,7 @@ fn parse_initial_cluster(config: &StoreConfig) -> Result<Vec<Member>> {
     let mut members: Vec<Member> = Vec::new();
     for pair in split_urls(&config.initial_cluster) {
         let (name, url) = pair.split_once('=').ok_or_else(|| {
-            StoreError::Storage(format!("--initial-cluster entry {pair:?} is not name=url"))
+            StoreError::Config(format!("--initial-cluster entry {pair:?} is not name=url"))
         })?;
         match members.iter_mut().find(|m| m.name == name) {
             Some(member) => member.peer_urls.push(url.to_string()),

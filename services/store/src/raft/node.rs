@@ -115,7 +115,7 @@ pub fn start_node(
     };
     raft_config
         .validate()
-        .map_err(|err| StoreError::Storage(format!("raft config: {err}")))?;
+        .map_err(|err| StoreError::Config(format!("raft: {err}")))?;
     let mut raw = RawNode::new(&raft_config, log.clone(), &raft_logger())
         .map_err(|err| StoreError::Storage(format!("raft node: {err}")))?;
     if log.conf_state().voters == [config.member_id] {
