@@ -166,6 +166,18 @@ fn a_write_through_one_apiserver_is_read_at_once_through_the_other(backend: Back
         (504, Some("Timeout")),
         "{status}"
     );
+    let (code, status) = b.get(&format!("{CMS}?watch=1&fieldSelector=spec.nope%3Dx"));
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (400, Some("BadRequest")),
+        "{status}"
+    );
+    let mut expired = WatchEvents::open(other.port, &format!("{CMS}?watch=1&resourceVersion=1"));
+    let error = expired
+        .next(Duration::from_secs(5))
+        .expect("an ERROR event");
+    assert_eq!(error["type"], "ERROR", "{error}");
+    assert_eq!(error["object"]["code"], 410, "{error}");
     let (code, status) = b.get(&format!(
         "{CMS}?resourceVersion={}&resourceVersionMatch=Exact&limit=5",
         rv(&first)

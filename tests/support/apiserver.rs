@@ -489,6 +489,7 @@ fn read_chunk(reader: &mut impl BufRead) -> Option<Vec<u8>> {
 pub struct WatchEvents {
     reader: std::io::BufReader<std::net::TcpStream>,
     pending: Vec<u8>,
+    ended: bool,
 }
 
 impl WatchEvents {
@@ -503,6 +504,7 @@ impl WatchEvents {
         WatchEvents {
             reader: Http::connect(port).reader,
             pending: Vec::new(),
+            ended: false,
         }
     }
 
@@ -513,8 +515,20 @@ impl WatchEvents {
             "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\r\n"
         )
         .expect("send the watch");
-        let (code, _) = read_head(&mut self.reader);
+        let (code, headers) = read_head(&mut self.reader);
         assert_eq!(code, 200, "watch {path}");
+        if !headers.contains("transfer-encoding: chunked") {
+            // A watch that ended before it began: one body, then nothing.
+            let length = headers
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().expect("a length"));
+            let mut body = vec![0; length];
+            std::io::Read::read_exact(&mut self.reader, &mut body).expect("read a body");
+            self.pending = body;
+            self.pending.push(b'\n');
+            self.ended = true;
+        }
         self
     }
 
@@ -532,6 +546,9 @@ impl WatchEvents {
                     continue;
                 }
                 return Some(serde_json::from_slice(&line).expect("a JSON watch event"));
+            }
+            if self.ended {
+                return None;
             }
             let chunk = read_chunk(&mut self.reader)?;
             self.pending.extend(chunk);

@@ -151,6 +151,14 @@ async fn dispatch(
                 })
                 .await
                 .map_err(mailbox)?;
+            // As kube-apiserver: a watch that cannot start for a reason of
+            // its own (a bad field selector, a cache that cannot catch up)
+            // is an HTTP error; a too old revision is a 200 stream with
+            // one ERROR event.
+            let receiver = match receiver {
+                Err(err) if err.code() != 410 => return Err(err),
+                other => other,
+            };
             Ok(watch::respond(
                 receiver,
                 entry.strategy.clone(),
