@@ -163,16 +163,34 @@ impl Session {
     }
 
     /// Answers a progress request once every watcher of the stream is
-    /// caught up; the header revision then says all events up to it were sent.
+    /// caught up; the header revision then says all events up to it were
+    /// sent. While some watcher is still replaying history the answer waits
+    /// (in the background, polling) rather than being dropped.
     fn progress(&mut self) -> Option<(WatchResponse, Option<Register>)> {
-        let revision = self.ctx.hub.progress(self.stream_id)?;
-        let mut response = WatchResponse {
+        let progress = |ctx: &Context, revision: i64| WatchResponse {
             watch_id: -1,
+            header: Some(ctx.header(revision)),
             ..Default::default()
         };
-        response.header = Some(self.ctx.header(revision));
-        Some((response, None))
+        if let Some(revision) = self.ctx.hub.progress(self.stream_id) {
+            return Some((progress(&self.ctx, revision), None));
+        }
+        let (ctx, tx, stream_id) = (self.ctx.clone(), self.tx.clone(), self.stream_id);
+        tokio::spawn(async move {
+            for _ in 0..PROGRESS_POLLS {
+                tokio::time::sleep(PROGRESS_POLL_INTERVAL).await;
+                if let Some(revision) = ctx.hub.progress(stream_id) {
+                    let _ = tx.send(progress(&ctx, revision)).await;
+                    return;
+                }
+            }
+        });
+        None
     }
 }
+
+/// A deferred progress answer is retried this often, this many times.
+const PROGRESS_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(20);
+const PROGRESS_POLLS: usize = 500;
 
 type Register = Box<dyn FnOnce(&mut Session) + Send>;
