@@ -1,0 +1,87 @@
+//! Bounding history and the raft log on a single member: automatic
+//! compaction, and a raft log truncated behind the applied index that still
+//! restarts correctly after kill -9.
+
+use std::time::Duration;
+
+use capstan_tests::client::connect;
+use capstan_tests::poll::wait_for_async;
+use capstan_tests::store::TempStore;
+use etcd_client::{Error, GetOptions};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn periodic_auto_compaction_discards_history_older_than_the_retention() {
+    let store = TempStore::start(&["--auto-compaction-retention", "2s"]);
+    let mut client = connect(&store).await;
+    let first = client
+        .put("k", "1", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    client.put("k", "2", None).await.unwrap();
+    wait_for_async(
+        Duration::from_secs(15),
+        "auto-compaction past the first put",
+        || {
+            let mut client = client.clone();
+            async move {
+                client.put("tick", "", None).await.ok()?;
+                match client
+                    .get("k", Some(GetOptions::new().with_revision(first)))
+                    .await
+                {
+                    Err(Error::GRpcStatus(status)) if status.message().contains("compacted") => {
+                        Some(())
+                    }
+                    _ => None,
+                }
+            }
+        },
+    )
+    .await;
+    // The newest value survives compaction.
+    let resp = client.get("k", None).await.unwrap();
+    assert_eq!(resp.kvs()[0].value(), b"2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_raft_log_restarts_with_every_write() {
+    let mut store = TempStore::start(&["--snapshot-count", "20"]);
+    let mut client = connect(&store).await;
+    for i in 0..300 {
+        client
+            .put(format!("t{i:03}"), format!("{i}"), None)
+            .await
+            .unwrap();
+    }
+    assert!(
+        store.log().contains("truncating the raft log"),
+        "the log was never truncated"
+    );
+    store.kill9();
+    store.restart();
+    let mut client = connect(&store).await;
+    let resp = client
+        .get("t", Some(GetOptions::new().with_prefix()))
+        .await
+        .unwrap();
+    assert_eq!(resp.kvs().len(), 300);
+    assert!(resp
+        .kvs()
+        .iter()
+        .enumerate()
+        .all(|(i, kv)| kv.value() == i.to_string().as_bytes()));
+    let next = client
+        .put("after", "", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    assert_eq!(
+        next, 302,
+        "revisions continue without a gap after the restart"
+    );
+}
