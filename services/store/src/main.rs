@@ -15,17 +15,8 @@ async fn main() {
         }
     };
     capstan_telemetry::init_logging(&config.log_level);
-    if let Err(err) = capstan_store::run(config, shutdown_signal()).await {
+    if let Err(err) = capstan_store::run(config, capstan_telemetry::shutdown_signal()).await {
         tracing::error!(%err, "capstan-store failed");
         std::process::exit(1);
-    }
-}
-
-async fn shutdown_signal() {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("install SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
     }
 }

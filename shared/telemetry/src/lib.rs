@@ -1,4 +1,5 @@
-//! Logging set-up shared by Capstan's binaries.
+//! Process plumbing shared by Capstan's binaries: logging and the shutdown
+//! signal.
 
 use std::io::IsTerminal;
 
@@ -17,4 +18,15 @@ pub fn init_logging(default_level: &str) {
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(true)
         .try_init();
+}
+
+/// Resolves on Ctrl-C or SIGTERM, the signals an operator or an init system
+/// sends to stop a server gracefully.
+pub async fn shutdown_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
 }
