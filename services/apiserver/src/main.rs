@@ -14,19 +14,12 @@ fn main() {
         }
     };
     capstan_telemetry::init_logging(&config.log_level);
-    let result =
-        actix_rt::System::new().block_on(capstan_apiserver::run(config, shutdown_signal()));
+    let result = actix_rt::System::new().block_on(capstan_apiserver::run(
+        config,
+        capstan_telemetry::shutdown_signal(),
+    ));
     if let Err(err) = result {
         tracing::error!(%err, "capstan-apiserver failed");
         std::process::exit(1);
-    }
-}
-
-async fn shutdown_signal() {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("install SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
     }
 }

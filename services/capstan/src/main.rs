@@ -91,13 +91,12 @@ fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
 async fn shutdown_signal_or(
     api: &std::thread::JoinHandle<Result<(), capstan_apiserver::StartError>>,
 ) {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("install SIGTERM handler");
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+    let shutdown = capstan_telemetry::shutdown_signal();
+    tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => return,
-            _ = terminate.recv() => return,
+            _ = &mut shutdown => return,
             _ = tick.tick() => if api.is_finished() { return },
         }
     }
