@@ -498,7 +498,25 @@ fn etcdctl_moves_the_leader_and_adds_promotes_and_removes_a_member() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    etcdctl_ok(&joiner.endpoint(), &["put", "from-the-new-member", "v"]);
+    // Right after its promotion the new voter may briefly know no leader
+    // ("etcdserver: no leader", Unavailable); clients retry that.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let put = etcdctl(
+            &joiner.endpoint(),
+            &["put", "from-the-new-member", "v"],
+            None,
+        );
+        if put.ok {
+            break;
+        }
+        assert!(
+            put.stderr.contains("no leader") && Instant::now() < deadline,
+            "put through the new member failed: {}",
+            put.stderr
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let removed = etcdctl_ok(&all, &["member", "remove", &new_id]);
     assert!(removed.contains("removed"), "{removed}");
     assert_eq!(member_ids(&all).len(), 3);

@@ -49,6 +49,8 @@ pub enum StoreError {
     PeerUrlExists,
     #[error("etcdserver: can only promote a learner member")]
     NotLearner,
+    #[error("etcdserver: can only promote a learner member which is in sync with leader")]
+    LearnerNotReady,
     #[error("etcdserver: bad leader transferee")]
     BadLeaderTransferee,
     #[error("etcdserver: not leader")]
@@ -74,8 +76,8 @@ impl StoreError {
             | RequestTooLarge | InvalidSortOption => Code::InvalidArgument,
             Compacted | FutureRevision | LeaseTtlTooLarge => Code::OutOfRange,
             LeaseNotFound | MemberNotFound => Code::NotFound,
-            LeaseExists | MemberExists | PeerUrlExists | NotLearner | BadLeaderTransferee
-            | NotLeader => Code::FailedPrecondition,
+            LeaseExists | MemberExists | PeerUrlExists | NotLearner | LearnerNotReady
+            | BadLeaderTransferee | NotLeader => Code::FailedPrecondition,
             NoLeader | LeaderChanged | Timeout | Stopped => Code::Unavailable,
             Unimplemented(_) => Code::Unimplemented,
             Storage(_) | Corrupt(_) | Config(_) => Code::Internal,

@@ -44,6 +44,12 @@ pub enum NodeMsg {
     TransferLeader {
         to: u64,
     },
+    /// Whether a learner has caught up with the leader's log (None when
+    /// this member is not the leader and cannot tell).
+    LearnerInSync {
+        id: u64,
+        done: oneshot::Sender<Option<bool>>,
+    },
 }
 
 /// What the Ready loop publishes about the node, for status and headers.
@@ -128,6 +134,16 @@ impl RaftHandle {
             })
             .map_err(|_| StoreError::Stopped)?;
         self.wait_outcome(wait).await
+    }
+
+    /// On the leader: whether learner `id` has caught up (etcd promotes a
+    /// learner only then). None on other members.
+    pub async fn learner_in_sync(&self, id: u64) -> Result<Option<bool>> {
+        let (done, wait) = oneshot::channel();
+        self.tx
+            .send(NodeMsg::LearnerInSync { id, done })
+            .map_err(|_| StoreError::Stopped)?;
+        wait.await.map_err(|_| StoreError::Stopped)
     }
 
     pub fn transfer_leader(&self, to: u64) -> Result<()> {

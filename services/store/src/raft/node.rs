@@ -249,7 +249,22 @@ impl Node {
             NodeMsg::Unreachable { to } => self.raw.report_unreachable(to),
             NodeMsg::SnapshotReport { to, status } => self.raw.report_snapshot(to, status),
             NodeMsg::TransferLeader { to } => self.raw.transfer_leader(to),
+            NodeMsg::LearnerInSync { id, done } => {
+                let _ = done.send(self.learner_in_sync(id));
+            }
         }
+    }
+
+    /// A learner counts as in sync once it has 90% of the committed log,
+    /// etcd's rule for promotion.
+    fn learner_in_sync(&self, id: u64) -> Option<bool> {
+        let raft = &self.raw.raft;
+        if raft.state != StateRole::Leader {
+            return None;
+        }
+        let matched = raft.prs().get(id).map_or(0, |progress| progress.matched);
+        let committed = raft.raft_log.committed;
+        Some(matched as f64 >= committed as f64 * 0.9)
     }
 
     /// Remembers who waits for a proposal. `before` is the last log index

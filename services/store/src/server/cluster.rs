@@ -102,6 +102,11 @@ impl ClusterService {
         if !record.is_learner {
             return Err(StoreError::NotLearner);
         }
+        // Only the leader knows how far the learner got, so only a promotion
+        // sent to the leader is checked (etcd forwards it there; we do not yet).
+        if self.0.raft.learner_in_sync(record.id).await? == Some(false) {
+            return Err(StoreError::LearnerNotReady);
+        }
         let members = self.change(ConfChangeType::AddNode, record).await?;
         Ok(MemberPromoteResponse {
             header: Some(self.0.header(self.0.mvcc.current_revision())),
