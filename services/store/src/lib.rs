@@ -38,6 +38,9 @@ use crate::server::{Context, Limits};
 use crate::storage::{Backend, SledBackend};
 use crate::watch::WatchHub;
 
+/// How long open connections may take to close when the member stops.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
 /// How long a client request may wait for raft before it fails.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(7);
 
@@ -186,8 +189,11 @@ pub async fn run(
     shutdown.await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
-    for server in servers {
-        let _ = server.await;
+    // Graceful shutdown waits for open connections to end, and the peer
+    // streams of other members never do: give them a moment, then go.
+    let drained = futures::future::join_all(servers);
+    if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
+        tracing::info!("connections still open after {SHUTDOWN_GRACE:?}; stopping anyway");
     }
     ctx.mvcc.backend().flush()?;
     Ok(())
