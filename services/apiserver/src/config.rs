@@ -42,26 +42,16 @@ pub struct ApiserverConfig {
     pub log_level: String,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("configuration: {0}")]
-    Load(#[from] config::ConfigError),
-    #[error("configuration: {field}: {reason}")]
-    Invalid { field: &'static str, reason: String },
-}
+pub use capstan_telemetry::settings::ConfigError;
 
 impl ApiserverConfig {
     pub fn load(flags: &Flags) -> Result<Self, ConfigError> {
-        let mut builder = config::Config::builder()
+        let defaults = config::Config::builder()
             .set_default("etcd_servers", "http://127.0.0.1:2379")?
             .set_default("bind_address", "127.0.0.1")?
             .set_default("port", 8080)?
             .set_default("storage_prefix", "/registry")?
             .set_default("log_level", "info")?;
-        if let Some(path) = &flags.config_file {
-            builder = builder.add_source(config::File::from(path.as_path()).required(true));
-        }
-        builder = builder.add_source(config::Environment::with_prefix("CAPSTAN"));
         let overrides = [
             ("etcd_servers", flags.etcd_servers.clone()),
             ("bind_address", flags.bind_address.clone()),
@@ -69,12 +59,11 @@ impl ApiserverConfig {
             ("storage_prefix", flags.storage_prefix.clone()),
             ("log_level", flags.log_level.clone()),
         ];
-        for (key, value) in overrides {
-            if let Some(value) = value {
-                builder = builder.set_override(key, value)?;
-            }
-        }
-        let config: ApiserverConfig = builder.build()?.try_deserialize()?;
+        let config: ApiserverConfig = capstan_telemetry::settings::load_layered(
+            defaults,
+            flags.config_file.as_deref(),
+            &overrides,
+        )?;
         config.validate()?;
         Ok(config)
     }

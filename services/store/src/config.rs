@@ -99,17 +99,11 @@ pub struct StoreConfig {
     pub log_level: String,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("configuration: {0}")]
-    Load(#[from] config::ConfigError),
-    #[error("configuration: {field}: {reason}")]
-    Invalid { field: &'static str, reason: String },
-}
+pub use capstan_telemetry::settings::ConfigError;
 
 impl StoreConfig {
     pub fn load(flags: &Flags) -> Result<Self, ConfigError> {
-        let mut builder = config::Config::builder()
+        let defaults = config::Config::builder()
             .set_default("name", "default")?
             .set_default("data_dir", "default.capstan")?
             .set_default("listen_client_urls", "http://127.0.0.1:2379")?
@@ -128,10 +122,6 @@ impl StoreConfig {
             .set_default("max_txn_ops", 128)?
             .set_default("watch_progress_notify_interval", "10m")?
             .set_default("log_level", "info")?;
-        if let Some(path) = &flags.config_file {
-            builder = builder.add_source(config::File::from(path.as_path()).required(true));
-        }
-        builder = builder.add_source(config::Environment::with_prefix("CAPSTAN"));
         let overrides: [(&str, Option<String>); 18] = [
             ("name", flags.name.clone()),
             (
@@ -176,12 +166,11 @@ impl StoreConfig {
             ),
             ("log_level", flags.log_level.clone()),
         ];
-        for (key, value) in overrides {
-            if let Some(value) = value {
-                builder = builder.set_override(key, value)?;
-            }
-        }
-        let mut config: StoreConfig = builder.build()?.try_deserialize()?;
+        let mut config: StoreConfig = capstan_telemetry::settings::load_layered(
+            defaults,
+            flags.config_file.as_deref(),
+            &overrides,
+        )?;
         config.fill_derived_defaults();
         config.validate()?;
         Ok(config)

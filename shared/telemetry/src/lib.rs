@@ -1,5 +1,7 @@
-//! Process plumbing shared by Capstan's binaries: logging and the shutdown
-//! signal.
+//! Process plumbing shared by Capstan's binaries: logging, configuration
+//! layering and the shutdown signal.
+
+pub mod settings;
 
 use std::io::IsTerminal;
 
