@@ -12,27 +12,7 @@ use capstan_tests::apiserver::{ApiCluster, Backend, Http, WatchEvents};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
-/// Each test body runs on a `capstan-store` and on a real etcd 3.4.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod capstan_store {
-            use capstan_tests::apiserver::Backend;
-            $(#[test]
-            fn $name() {
-                super::$name(Backend::Capstan)
-            })*
-        }
-        mod etcd {
-            use capstan_tests::apiserver::Backend;
-            $(#[test]
-            fn $name() {
-                super::$name(Backend::Etcd)
-            })*
-        }
-    };
-}
-
-on_both_backends!(
+capstan_tests::on_both_backends!(
     a_write_through_one_apiserver_is_read_at_once_through_the_other,
     a_watch_on_one_apiserver_resumes_at_a_revision_seen_on_the_other,
     a_watch_without_a_revision_starts_from_the_current_state,

@@ -39,27 +39,8 @@ fn reason(err: kube::Error) -> (u16, String) {
     }
 }
 
-/// Each test body runs on a `capstan-store` and on a real etcd 3.4.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod capstan_store {
-            use capstan_tests::apiserver::Backend;
-            $(#[tokio::test(flavor = "multi_thread")]
-            async fn $name() {
-                super::$name(Backend::Capstan).await
-            })*
-        }
-        mod etcd {
-            use capstan_tests::apiserver::Backend;
-            $(#[tokio::test(flavor = "multi_thread")]
-            async fn $name() {
-                super::$name(Backend::Etcd).await
-            })*
-        }
-    };
-}
-
-on_both_backends!(
+capstan_tests::on_both_backends!(
+    async:
     typed_crud_subresources_and_errors,
     a_leader_election_lease,
     a_reflector_stays_in_sync_across_a_store_restart,

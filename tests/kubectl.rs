@@ -37,28 +37,7 @@ spec:
   ports: [{port: 80}]
 "#;
 
-/// Each test body runs twice: `capstan-apiserver` on a `capstan-store`,
-/// and on a real etcd 3.4 (Debian's `/usr/bin/etcd`).
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod capstan_store {
-            use capstan_tests::apiserver::Backend;
-            $(#[test]
-            fn $name() {
-                super::$name(Backend::Capstan)
-            })*
-        }
-        mod etcd {
-            use capstan_tests::apiserver::Backend;
-            $(#[test]
-            fn $name() {
-                super::$name(Backend::Etcd)
-            })*
-        }
-    };
-}
-
-on_both_backends!(
+capstan_tests::on_both_backends!(
     apply_then_apply_again_and_read_back_in_every_form,
     get_watch_sees_added_modified_deleted,
     edits_generators_scale_and_conflicts,

@@ -555,3 +555,42 @@ impl WatchEvents {
         }
     }
 }
+
+/// Runs each named test body twice: `capstan-apiserver` on a `capstan-store`
+/// and on a real etcd 3.4. Bodies take a [`Backend`]; `async:` marks async
+/// bodies, run on a multi-threaded tokio runtime.
+#[macro_export]
+macro_rules! on_both_backends {
+    (async: $($name:ident),* $(,)?) => {
+        mod capstan_store {
+            use capstan_tests::apiserver::Backend;
+            $(#[tokio::test(flavor = "multi_thread")]
+            async fn $name() {
+                super::$name(Backend::Capstan).await
+            })*
+        }
+        mod etcd {
+            use capstan_tests::apiserver::Backend;
+            $(#[tokio::test(flavor = "multi_thread")]
+            async fn $name() {
+                super::$name(Backend::Etcd).await
+            })*
+        }
+    };
+    ($($name:ident),* $(,)?) => {
+        mod capstan_store {
+            use capstan_tests::apiserver::Backend;
+            $(#[test]
+            fn $name() {
+                super::$name(Backend::Capstan)
+            })*
+        }
+        mod etcd {
+            use capstan_tests::apiserver::Backend;
+            $(#[test]
+            fn $name() {
+                super::$name(Backend::Etcd)
+            })*
+        }
+    };
+}
