@@ -192,8 +192,10 @@ fn apply_then_apply_again_and_read_back_in_every_form(backend: Backend) {
         everywhere.contains("NAMESPACE") && everywhere.contains("settings"),
         "{everywhere}"
     );
+    // Five: every cluster also has the `kubernetes` service in default.
     let chunked = kubectl.ok(&["get", "deploy,svc,cm,pods", "--chunk-size=1", "-o", "name"]);
-    assert_eq!(chunked.lines().count(), 4, "{chunked}");
+    assert_eq!(chunked.lines().count(), 5, "{chunked}");
+    assert!(chunked.contains("service/kubernetes"), "{chunked}");
     let all = kubectl.ok(&["get", "all"]);
     assert!(
         all.contains("pod/demo")

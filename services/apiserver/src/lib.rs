@@ -12,9 +12,11 @@
 //! [`run`] serves until a shutdown future completes; the `capstan` binary
 //! embeds it next to a store member.
 
+pub mod bootstrap;
 pub mod cache;
 pub mod codec;
 pub mod config;
+pub mod controllers;
 pub mod error;
 pub mod metrics;
 pub mod object;

@@ -45,6 +45,8 @@ pub async fn run(
     let handles: Vec<_> = arbiters.iter().map(|a| a.handle()).collect();
     let catalog = Arc::new(Catalog::start(&client, &config.storage_prefix, &handles).await?);
     create_system_namespaces(&catalog).await?;
+    crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, config.port).await?;
+    actix_rt::spawn(crate::controllers::run(catalog.clone()));
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
         catalog,

@@ -7,6 +7,17 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
+/// The time `seconds` from now, as [`now_rfc3339`] writes it.
+pub fn rfc3339_in(seconds: i64) -> String {
+    let later = SystemTime::now() + Duration::from_secs(seconds.max(0) as u64);
+    humantime::format_rfc3339_seconds(later).to_string()
+}
+
+/// Whether `timestamp` is now or earlier (an unreadable one counts as past).
+pub fn is_past(timestamp: &str) -> bool {
+    humantime::parse_rfc3339(timestamp).map_or(true, |t| t <= SystemTime::now())
+}
+
 /// Age of a timestamp, or `<unknown>` when it does not parse.
 pub fn age(timestamp: Option<&str>) -> String {
     let Some(then) = timestamp.and_then(|t| humantime::parse_rfc3339(t).ok()) else {

@@ -615,4 +615,40 @@ mod messages {
             })
         }
     }
+
+    /// `pods/<name>/binding` (see [`super::super::binding`]).
+    #[derive(Message)]
+    #[rtype(result = "Result<Value, ApiError>")]
+    pub struct Bind {
+        pub namespace: String,
+        pub name: String,
+        pub binding: Value,
+        pub options: WriteOptions,
+    }
+
+    impl Handler<Bind> for ResourceActor {
+        type Result = Answer<Value>;
+
+        fn handle(&mut self, m: Bind, _: &mut Context<Self>) -> Self::Result {
+            let h = self.handle.clone();
+            Box::pin(async move {
+                crate::registry::binding::bind(&h, &m.namespace, &m.name, m.binding, m.options)
+                    .await
+            })
+        }
+    }
+
+    /// Every object the watch cache holds now (for the controllers, which
+    /// look at all of them; a snapshot may trail the store a little).
+    #[derive(Message)]
+    #[rtype(result = "Vec<Arc<Value>>")]
+    pub struct Snapshot;
+
+    impl Handler<Snapshot> for ResourceActor {
+        type Result = Vec<Arc<Value>>;
+
+        fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
+            self.cache.objects().cloned().collect()
+        }
+    }
 }

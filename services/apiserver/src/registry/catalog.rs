@@ -19,6 +19,8 @@ pub struct Entry {
 
 pub struct Catalog {
     entries: Vec<Entry>,
+    /// Told after every delete (see [`Handle::deletions`]).
+    pub deletions: Arc<tokio::sync::Notify>,
     index: HashMap<(String, String, String), usize>,
 }
 
@@ -29,26 +31,26 @@ impl Catalog {
         prefix: &str,
         arbiters: &[actix::ArbiterHandle],
     ) -> Result<Catalog, StorageError> {
+        let deletions = Arc::new(tokio::sync::Notify::new());
+        let handle_of = |strategy: &Arc<dyn Strategy>| Handle {
+            strategy: strategy.clone(),
+            store: Store::new(client),
+            prefix: prefix.to_string(),
+            namespace_contents: Vec::new(),
+            deletions: deletions.clone(),
+        };
         let strategies = kinds::all();
-        let contents: Vec<String> = strategies
+        let contents: Vec<Handle> = strategies
             .iter()
             .filter(|s| s.def().namespaced)
-            .map(|s| format!("{prefix}/{}/", s.def().resource))
+            .map(handle_of)
             .collect();
         let mut entries = Vec::new();
         for (i, strategy) in strategies.into_iter().enumerate() {
-            let is_namespaces =
-                strategy.def().resource == "namespaces" && strategy.def().group.is_empty();
-            let handle = Handle {
-                strategy: strategy.clone(),
-                store: Store::new(client),
-                prefix: prefix.to_string(),
-                namespace_contents: if is_namespaces {
-                    contents.clone()
-                } else {
-                    Vec::new()
-                },
-            };
+            let mut handle = handle_of(&strategy);
+            if strategy.def().resource == "namespaces" && strategy.def().group.is_empty() {
+                handle.namespace_contents = contents.clone();
+            }
             let actor =
                 ResourceActor::start(handle, client.clone(), &arbiters[i % arbiters.len()]).await?;
             entries.push(Entry { strategy, actor });
@@ -68,7 +70,11 @@ impl Catalog {
                 )
             })
             .collect();
-        Ok(Catalog { entries, index })
+        Ok(Catalog {
+            entries,
+            deletions,
+            index,
+        })
     }
 
     pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<&Entry> {

@@ -9,8 +9,10 @@ use std::sync::Arc;
 use base64::Engine;
 use serde_json::{json, Value};
 
+use super::claims::{self, ClaimFailure};
+pub use super::deletion::{delete, delete_collection};
 use super::kinds::{workload, NAMESPACES};
-use super::options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
+use super::options::{FieldValidation, ListOptions, WriteOptions};
 use super::strategy::{field_value, supports_field, Strategy};
 use crate::error::ApiError;
 use crate::object::meta::{self, validate_metadata};
@@ -25,9 +27,12 @@ pub struct Handle {
     pub store: Store,
     /// The storage prefix, `/registry`.
     pub prefix: String,
-    /// For namespaces only: the key prefixes of every namespaced type,
-    /// whose `<prefix><ns>/` ranges are removed when a namespace goes.
-    pub namespace_contents: Vec<String>,
+    /// For namespaces only: every namespaced type, whose objects in a
+    /// namespace are deleted when the namespace goes.
+    pub namespace_contents: Vec<Handle>,
+    /// Told after every delete, so the controllers that finish deletions
+    /// (garbage collection, namespace contents) look soon.
+    pub deletions: Arc<tokio::sync::Notify>,
 }
 
 /// A successful write: HTTP code, body, and Warning header texts.
@@ -92,7 +97,15 @@ impl Handle {
         }
     }
 
-    async fn read(&self, namespace: &str, name: &str) -> Result<Stored, ApiError> {
+    pub(crate) fn claim_error(&self, name: &str, failure: ClaimFailure) -> ApiError {
+        match failure {
+            ClaimFailure::Store(e) => self.storage_error(name, e),
+            ClaimFailure::Refused(e) => e,
+            ClaimFailure::Repick => ApiError::Internal("a unique value could not be picked".into()),
+        }
+    }
+
+    pub(crate) async fn read(&self, namespace: &str, name: &str) -> Result<Stored, ApiError> {
         let found = self
             .store
             .get(&self.key(namespace, name))
@@ -226,6 +239,8 @@ pub async fn create(
     let (mut obj, warnings) = h.decode(&body, &options)?;
     prepare_create_metadata(h, &mut obj, namespace);
     h.strategy.prepare_for_create(&mut obj);
+    let unpicked = obj.clone();
+    h.strategy.allocate(&mut obj, None);
     h.validate(&obj, None)?;
     h.check_namespace(namespace).await?;
     let name = meta::name(&obj).to_string();
@@ -237,11 +252,16 @@ pub async fn create(
         });
     }
     let key = h.key(namespace, &name);
-    match h.store.create(&key, &obj).await {
-        Ok(revision) => meta::set_resource_version(&mut obj, revision),
-        Err(StorageError::Exists) => return own_retried_create(h, namespace, &name, &obj).await,
-        Err(e) => return Err(h.storage_error(&name, e)),
-    }
+    let obj = match claims::create(h, &key, &unpicked, obj).await {
+        Ok((mut obj, revision)) => {
+            meta::set_resource_version(&mut obj, revision);
+            obj
+        }
+        Err(ClaimFailure::Store(StorageError::Exists)) => {
+            return own_retried_create(h, namespace, &name, &unpicked).await
+        }
+        Err(failure) => return Err(h.claim_error(&name, failure)),
+    };
     Ok(Reply {
         code: 201,
         body: obj,
@@ -337,7 +357,9 @@ where
         }
         h.check_type(&proposed)?;
         let (decoded, warnings) = h.decode(&proposed, options)?;
-        let new = prepare_update(h, decoded, &current.object, part);
+        let mut new = prepare_update(h, decoded, &current.object, part);
+        let requested = h.strategy.claims(&new);
+        h.strategy.allocate(&mut new, Some(&current.object));
         if same_content(&new, &current.object) {
             return Ok(Reply {
                 code: 200,
@@ -359,7 +381,7 @@ where
             && !new["metadata"]["deletionTimestamp"].is_null()
         {
             // The last finalizer of a deleting object is gone: it goes.
-            match h.store.delete(&key, current.mod_revision).await {
+            match claims::delete(h, &key, &current.object, current.mod_revision).await {
                 Ok(_) => {
                     return Ok(Reply {
                         code: 200,
@@ -371,7 +393,15 @@ where
                 Err(e) => return Err(h.storage_error(name, e)),
             }
         }
-        match h.store.update(&key, &new, current.mod_revision).await {
+        let written = claims::update(
+            h,
+            &key,
+            &requested,
+            &new,
+            &current.object,
+            current.mod_revision,
+        );
+        match written.await {
             Ok(revision) => {
                 let mut new = new;
                 meta::set_resource_version(&mut new, revision);
@@ -381,8 +411,9 @@ where
                     warnings,
                 });
             }
-            Err(StorageError::Conflict) if !pinned => continue,
-            Err(e) => return Err(h.storage_error(name, e)),
+            Err(ClaimFailure::Store(StorageError::Conflict)) if !pinned => continue,
+            Err(ClaimFailure::Repick) => continue,
+            Err(failure) => return Err(h.claim_error(name, failure)),
         }
     }
 }
@@ -501,168 +532,6 @@ pub async fn patch(
         Ok((new, pinned || rv_changed))
     })
     .await
-}
-
-pub async fn delete(
-    h: &Handle,
-    namespace: &str,
-    name: &str,
-    options: DeleteOptions,
-) -> Result<Reply, ApiError> {
-    loop {
-        let current = h.read(namespace, name).await?;
-        check_preconditions(h, &current, &options)?;
-        let terminating = !h.namespace_contents.is_empty();
-        if terminating || meta::has_finalizers(&current.object) {
-            return mark_deleting(h, namespace, name, current, terminating, options).await;
-        }
-        if options.dry_run {
-            return Ok(Reply {
-                code: 200,
-                body: current.object,
-                warnings: Vec::new(),
-            });
-        }
-        match h
-            .store
-            .delete(&h.key(namespace, name), current.mod_revision)
-            .await
-        {
-            Ok(_) => {
-                return Ok(Reply {
-                    code: 200,
-                    body: current.object,
-                    warnings: Vec::new(),
-                })
-            }
-            Err(StorageError::Conflict) => continue,
-            Err(e) => return Err(h.storage_error(name, e)),
-        }
-    }
-}
-
-fn check_preconditions(
-    h: &Handle,
-    current: &Stored,
-    options: &DeleteOptions,
-) -> Result<(), ApiError> {
-    let conflict = |what: &str, want: &str, have: &str| {
-        let message = format!(
-            "Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"
-        );
-        Err(ApiError::Conflict(
-            h.def().target(meta::name(&current.object)),
-            message,
-        ))
-    };
-    if let Some(uid) = &options.uid {
-        let have = current.object["metadata"]["uid"].as_str().unwrap_or("");
-        if uid != have {
-            return conflict("UID", uid, have);
-        }
-    }
-    if let Some(rv) = &options.resource_version {
-        if *rv != current.mod_revision.to_string() {
-            return conflict("ResourceVersion", rv, &current.mod_revision.to_string());
-        }
-    }
-    Ok(())
-}
-
-/// Finalizers (or a namespace's contents) hold the object: it gets a
-/// deletionTimestamp now and goes when they are done.
-async fn mark_deleting(
-    h: &Handle,
-    namespace: &str,
-    name: &str,
-    current: Stored,
-    terminating: bool,
-    options: DeleteOptions,
-) -> Result<Reply, ApiError> {
-    let mut obj = current.object.clone();
-    if obj["metadata"]["deletionTimestamp"].is_null() {
-        let metadata = meta::metadata_mut(&mut obj);
-        metadata.insert("deletionTimestamp".into(), now_rfc3339().into());
-        metadata.insert("deletionGracePeriodSeconds".into(), 0.into());
-        if terminating {
-            obj["status"]["phase"] = "Terminating".into();
-        }
-    }
-    if options.dry_run {
-        return Ok(Reply {
-            code: 200,
-            body: obj,
-            warnings: Vec::new(),
-        });
-    }
-    if obj != current.object {
-        let revision = h
-            .store
-            .update(&h.key(namespace, name), &obj, current.mod_revision)
-            .await
-            .map_err(|e| h.storage_error(name, e))?;
-        meta::set_resource_version(&mut obj, revision);
-    }
-    if terminating {
-        let handle = h.clone();
-        let name = name.to_string();
-        actix_rt::spawn(async move {
-            if let Err(err) = finalize_namespace(&handle, &name).await {
-                tracing::warn!(namespace = %name, %err, "namespace finalization failed");
-            }
-        });
-    }
-    Ok(Reply {
-        code: 200,
-        body: obj,
-        warnings: Vec::new(),
-    })
-}
-
-/// Removes a terminating namespace's contents, then the namespace.
-async fn finalize_namespace(h: &Handle, name: &str) -> Result<(), StorageError> {
-    for prefix in &h.namespace_contents {
-        h.store.delete_prefix(&format!("{prefix}{name}/")).await?;
-    }
-    let key = h.key("", name);
-    if let Some(current) = h.store.get(&key).await? {
-        h.store.delete(&key, current.mod_revision).await?;
-    }
-    Ok(())
-}
-
-pub async fn delete_collection(
-    h: &Handle,
-    namespace: Option<&str>,
-    list_options: ListOptions,
-    options: DeleteOptions,
-) -> Result<Vec<Value>, ApiError> {
-    let page = list(
-        h,
-        namespace,
-        ListOptions {
-            limit: 0,
-            continue_token: None,
-            ..list_options
-        },
-    )
-    .await?;
-    let mut deleted = Vec::new();
-    for item in page.items {
-        match delete(
-            h,
-            meta::namespace(&item),
-            meta::name(&item),
-            options.clone(),
-        )
-        .await
-        {
-            Ok(reply) => deleted.push(reply.body),
-            Err(ApiError::NotFound(_)) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(deleted)
 }
 
 /// The opaque continue token: the snapshot revision and the next key.

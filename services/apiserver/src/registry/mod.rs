@@ -4,7 +4,10 @@
 //! [`kinds::all`], not a new flow.
 
 pub mod actor;
+pub mod binding;
 pub mod catalog;
+pub mod claims;
+pub mod deletion;
 pub mod flow;
 pub mod kinds;
 pub mod options;
@@ -12,4 +15,4 @@ pub mod strategy;
 pub mod typed;
 
 pub use catalog::Catalog;
-pub use strategy::{Column, ResourceDef, Strategy};
+pub use strategy::{Claim, Column, ResourceDef, Strategy};

@@ -110,6 +110,20 @@ pub fn age_cell(obj: &Value) -> Value {
     Value::String(time::age(obj["metadata"]["creationTimestamp"].as_str()))
 }
 
+/// A value an object holds alone across the cluster, such as a service's
+/// cluster IP: the store keeps one claim key per value (see
+/// `storage::claims`), written with the object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    /// The claim's name under the claims prefix: `serviceips/10.96.0.10`.
+    pub name: String,
+    /// Where the object holds the value, for the cause when it is taken.
+    pub field: String,
+    pub value: String,
+    /// What the cause says when another object holds it.
+    pub taken: &'static str,
+}
+
 pub trait Strategy: Send + Sync + 'static {
     fn def(&self) -> &ResourceDef;
 
@@ -132,6 +146,16 @@ pub trait Strategy: Send + Sync + 'static {
     fn validate_update(&self, new: &Value, _old: &Value) -> Vec<Cause> {
         self.validate(new)
     }
+
+    /// Values `obj` holds alone across the cluster.
+    fn claims(&self, _obj: &Value) -> Vec<Claim> {
+        Vec::new()
+    }
+
+    /// Picks the unique values `obj` leaves to the server (at random, so
+    /// a pick that turns out taken is redone by calling this again on the
+    /// unpicked object), carrying over what `old` already holds.
+    fn allocate(&self, _obj: &mut Value, _old: Option<&Value>) {}
 
     /// Table columns after `Name`.
     fn columns(&self) -> Vec<Column> {

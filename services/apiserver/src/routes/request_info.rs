@@ -69,7 +69,7 @@ impl RequestInfo {
             [resource, name, sub] => (*resource, Some(name.to_string()), Some(sub.to_string())),
             _ => return Err(ApiError::UnknownPath),
         };
-        let verb = verb_of(method, name.is_some(), watch)?;
+        let verb = verb_of(method, name.is_some(), subresource.is_some(), watch)?;
         Ok(RequestInfo {
             verb,
             group: group.into(),
@@ -91,8 +91,11 @@ impl RequestInfo {
     }
 }
 
-fn verb_of(method: &Method, named: bool, watch: bool) -> Result<Verb, ApiError> {
+/// A POST to a named object's subresource (`pods/<name>/binding`) is a
+/// create of that subresource.
+fn verb_of(method: &Method, named: bool, sub: bool, watch: bool) -> Result<Verb, ApiError> {
     Ok(match (method.as_str(), named) {
+        ("POST", true) if sub => Verb::Create,
         ("GET", true) if watch => Verb::Watch,
         ("GET", true) => Verb::Get,
         ("GET", false) if watch => Verb::Watch,

@@ -94,15 +94,19 @@ async fn dispatch(
     info: &RequestInfo,
     query: &Query,
 ) -> Result<HttpResponse, ApiError> {
+    if info.group.is_empty() && info.resource == "bindings" {
+        return pod_binding(req, payload, state, info, query).await;
+    }
     let entry = state
         .catalog
         .find(&info.group, &info.version, &info.resource)
         .ok_or(ApiError::UnknownPath)?;
-    if info.group.is_empty()
-        && info.resource == "pods"
-        && info.subresource.as_deref() == Some("log")
-    {
-        return pod_log(entry, info, query).await;
+    if info.group.is_empty() && info.resource == "pods" {
+        match info.subresource.as_deref() {
+            Some("log") => return pod_log(entry, info, query).await,
+            Some("binding") => return pod_binding(req, payload, state, info, query).await,
+            _ => {}
+        }
     }
     let part = check_path(entry, info)?;
     let form = if part == Part::Scale {
@@ -348,4 +352,43 @@ async fn pod_log(
              runs no kubelet to fetch them from"
         ))),
     }
+}
+
+/// `POST pods/<name>/binding`, or the older `POST bindings` with the pod
+/// named in the body: assigns the pod to a node (what a scheduler does).
+async fn pod_binding(
+    req: &HttpRequest,
+    payload: web::Payload,
+    state: &AppState,
+    info: &RequestInfo,
+    query: &Query,
+) -> Result<HttpResponse, ApiError> {
+    let collection = info.resource == "bindings";
+    let addressed = match collection {
+        true => info.name.is_none() && info.subresource.is_none(),
+        false => info.name.is_some(),
+    };
+    if info.verb != Verb::Create || info.namespace.is_none() || !addressed {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let binding = decode(req, read_body(payload).await?)?;
+    let name = match collection {
+        true => crate::object::meta::name(&binding).to_string(),
+        false => info.name.clone().unwrap_or_default(),
+    };
+    let pods = state
+        .catalog
+        .find("", "v1", "pods")
+        .ok_or(ApiError::UnknownPath)?;
+    let status = pods
+        .actor
+        .send(actor::Bind {
+            namespace: info.namespace.clone().unwrap_or_default(),
+            name,
+            binding,
+            options: WriteOptions::parse(query)?,
+        })
+        .await
+        .map_err(mailbox)??;
+    Ok(json(201, status, &[]))
 }

@@ -170,6 +170,12 @@ impl Store {
         Ok(response.header().map(|h| h.revision()).unwrap_or(0))
     }
 
+    /// Runs a transaction as it is (for writes that claim or release
+    /// other keys with the object, see `claims.rs`).
+    pub(super) async fn txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StorageError> {
+        Ok(self.kv.clone().txn(txn).await?)
+    }
+
     async fn commit(&self, txn: Txn, on_failed_compare: StorageError) -> Result<i64, StorageError> {
         let response = self.kv.clone().txn(txn).await?;
         if !response.succeeded() {

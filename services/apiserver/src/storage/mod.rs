@@ -4,8 +4,10 @@
 //! `resourceVersion` is the store revision of its last write (it is not
 //! stored inside the value; it is set when the value is read).
 
+mod claims;
 mod errors;
 mod etcd;
 
+pub use claims::{ClaimError, CLAIMS};
 pub use errors::StorageError;
 pub use etcd::{decode, Freshness, Listing, Store, Stored};

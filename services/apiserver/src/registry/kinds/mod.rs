@@ -6,6 +6,7 @@ mod namespace;
 mod pod;
 mod secret;
 mod service;
+pub mod service_ranges;
 mod simple;
 pub mod workload;
 

@@ -1,0 +1,278 @@
+//! Deletion as Kubernetes does it. An object goes at once, unless
+//! something must happen first; then it is marked (deletionTimestamp) and
+//! goes when that is done:
+//! - finalizers: their owners remove them with updates;
+//! - propagationPolicy Foreground or Orphan: the garbage collector
+//!   (`controllers::garbage_collector`) removes the dependents or lets go
+//!   of them, then the `foregroundDeletion` or `orphan` finalizer;
+//! - a pod on a node, with a grace period: kubelet's part, played here by
+//!   `controllers::pod_termination` when the grace period ends;
+//! - a namespace: its contents are deleted first.
+
+use serde_json::{json, Value};
+
+use super::claims;
+use super::flow::{list, Handle, Reply};
+use super::options::{DeleteOptions, ListOptions};
+use crate::error::ApiError;
+use crate::object::meta;
+use crate::object::time::{is_past, now_rfc3339, rfc3339_in};
+use crate::storage::{StorageError, Stored};
+
+pub const FOREGROUND: &str = "foregroundDeletion";
+pub const ORPHAN: &str = "orphan";
+
+/// What a delete request does to the object as it is now.
+#[derive(Debug, PartialEq)]
+enum Plan {
+    Remove,
+    /// Write this marked object and keep it.
+    Mark(Value),
+}
+
+fn is_namespace(h: &Handle) -> bool {
+    let def = h.strategy.def();
+    def.group.is_empty() && def.resource == "namespaces"
+}
+
+fn is_pod(h: &Handle) -> bool {
+    let def = h.strategy.def();
+    def.group.is_empty() && def.resource == "pods"
+}
+
+/// The grace period a pod's deletion gets: the request's, else the
+/// pod's own; 0 for a pod on no node (nothing runs it).
+fn pod_grace(pod: &Value, options: &DeleteOptions) -> i64 {
+    if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+        return 0;
+    }
+    let own = pod["spec"]["terminationGracePeriodSeconds"].as_i64();
+    let grace = options.grace_period.or(own).unwrap_or(30);
+    // A negative period means "as soon as possible", which is 1 s.
+    if grace < 0 {
+        1
+    } else {
+        grace
+    }
+}
+
+fn add_finalizer(obj: &mut Value, finalizer: &str) {
+    let metadata = meta::metadata_mut(obj);
+    let list = metadata.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(list) = list.as_array_mut() {
+        if !list.iter().any(|f| f == finalizer) {
+            list.push(finalizer.into());
+        }
+    }
+}
+
+/// Decides, without side effects, what deleting `obj` means.
+fn plan(h: &Handle, obj: &Value, options: &DeleteOptions) -> Plan {
+    let mut marked = obj.clone();
+    match options.propagation.as_deref() {
+        Some("Foreground") => add_finalizer(&mut marked, FOREGROUND),
+        Some("Orphan") => add_finalizer(&mut marked, ORPHAN),
+        _ => {}
+    }
+    let deleting = !obj["metadata"]["deletionTimestamp"].is_null();
+    let grace = if is_pod(h) {
+        pod_grace(obj, options)
+    } else {
+        0
+    };
+    let held = is_namespace(h) || meta::has_finalizers(&marked);
+    if !held && grace == 0 {
+        return Plan::Remove;
+    }
+    if !deleting || shortens(obj, grace) {
+        let at = if grace > 0 {
+            rfc3339_in(grace)
+        } else {
+            now_rfc3339()
+        };
+        let metadata = meta::metadata_mut(&mut marked);
+        metadata.insert("deletionTimestamp".into(), at.into());
+        metadata.insert("deletionGracePeriodSeconds".into(), grace.into());
+        if grace > 0 {
+            let generation = obj["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+            metadata.insert("generation".into(), generation.into());
+        }
+    }
+    if is_namespace(h) {
+        marked["status"]["phase"] = "Terminating".into();
+    }
+    Plan::Mark(marked)
+}
+
+/// A second delete may only shorten a grace period that is running.
+fn shortens(obj: &Value, grace: i64) -> bool {
+    let running = obj["metadata"]["deletionGracePeriodSeconds"].as_i64();
+    running.is_some_and(|r| grace < r)
+}
+
+pub async fn delete(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    options: DeleteOptions,
+) -> Result<Reply, ApiError> {
+    loop {
+        let current = h.read(namespace, name).await?;
+        check_preconditions(h, &current, &options)?;
+        let reply = |body| Reply {
+            code: 200,
+            body,
+            warnings: Vec::new(),
+        };
+        let plan = plan(h, &current.object, &options);
+        if options.dry_run {
+            return Ok(reply(match plan {
+                Plan::Remove => current.object,
+                Plan::Mark(marked) => marked,
+            }));
+        }
+        let key = h.key(namespace, name);
+        let written = match &plan {
+            Plan::Remove => claims::delete(h, &key, &current.object, current.mod_revision).await,
+            Plan::Mark(marked) if *marked == current.object => Ok(current.mod_revision),
+            Plan::Mark(marked) => h.store.update(&key, marked, current.mod_revision).await,
+        };
+        let revision = match written {
+            Ok(revision) => revision,
+            Err(StorageError::Conflict) => continue,
+            Err(e) => return Err(h.storage_error(name, e)),
+        };
+        h.deletions.notify_one();
+        return Ok(reply(match plan {
+            Plan::Remove => current.object,
+            Plan::Mark(mut marked) => {
+                meta::set_resource_version(&mut marked, revision);
+                if is_namespace(h) {
+                    spawn_namespace_cleanup(h, name);
+                }
+                marked
+            }
+        }));
+    }
+}
+
+fn check_preconditions(
+    h: &Handle,
+    current: &Stored,
+    options: &DeleteOptions,
+) -> Result<(), ApiError> {
+    let conflict = |what: &str, want: &str, have: &str| {
+        let message = format!(
+            "Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"
+        );
+        Err(ApiError::Conflict(
+            h.strategy.def().target(meta::name(&current.object)),
+            message,
+        ))
+    };
+    if let Some(uid) = &options.uid {
+        let have = current.object["metadata"]["uid"].as_str().unwrap_or("");
+        if uid != have {
+            return conflict("UID", uid, have);
+        }
+    }
+    if let Some(rv) = &options.resource_version {
+        if *rv != current.mod_revision.to_string() {
+            return conflict("ResourceVersion", rv, &current.mod_revision.to_string());
+        }
+    }
+    Ok(())
+}
+
+fn spawn_namespace_cleanup(h: &Handle, name: &str) {
+    let (handle, name) = (h.clone(), name.to_string());
+    actix_rt::spawn(async move {
+        if let Err(err) = finish_namespace(&handle, &name).await {
+            tracing::warn!(namespace = %name, %err, "namespace cleanup failed; it is retried");
+        }
+    });
+}
+
+/// Deletes a terminating namespace's contents through each type's own
+/// deletion (so their finalizers and claims are honoured), and the
+/// namespace itself once nothing is left in it. Returns whether it went;
+/// a namespace whose contents are still held is tried again later.
+pub async fn finish_namespace(h: &Handle, name: &str) -> Result<bool, ApiError> {
+    let mut left = 0;
+    for contents in &h.namespace_contents {
+        let everything = ListOptions::default();
+        delete_collection(contents, Some(name), everything, DeleteOptions::default()).await?;
+        let page = list(
+            contents,
+            Some(name),
+            ListOptions {
+                limit: 1,
+                ..Default::default()
+            },
+        )
+        .await?;
+        left += page.items.len();
+    }
+    if left > 0 {
+        return Ok(false);
+    }
+    let Some(current) = h
+        .store
+        .get(&h.key("", name))
+        .await
+        .map_err(|e| h.storage_error(name, e))?
+    else {
+        return Ok(true);
+    };
+    let marked = !current.object["metadata"]["deletionTimestamp"].is_null();
+    if !marked || meta::has_finalizers(&current.object) {
+        return Ok(false);
+    }
+    match h.store.delete(&h.key("", name), current.mod_revision).await {
+        Ok(_) | Err(StorageError::Conflict) => Ok(true),
+        Err(e) => Err(h.storage_error(name, e)),
+    }
+}
+
+/// Whether a pod's grace period is over (its deletionTimestamp passed).
+pub fn grace_expired(pod: &Value) -> bool {
+    let at = pod["metadata"]["deletionTimestamp"].as_str();
+    let graceful = pod["metadata"]["deletionGracePeriodSeconds"]
+        .as_i64()
+        .is_some_and(|g| g > 0);
+    graceful && at.is_some_and(is_past)
+}
+
+pub async fn delete_collection(
+    h: &Handle,
+    namespace: Option<&str>,
+    list_options: ListOptions,
+    options: DeleteOptions,
+) -> Result<Vec<Value>, ApiError> {
+    let page = list(
+        h,
+        namespace,
+        ListOptions {
+            limit: 0,
+            continue_token: None,
+            ..list_options
+        },
+    )
+    .await?;
+    let mut deleted = Vec::new();
+    for item in page.items {
+        match delete(
+            h,
+            meta::namespace(&item),
+            meta::name(&item),
+            options.clone(),
+        )
+        .await
+        {
+            Ok(reply) => deleted.push(reply.body),
+            Err(ApiError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(deleted)
+}

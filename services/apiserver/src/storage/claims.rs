@@ -1,0 +1,161 @@
+//! Claims: keys that make a value unique across the cluster, such as a
+//! service's cluster IP or node port. A claim is created in the same
+//! transaction as the write that takes the value and removed in the same
+//! transaction as the write that gives it up, so several API servers can
+//! allocate from one range without a lock, and a crash never leaves an
+//! object without its claim (or a claim without its object).
+
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
+use serde_json::Value;
+
+use super::etcd::encode;
+use super::{StorageError, Store};
+
+/// Where claims live under the storage prefix: `<prefix>/claims/<name>`.
+pub const CLAIMS: &str = "claims";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// Claims another object holds (full keys).
+    #[error("already claimed: {0:?}")]
+    Taken(Vec<String>),
+}
+
+/// What a claim holds: the owner's key and uid, so that a claim left by
+/// an earlier object of the same name is not mistaken for this one's.
+pub fn owner_of(key: &str, object: &Value) -> String {
+    let uid = object["metadata"]["uid"].as_str().unwrap_or("");
+    format!("{key} {uid}")
+}
+
+/// The compares and puts that take `claims` for `owner`.
+fn claiming(owner: &str, claims: &[String]) -> (Vec<Compare>, Vec<TxnOp>) {
+    let compares = claims
+        .iter()
+        .map(|c| Compare::create_revision(c.as_str(), CompareOp::Equal, 0))
+        .collect();
+    let puts = claims
+        .iter()
+        .map(|c| TxnOp::put(c.as_str(), owner, None))
+        .collect();
+    (compares, puts)
+}
+
+impl Store {
+    /// Creates `object` at `key` together with `claims`, or tells why not:
+    /// the key exists, or some claims are another object's.
+    pub async fn create_claiming(
+        &self,
+        key: &str,
+        object: &Value,
+        claims: &[String],
+    ) -> Result<i64, ClaimError> {
+        let owner = owner_of(key, object);
+        let (mut compares, mut puts) = claiming(&owner, claims);
+        compares.push(Compare::create_revision(key, CompareOp::Equal, 0));
+        puts.push(TxnOp::put(key, encode(object), None));
+        let expect = Expect {
+            key,
+            mod_revision: 0,
+            otherwise: StorageError::Exists,
+        };
+        self.write_claiming(&owner, compares, puts, claims, expect)
+            .await
+    }
+
+    /// Replaces `object` at `key` if it was last written at
+    /// `mod_revision`, taking `claims` and dropping `releases`.
+    pub async fn update_claiming(
+        &self,
+        key: &str,
+        object: &Value,
+        mod_revision: i64,
+        claims: &[String],
+        releases: &[String],
+    ) -> Result<i64, ClaimError> {
+        let owner = owner_of(key, object);
+        let (mut compares, mut ops) = claiming(&owner, claims);
+        compares.push(Compare::mod_revision(key, CompareOp::Equal, mod_revision));
+        ops.push(TxnOp::put(key, encode(object), None));
+        ops.extend(releases.iter().map(|r| TxnOp::delete(r.as_str(), None)));
+        let expect = Expect {
+            key,
+            mod_revision,
+            otherwise: StorageError::Conflict,
+        };
+        self.write_claiming(&owner, compares, ops, claims, expect)
+            .await
+    }
+
+    /// Deletes `key` if it was last written at `mod_revision`, with the
+    /// claims it held.
+    pub async fn delete_releasing(
+        &self,
+        key: &str,
+        mod_revision: i64,
+        releases: &[String],
+    ) -> Result<i64, StorageError> {
+        let mut ops = vec![TxnOp::delete(key, None)];
+        ops.extend(releases.iter().map(|r| TxnOp::delete(r.as_str(), None)));
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
+            .and_then(ops);
+        let response = self.txn(txn).await?;
+        if !response.succeeded() {
+            return Err(StorageError::Conflict);
+        }
+        Ok(response.header().map_or(0, |h| h.revision()))
+    }
+
+    /// On failure the else branch reads the object and every claim, so
+    /// one round trip tells why: the object's own compare comes first (an
+    /// existing object is AlreadyExists even if it holds the claims too),
+    /// then the claims other objects hold.
+    async fn write_claiming(
+        &self,
+        owner: &str,
+        compares: Vec<Compare>,
+        ops: Vec<TxnOp>,
+        claims: &[String],
+        expect: Expect<'_>,
+    ) -> Result<i64, ClaimError> {
+        let mut reads = vec![TxnOp::get(expect.key, None)];
+        reads.extend(claims.iter().map(|c| TxnOp::get(c.as_str(), None)));
+        let txn = Txn::new().when(compares).and_then(ops).or_else(reads);
+        let response = self.txn(txn).await?;
+        if response.succeeded() {
+            return Ok(response.header().map_or(0, |h| h.revision()));
+        }
+        let mut reads = response.op_responses().into_iter();
+        let object_revision = match reads.next() {
+            Some(TxnOpResponse::Get(get)) => get.kvs().first().map_or(0, |kv| kv.mod_revision()),
+            _ => 0,
+        };
+        if object_revision != expect.mod_revision {
+            return Err(ClaimError::Storage(expect.otherwise));
+        }
+        let taken: Vec<String> = reads
+            .filter_map(|op| match op {
+                TxnOpResponse::Get(get) => get.kvs().first().cloned(),
+                _ => None,
+            })
+            .filter(|kv| kv.value() != owner.as_bytes())
+            .map(|kv| String::from_utf8_lossy(kv.key()).to_string())
+            .collect();
+        match taken.is_empty() {
+            true => Err(ClaimError::Storage(expect.otherwise)),
+            false => Err(ClaimError::Taken(taken)),
+        }
+    }
+}
+
+/// The state the object's own compare expects, and the error when it
+/// does not hold.
+struct Expect<'a> {
+    key: &'a str,
+    /// 0: the object must not exist.
+    mod_revision: i64,
+    otherwise: StorageError,
+}
