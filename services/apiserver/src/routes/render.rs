@@ -1,5 +1,6 @@
-//! Content negotiation for responses: plain JSON, a meta.k8s.io Table
-//! (what `kubectl get` asks for), or PartialObjectMetadata(List).
+//! Content negotiation for responses: plain JSON (or the same as YAML), a
+//! meta.k8s.io Table (what `kubectl get` asks for), or
+//! PartialObjectMetadata(List).
 
 use serde_json::{json, Value};
 
@@ -10,6 +11,8 @@ use crate::registry::Strategy;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Form {
     Json,
+    /// The plain object, encoded as YAML (`Accept: application/yaml`).
+    Yaml,
     Table,
     Metadata,
 }
@@ -23,6 +26,9 @@ impl Form {
         for option in accept.split(',') {
             let lower = option.to_ascii_lowercase().replace(' ', "");
             let media = lower.split(';').next().unwrap_or("");
+            if media == "application/yaml" && !lower.contains("as=") {
+                return Ok(Form::Yaml);
+            }
             if !matches!(media, "application/json" | "*/*" | "application/*") {
                 continue;
             }
@@ -40,7 +46,8 @@ impl Form {
             }
         }
         Err(ApiError::NotAcceptable(
-            "application/json, application/json;as=Table;v=v1;g=meta.k8s.io".into(),
+            "application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io"
+                .into(),
         ))
     }
 }
@@ -69,7 +76,7 @@ pub fn table(strategy: &dyn Strategy, items: &[Value], metadata: Value, headers:
 
 pub fn object(strategy: &dyn Strategy, form: Form, obj: Value) -> Value {
     match form {
-        Form::Json => obj,
+        Form::Json | Form::Yaml => obj,
         Form::Metadata => partial(&obj),
         Form::Table => {
             let metadata = json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
@@ -81,7 +88,7 @@ pub fn object(strategy: &dyn Strategy, form: Form, obj: Value) -> Value {
 pub fn list(strategy: &dyn Strategy, form: Form, page: Page) -> Value {
     let list = crate::registry::flow::list_body(strategy, page);
     match form {
-        Form::Json => list,
+        Form::Json | Form::Yaml => list,
         Form::Table => table(
             strategy,
             list["items"]
@@ -123,6 +130,10 @@ mod tests {
             Form::Metadata
         );
         assert_eq!(Form::negotiate(None).unwrap(), Form::Json);
+        assert_eq!(
+            Form::negotiate(Some("application/yaml")).unwrap(),
+            Form::Yaml
+        );
         assert_eq!(
             Form::negotiate(Some("application/vnd.kubernetes.protobuf"))
                 .unwrap_err()

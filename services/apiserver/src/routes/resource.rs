@@ -132,7 +132,12 @@ async fn dispatch(
                 })
                 .await
                 .map_err(mailbox)??;
-            Ok(json(200, render::object(strategy, form, object), &[]))
+            Ok(respond(
+                200,
+                form,
+                render::object(strategy, form, object),
+                &[],
+            ))
         }
         Verb::List => {
             let options = ListOptions::parse(query)?;
@@ -143,8 +148,11 @@ async fn dispatch(
                 })
                 .await
                 .map_err(mailbox)??;
-            Ok(json(200, render::list(strategy, form, page), &[]))
+            Ok(respond(200, form, render::list(strategy, form, page), &[]))
         }
+        Verb::Watch if form == Form::Yaml => Err(ApiError::NotAcceptable(
+            "application/json, application/json;as=Table;v=v1;g=meta.k8s.io".into(),
+        )),
         Verb::Watch => {
             let options = ListOptions::parse(query)?;
             let timeout = options.timeout;
@@ -253,7 +261,7 @@ async fn dispatch(
                 continue_token: None,
                 remaining: None,
             };
-            Ok(json(200, render::list(strategy, form, page), &[]))
+            Ok(respond(200, form, render::list(strategy, form, page), &[]))
         }
     }
 }
@@ -263,25 +271,33 @@ fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {
 }
 
 fn written(strategy: &dyn crate::registry::Strategy, form: Form, reply: Reply) -> HttpResponse {
-    json(
+    respond(
         reply.code,
+        form,
         render::object(strategy, form, reply.body),
         &reply.warnings,
     )
 }
 
-fn json(code: u16, body: Value, warnings: &[String]) -> HttpResponse {
+fn respond(code: u16, form: Form, body: Value, warnings: &[String]) -> HttpResponse {
     let status =
         actix_web::http::StatusCode::from_u16(code).unwrap_or(actix_web::http::StatusCode::OK);
     let mut response = HttpResponse::build(status);
-    response.content_type("application/json");
+    let (content_type, text) = match form {
+        Form::Yaml => (
+            "application/yaml",
+            serde_yaml::to_string(&body).unwrap_or_default(),
+        ),
+        _ => ("application/json", body.to_string()),
+    };
+    response.content_type(content_type);
     for warning in warnings {
         response.append_header((
             "Warning",
             format!("299 - {}", Value::from(warning.as_str())),
         ));
     }
-    response.body(body.to_string())
+    response.body(text)
 }
 
 /// Reads the body, refusing more than [`MAX_BODY`] bytes.
@@ -390,5 +406,5 @@ async fn pod_binding(
         })
         .await
         .map_err(mailbox)??;
-    Ok(json(201, status, &[]))
+    Ok(respond(201, Form::Json, status, &[]))
 }

@@ -4,6 +4,7 @@ mod configmap;
 mod deployment;
 mod namespace;
 mod pod;
+mod pod_validation;
 mod secret;
 mod service;
 pub mod service_ranges;

@@ -96,6 +96,7 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
             }
         }
     }
+    causes.extend(super::pod_validation::validate(spec, path));
     causes
 }
 

@@ -1,0 +1,94 @@
+//! API conventions a client sees without kubectl's help, on both stores:
+//! responses in YAML when asked, and Invalid Status objects that name each
+//! wrong field of a pod spec.
+
+use std::process::Command;
+
+use capstan_tests::apiserver::{ApiCluster, Backend, Http};
+use serde_json::json;
+
+capstan_tests::on_both_backends!(yaml_on_request, pod_spec_mistakes_are_invalid_with_causes);
+
+/// GET with an Accept header, by curl: status code, content type, body.
+fn curl(port: u16, path: &str, accept: &str) -> (String, String, String) {
+    let output = Command::new("curl")
+        .args([
+            "-s",
+            "-H",
+            &format!("Accept: {accept}"),
+            "-w",
+            "\n%{http_code} %{content_type}",
+        ])
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    let (body, trailer) = text.rsplit_once('\n').expect("curl's trailer");
+    let (code, content_type) = trailer.split_once(' ').unwrap_or((trailer, ""));
+    (code.to_string(), content_type.to_string(), body.to_string())
+}
+
+fn yaml_on_request(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
+    cluster
+        .kubectl
+        .ok(&["create", "configmap", "plain", "--from-literal=colour=blue"]);
+    let path = "/api/v1/namespaces/default/configmaps/plain";
+    let (code, content_type, body) = curl(cluster.port, path, "application/yaml");
+    assert_eq!(
+        (code.as_str(), content_type.as_str()),
+        ("200", "application/yaml"),
+        "{body}"
+    );
+    assert!(
+        body.contains("kind: ConfigMap") && body.contains("colour: blue"),
+        "{body}"
+    );
+    let (code, _, body) = curl(
+        cluster.port,
+        "/api/v1/namespaces/default/configmaps",
+        "application/yaml",
+    );
+    assert!(
+        code == "200" && body.contains("kind: ConfigMapList"),
+        "{body}"
+    );
+    // JSON stays the default, and a watch has no YAML form.
+    let (_, content_type, _) = curl(cluster.port, path, "*/*");
+    assert_eq!(content_type, "application/json");
+    let watch = "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1";
+    let (code, _, body) = curl(cluster.port, watch, "application/yaml");
+    assert_eq!(code, "406", "{body}");
+}
+
+fn pod_spec_mistakes_are_invalid_with_causes(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "broken"},
+        "spec": {"restartPolicy": "Sometimes",
+                 "containers": [{"name": "a", "image": "nginx", "ports": [{"containerPort": 70000}],
+                                 "volumeMounts": [{"name": "missing", "mountPath": "/m"}]},
+                                {"name": "a", "image": "nginx"}]}});
+    let mut http = Http::connect(cluster.port);
+    let (code, status) = http.request("POST", "/api/v1/namespaces/default/pods", Some(&pod));
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (422, Some("Invalid")),
+        "{status}"
+    );
+    let causes: Vec<&str> = status["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    for field in [
+        "spec.restartPolicy",
+        "spec.containers[0].ports[0].containerPort",
+        "spec.containers[0].volumeMounts[0].name",
+        "spec.containers[1].name",
+    ] {
+        assert!(causes.contains(&field), "{field} in {causes:?}");
+    }
+    let (code, _) = http.get("/api/v1/namespaces/default/pods/broken");
+    assert_eq!(code, 404, "nothing was written");
+}
