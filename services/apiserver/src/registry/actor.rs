@@ -327,7 +327,7 @@ impl ResourceActor {
             if !flow::matches(strategy, options, object) {
                 continue;
             }
-            items.push(object.as_ref().clone());
+            items.push(object.clone());
             if options.limit > 0 && items.len() as i64 >= options.limit {
                 last = Some(key.clone());
                 break;

@@ -46,7 +46,8 @@ pub struct Reply {
 /// One page of a list.
 #[derive(Debug)]
 pub struct Page {
-    pub items: Vec<Value>,
+    /// Shared with the watch cache when the page comes from there.
+    pub items: Vec<Arc<Value>>,
     pub revision: i64,
     pub continue_token: Option<String>,
     pub remaining: Option<i64>,
@@ -606,7 +607,7 @@ pub async fn list(
             listing
                 .items
                 .into_iter()
-                .map(|s| s.object)
+                .map(|s| Arc::new(s.object))
                 .filter(|o| matches(h.strategy.as_ref(), &options, o)),
         );
         start = listing.next_key;
@@ -646,15 +647,14 @@ pub fn matches(strategy: &dyn Strategy, options: &ListOptions, obj: &Value) -> b
         && options.fields.matches(|f| field_value(strategy, obj, f))
 }
 
-/// The `<Kind>List` body of a page.
-pub fn list_body(strategy: &dyn Strategy, page: Page) -> Value {
-    let def = strategy.def();
+/// The ListMeta of a page.
+pub fn list_metadata(page: &Page) -> Value {
     let mut metadata = json!({"resourceVersion": page.revision.to_string()});
-    if let Some(token) = page.continue_token {
-        metadata["continue"] = token.into();
+    if let Some(token) = &page.continue_token {
+        metadata["continue"] = token.as_str().into();
     }
     if let Some(remaining) = page.remaining.filter(|r| *r > 0) {
         metadata["remainingItemCount"] = remaining.into();
     }
-    json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": metadata, "items": page.items})
+    metadata
 }

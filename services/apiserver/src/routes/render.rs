@@ -2,6 +2,9 @@
 //! meta.k8s.io Table (what `kubectl get` asks for), or
 //! PartialObjectMetadata(List).
 
+use std::sync::Arc;
+
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
@@ -85,27 +88,51 @@ pub fn object(strategy: &dyn Strategy, form: Form, obj: Value) -> Value {
     }
 }
 
-pub fn list(strategy: &dyn Strategy, form: Form, page: Page) -> Value {
-    let list = crate::registry::flow::list_body(strategy, page);
+/// A response body: a value built for it, or a list whose items are
+/// serialised straight from the watch cache's shared objects (a list of
+/// thousands is not copied first).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Body {
+    Value(Value),
+    List(ListBody),
+}
+
+#[derive(Serialize)]
+pub struct ListBody {
+    kind: String,
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    metadata: Value,
+    items: SharedItems,
+}
+
+pub struct SharedItems(Vec<Arc<Value>>);
+
+impl Serialize for SharedItems {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(Arc::as_ref))
+    }
+}
+
+pub fn list(strategy: &dyn Strategy, form: Form, page: Page) -> Body {
+    let metadata = crate::registry::flow::list_metadata(&page);
     match form {
-        Form::Json | Form::Yaml => list,
-        Form::Table => table(
-            strategy,
-            list["items"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default(),
-            list["metadata"].clone(),
-            true,
-        ),
+        Form::Json | Form::Yaml => Body::List(ListBody {
+            kind: format!("{}List", strategy.def().kind),
+            api_version: strategy.def().api_version(),
+            metadata,
+            items: SharedItems(page.items),
+        }),
+        Form::Table => {
+            let items: Vec<Value> = page.items.iter().map(|o| o.as_ref().clone()).collect();
+            Body::Value(table(strategy, &items, metadata, true))
+        }
         Form::Metadata => {
-            let items: Vec<Value> = list["items"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(partial)
-                .collect();
-            json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list["metadata"], "items": items})
+            let items: Vec<Value> = page.items.iter().map(|o| partial(o)).collect();
+            Body::Value(
+                json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "items": items}),
+            )
         }
     }
 }

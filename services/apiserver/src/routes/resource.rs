@@ -256,7 +256,7 @@ async fn dispatch(
                 .await
                 .map_err(mailbox)??;
             let page = crate::registry::flow::Page {
-                items,
+                items: items.into_iter().map(std::sync::Arc::new).collect(),
                 revision: 0,
                 continue_token: None,
                 remaining: None,
@@ -279,7 +279,12 @@ fn written(strategy: &dyn crate::registry::Strategy, form: Form, reply: Reply) -
     )
 }
 
-fn respond(code: u16, form: Form, body: Value, warnings: &[String]) -> HttpResponse {
+fn respond(
+    code: u16,
+    form: Form,
+    body: impl serde::Serialize,
+    warnings: &[String],
+) -> HttpResponse {
     let status =
         actix_web::http::StatusCode::from_u16(code).unwrap_or(actix_web::http::StatusCode::OK);
     let mut response = HttpResponse::build(status);
@@ -288,7 +293,10 @@ fn respond(code: u16, form: Form, body: Value, warnings: &[String]) -> HttpRespo
             "application/yaml",
             serde_yaml::to_string(&body).unwrap_or_default(),
         ),
-        _ => ("application/json", body.to_string()),
+        _ => (
+            "application/json",
+            serde_json::to_string(&body).unwrap_or_default(),
+        ),
     };
     response.content_type(content_type);
     for warning in warnings {
