@@ -1,13 +1,18 @@
-//! API conventions a client sees without kubectl's help, on both stores:
-//! responses in YAML when asked, and Invalid Status objects that name each
-//! wrong field of a pod spec.
+//! API conventions a client sees, on both stores: responses in YAML when
+//! asked, Invalid Status objects that name each wrong field of a pod spec,
+//! access reviews (`kubectl auth`), and clear errors from the subresources
+//! a kubelet would serve.
 
 use std::process::Command;
 
 use capstan_tests::apiserver::{ApiCluster, Backend, Http};
 use serde_json::json;
 
-capstan_tests::on_both_backends!(yaml_on_request, pod_spec_mistakes_are_invalid_with_causes);
+capstan_tests::on_both_backends!(
+    yaml_on_request,
+    pod_spec_mistakes_are_invalid_with_causes,
+    access_reviews_and_kubelet_subresources,
+);
 
 /// GET with an Accept header, by curl: status code, content type, body.
 fn curl(port: u16, path: &str, accept: &str) -> (String, String, String) {
@@ -91,4 +96,47 @@ fn pod_spec_mistakes_are_invalid_with_causes(backend: Backend) {
     }
     let (code, _) = http.get("/api/v1/namespaces/default/pods/broken");
     assert_eq!(code, 404, "nothing was written");
+}
+
+fn access_reviews_and_kubelet_subresources(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
+    let kubectl = &cluster.kubectl;
+    // No authorization yet: every question gets a yes, from anonymous.
+    assert_eq!(
+        kubectl
+            .ok(&["auth", "can-i", "delete", "pods", "-n", "kube-system"])
+            .trim(),
+        "yes"
+    );
+    assert_eq!(
+        kubectl.ok(&["auth", "can-i", "get", "/healthz"]).trim(),
+        "yes"
+    );
+    let rules = kubectl.ok(&["auth", "can-i", "--list"]);
+    assert!(rules.contains("*.*") && rules.contains("[*]"), "{rules}");
+    let whoami = kubectl.ok(&["auth", "whoami"]);
+    assert!(whoami.contains("system:anonymous"), "{whoami}");
+    let resources = kubectl.ok(&[
+        "api-resources",
+        "--api-group=authorization.k8s.io",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        resources.contains("selfsubjectaccessreviews"),
+        "{resources}"
+    );
+
+    // exec and port-forward: the same checks as logs, then why not.
+    kubectl.ok(&["run", "idle", "--image=nginx"]);
+    let exec = kubectl.fails(&["exec", "idle", "--", "ls"]);
+    assert!(
+        exec.contains("does not have a host assigned") && exec.contains("no kubelet"),
+        "{exec}"
+    );
+    let wrong = kubectl.fails(&["exec", "idle", "-c", "other", "--", "ls"]);
+    assert!(
+        wrong.contains("container other is not valid for pod idle"),
+        "{wrong}"
+    );
 }

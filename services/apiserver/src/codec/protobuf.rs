@@ -229,6 +229,48 @@ const SERVICE: &[Field] = &[
     f(3, "status", Ty::Ignored),
 ];
 
+// authorization.k8s.io/v1 and authentication.k8s.io/v1, as `kubectl auth
+// can-i` and `kubectl auth whoami` send them (their status is the server's).
+const SELECTOR_REQUIREMENT: &[Field] = &[
+    f(1, "key", Ty::Str),
+    f(2, "operator", Ty::Str),
+    list(3, "values", Ty::Str),
+];
+const SELECTOR_ATTRIBUTES: &[Field] = &[
+    f(1, "rawSelector", Ty::Str),
+    list(2, "requirements", Ty::Msg(SELECTOR_REQUIREMENT)),
+];
+const RESOURCE_ATTRIBUTES: &[Field] = &[
+    f(1, "namespace", Ty::Str),
+    f(2, "verb", Ty::Str),
+    f(3, "group", Ty::Str),
+    f(4, "version", Ty::Str),
+    f(5, "resource", Ty::Str),
+    f(6, "subresource", Ty::Str),
+    f(7, "name", Ty::Str),
+    f(8, "fieldSelector", Ty::Msg(SELECTOR_ATTRIBUTES)),
+    f(9, "labelSelector", Ty::Msg(SELECTOR_ATTRIBUTES)),
+];
+const NON_RESOURCE_ATTRIBUTES: &[Field] = &[f(1, "path", Ty::Str), f(2, "verb", Ty::Str)];
+const ACCESS_REVIEW_SPEC: &[Field] = &[
+    f(1, "resourceAttributes", Ty::Msg(RESOURCE_ATTRIBUTES)),
+    f(2, "nonResourceAttributes", Ty::Msg(NON_RESOURCE_ATTRIBUTES)),
+];
+const SELF_SUBJECT_ACCESS_REVIEW: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(ACCESS_REVIEW_SPEC)),
+    f(3, "status", Ty::Ignored),
+];
+const SELF_SUBJECT_RULES_REVIEW: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(&[f(1, "namespace", Ty::Str)])),
+    f(3, "status", Ty::Ignored),
+];
+const SELF_SUBJECT_REVIEW: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "status", Ty::Ignored),
+];
+
 fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
         ("v1", "ConfigMap") => CONFIG_MAP,
@@ -236,6 +278,9 @@ fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
         ("v1", "Namespace") => NAMESPACE,
         ("v1", "Service") => SERVICE,
         ("apps/v1", "Deployment") => DEPLOYMENT,
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => SELF_SUBJECT_ACCESS_REVIEW,
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SELF_SUBJECT_RULES_REVIEW,
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => SELF_SUBJECT_REVIEW,
         _ => return None,
     })
 }
@@ -268,7 +313,7 @@ pub fn decode(bytes: &[u8]) -> Result<Value, ApiError> {
         .unwrap_or("")
         .to_string();
     let schema = schema_of(&api_version, &kind)
-        .ok_or_else(|| ApiError::UnsupportedMediaType(format!("application/json (protobuf is accepted for ConfigMap, Secret, Namespace, Service and Deployment, not {api_version} {kind})")))?;
+        .ok_or_else(|| ApiError::UnsupportedMediaType(format!("application/json (protobuf is accepted for ConfigMap, Secret, Namespace, Service, Deployment and the self-subject reviews, not {api_version} {kind})")))?;
     let raw = base64::engine::general_purpose::STANDARD
         .decode(envelope["raw"].as_str().unwrap_or(""))
         .unwrap_or_default();

@@ -4,6 +4,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
+use super::reviews::{Review, REVIEWS};
 use super::AppState;
 use crate::error::ApiError;
 use crate::registry::catalog::Entry;
@@ -29,7 +30,15 @@ fn group_version(group: &str, version: &str) -> String {
     }
 }
 
-/// Core pods, which also serve `pods/log` (see `routes::resource::pod_log`).
+/// The pod subresources a kubelet would serve (see `routes::kubelet`).
+const KUBELET_SUBRESOURCES: [(&str, &[&str]); 4] = [
+    ("log", &["get"]),
+    ("exec", &["create", "get"]),
+    ("attach", &["create", "get"]),
+    ("portforward", &["create", "get"]),
+];
+
+/// Core pods, which also serve the kubelet's subresources.
 fn is_pods(def: &crate::registry::ResourceDef) -> bool {
     def.group.is_empty() && def.resource == "pods"
 }
@@ -45,25 +54,57 @@ fn aggregated_resource(entry: &Entry) -> Value {
         subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}));
     }
     if is_pods(def) {
-        subresources.push(
-            json!({"subresource": "log", "responseKind": kind("", "v1", "Pod"), "verbs": ["get"]}),
-        );
+        for (sub, verbs) in KUBELET_SUBRESOURCES {
+            subresources.push(
+                json!({"subresource": sub, "responseKind": kind("", "v1", "Pod"), "verbs": verbs}),
+            );
+        }
     }
     json!({
         "resource": def.resource, "responseKind": kind(def.group, def.version, def.kind),
-        "scope": if def.namespaced { "Namespaced" } else { "Cluster" }, "singularResource": def.singular,
+        "scope": scope(def.namespaced), "singularResource": def.singular,
         "verbs": def.verbs(), "shortNames": def.short_names, "categories": def.categories, "subresources": subresources,
     })
 }
 
+/// Served groups with their versions: the catalog's, then the reviews'.
+fn all_groups(state: &AppState) -> Vec<(&'static str, &'static str)> {
+    let mut groups = state.catalog.groups();
+    for review in &REVIEWS {
+        if !groups.contains(&(review.group, review.version)) {
+            groups.push((review.group, review.version));
+        }
+    }
+    groups
+}
+
+fn reviews_in<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static Review> + 'a {
+    REVIEWS
+        .iter()
+        .filter(move |r| r.group == group && r.version == version)
+}
+
+fn scope(namespaced: bool) -> &'static str {
+    if namespaced {
+        "Namespaced"
+    } else {
+        "Cluster"
+    }
+}
+
+fn aggregated_review(review: &Review) -> Value {
+    json!({"resource": review.resource, "scope": scope(review.namespaced), "singularResource": "",
+           "responseKind": {"group": review.group, "version": review.version, "kind": review.kind},
+           "verbs": ["create"]})
+}
+
 fn aggregated(state: &AppState, core: bool) -> HttpResponse {
-    let items: Vec<Value> = state
-        .catalog
-        .groups()
+    let items: Vec<Value> = all_groups(state)
         .into_iter()
         .filter(|(group, _)| group.is_empty() == core)
         .map(|(group, version)| {
-            let resources: Vec<Value> = entries(state, group, version).map(aggregated_resource).collect();
+            let mut resources: Vec<Value> = entries(state, group, version).map(aggregated_resource).collect();
+            resources.extend(reviews_in(group, version).map(aggregated_review));
             json!({"metadata": {"name": group}, "versions": [{"version": version, "resources": resources, "freshness": "Current"}]})
         })
         .collect();
@@ -102,9 +143,7 @@ pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
     if wants_aggregated(&req) {
         return aggregated(&state, false);
     }
-    let groups: Vec<Value> = state
-        .catalog
-        .groups()
+    let groups: Vec<Value> = all_groups(&state)
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
         .map(|(g, v)| api_group(g, v))
@@ -117,9 +156,7 @@ pub async fn group(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let group = path.into_inner();
-    let (g, v) = state
-        .catalog
-        .groups()
+    let (g, v) = all_groups(&state)
         .into_iter()
         .find(|(g, _)| *g == group)
         .ok_or(ApiError::UnknownPath)?;
@@ -143,8 +180,16 @@ fn resource_list(state: &AppState, group: &str, version: &str) -> Result<HttpRes
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
         }
         if is_pods(def) {
-            resources.push(json!({"name": "pods/log", "singularName": "", "namespaced": true, "kind": "Pod", "verbs": ["get"]}));
+            for (sub, verbs) in KUBELET_SUBRESOURCES {
+                resources.push(json!({"name": format!("pods/{sub}"), "singularName": "", "namespaced": true, "kind": "Pod", "verbs": verbs}));
+            }
         }
+    }
+    for review in reviews_in(group, version) {
+        resources.push(
+            json!({"name": review.resource, "singularName": "", "namespaced": review.namespaced,
+            "kind": review.kind, "verbs": ["create"]}),
+        );
     }
     if resources.is_empty() {
         return Err(ApiError::UnknownPath);

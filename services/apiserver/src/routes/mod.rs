@@ -1,10 +1,12 @@
 //! The HTTP gateway: the routing table and the state handlers share.
 
 pub mod discovery;
+pub mod kubelet;
 pub mod openapi;
 pub mod render;
 pub mod request_info;
 pub mod resource;
+pub mod reviews;
 pub mod system;
 pub mod watch;
 

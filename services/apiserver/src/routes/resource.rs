@@ -54,7 +54,7 @@ fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-fn mailbox(err: actix::MailboxError) -> ApiError {
+pub(super) fn mailbox(err: actix::MailboxError) -> ApiError {
     ApiError::Internal(format!("resource actor unavailable: {err}"))
 }
 
@@ -94,6 +94,15 @@ async fn dispatch(
     info: &RequestInfo,
     query: &Query,
 ) -> Result<HttpResponse, ApiError> {
+    if let Some(review) = super::reviews::find(info) {
+        let body = decode(req, read_body(payload).await?)?;
+        return Ok(respond(
+            201,
+            Form::Json,
+            super::reviews::answer(review, info, &body)?,
+            &[],
+        ));
+    }
     if info.group.is_empty() && info.resource == "bindings" {
         return pod_binding(req, payload, state, info, query).await;
     }
@@ -103,7 +112,9 @@ async fn dispatch(
         .ok_or(ApiError::UnknownPath)?;
     if info.group.is_empty() && info.resource == "pods" {
         match info.subresource.as_deref() {
-            Some("log") => return pod_log(entry, info, query).await,
+            Some(sub @ ("log" | "exec" | "attach" | "portforward")) => {
+                return super::kubelet::refuse(entry, info, query, sub).await
+            }
             Some("binding") => return pod_binding(req, payload, state, info, query).await,
             _ => {}
         }
@@ -320,62 +331,6 @@ async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiError> {
         body.extend_from_slice(&chunk);
     }
     Ok(body.freeze())
-}
-
-/// `pods/<name>/log`: there is no kubelet to ask, so after the checks
-/// kube-apiserver makes (the pod exists, the container is one of its own
-/// or the only one, it has a node) the answer is an error that says why.
-async fn pod_log(
-    entry: &Entry,
-    info: &RequestInfo,
-    query: &Query,
-) -> Result<HttpResponse, ApiError> {
-    if info.verb != Verb::Get || info.namespace.is_none() || info.name.is_none() {
-        return Err(ApiError::MethodNotAllowed);
-    }
-    let name = info.name.clone().unwrap_or_default();
-    let pod = entry
-        .actor
-        .send(actor::Get {
-            namespace: info.namespace.clone().unwrap_or_default(),
-            name: name.clone(),
-            part: Part::Main,
-            resource_version: None,
-        })
-        .await
-        .map_err(mailbox)??;
-    let containers: Vec<&str> = ["containers", "initContainers"]
-        .iter()
-        .flat_map(|field| pod["spec"][field].as_array().into_iter().flatten())
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    let container = match query.get("container").filter(|c| !c.is_empty()) {
-        Some(container) if !containers.contains(&container.as_str()) => {
-            return Err(ApiError::BadRequest(format!(
-                "container {container} is not valid for pod {name}"
-            )))
-        }
-        Some(container) => container.clone(),
-        None if pod["spec"]["containers"].as_array().map_or(0, Vec::len) == 1 => {
-            containers[0].to_string()
-        }
-        None => {
-            return Err(ApiError::BadRequest(format!(
-                "a container name must be specified for pod {name}, choose one of: [{}]",
-                containers.join(" ")
-            )))
-        }
-    };
-    match pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-        None => Err(ApiError::BadRequest(format!(
-            "pod {name} does not have a host assigned, so container {container} has no logs yet \
-             (capstan runs no kubelet)"
-        ))),
-        Some(node) => Err(ApiError::Unavailable(format!(
-            "the logs of container {container} in pod {name} are on node {node}, and capstan \
-             runs no kubelet to fetch them from"
-        ))),
-    }
 }
 
 /// `POST pods/<name>/binding`, or the older `POST bindings` with the pod
