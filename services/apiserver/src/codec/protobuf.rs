@@ -36,6 +36,9 @@ enum Ty {
     IntOrString,
     /// resource.Quantity {string = 1}.
     Quantity,
+    /// An embedded Go struct (`json:",inline"`): its fields land in the
+    /// enclosing object.
+    Inline(&'static [Field]),
 }
 
 #[derive(Clone, Copy)]
@@ -271,6 +274,132 @@ const SELF_SUBJECT_REVIEW: &[Field] = &[
     f(2, "status", Ty::Ignored),
 ];
 
+// batch/v1, rbac.authorization.k8s.io/v1 and networking.k8s.io/v1 Ingress,
+// as `kubectl create job|cronjob|role|rolebinding|clusterrole|
+// clusterrolebinding|ingress` send them.
+const JOB_SPEC: &[Field] = &[
+    f(1, "parallelism", Ty::Int),
+    f(2, "completions", Ty::Int),
+    f(3, "activeDeadlineSeconds", Ty::Int),
+    f(4, "selector", Ty::Msg(LABEL_SELECTOR)),
+    f(5, "manualSelector", Ty::Bool),
+    f(6, "template", Ty::Msg(POD_TEMPLATE)),
+    f(7, "backoffLimit", Ty::Int),
+    f(8, "ttlSecondsAfterFinished", Ty::Int),
+    f(9, "completionMode", Ty::Str),
+    f(10, "suspend", Ty::Bool),
+    f(12, "backoffLimitPerIndex", Ty::Int),
+    f(13, "maxFailedIndexes", Ty::Int),
+    f(14, "podReplacementPolicy", Ty::Str),
+    f(15, "managedBy", Ty::Str),
+];
+const JOB: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(JOB_SPEC)),
+    f(3, "status", Ty::Ignored),
+];
+const JOB_TEMPLATE: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(JOB_SPEC)),
+];
+const CRON_JOB_SPEC: &[Field] = &[
+    f(1, "schedule", Ty::Str),
+    f(2, "startingDeadlineSeconds", Ty::Int),
+    f(3, "concurrencyPolicy", Ty::Str),
+    f(4, "suspend", Ty::Bool),
+    f(5, "jobTemplate", Ty::Msg(JOB_TEMPLATE)),
+    f(6, "successfulJobsHistoryLimit", Ty::Int),
+    f(7, "failedJobsHistoryLimit", Ty::Int),
+    f(8, "timeZone", Ty::Str),
+];
+const CRON_JOB: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(CRON_JOB_SPEC)),
+    f(3, "status", Ty::Ignored),
+];
+const POLICY_RULE: &[Field] = &[
+    list(1, "verbs", Ty::Str),
+    list(2, "apiGroups", Ty::Str),
+    list(3, "resources", Ty::Str),
+    list(4, "resourceNames", Ty::Str),
+    list(5, "nonResourceURLs", Ty::Str),
+];
+const ROLE: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    list(2, "rules", Ty::Msg(POLICY_RULE)),
+];
+const CLUSTER_ROLE: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    list(2, "rules", Ty::Msg(POLICY_RULE)),
+    f(
+        3,
+        "aggregationRule",
+        Ty::Msg(&[list(1, "clusterRoleSelectors", Ty::Msg(LABEL_SELECTOR))]),
+    ),
+];
+const SUBJECT: &[Field] = &[
+    f(1, "kind", Ty::Str),
+    f(2, "apiGroup", Ty::Str),
+    f(3, "name", Ty::Str),
+    f(4, "namespace", Ty::Str),
+];
+const ROLE_REF: &[Field] = &[
+    f(1, "apiGroup", Ty::Str),
+    f(2, "kind", Ty::Str),
+    f(3, "name", Ty::Str),
+];
+const ROLE_BINDING: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    list(2, "subjects", Ty::Msg(SUBJECT)),
+    f(3, "roleRef", Ty::Msg(ROLE_REF)),
+];
+const SERVICE_BACKEND_PORT: &[Field] = &[f(1, "name", Ty::Str), f(2, "number", Ty::Count)];
+const LOCAL_OBJECT_REFERENCE: &[Field] = &[
+    f(1, "apiGroup", Ty::Str),
+    f(2, "kind", Ty::Str),
+    f(3, "name", Ty::Str),
+];
+const INGRESS_BACKEND: &[Field] = &[
+    f(3, "resource", Ty::Msg(LOCAL_OBJECT_REFERENCE)),
+    f(
+        4,
+        "service",
+        Ty::Msg(&[
+            f(1, "name", Ty::Str),
+            f(2, "port", Ty::Msg(SERVICE_BACKEND_PORT)),
+        ]),
+    ),
+];
+const HTTP_INGRESS_PATH: &[Field] = &[
+    f(1, "path", Ty::Str),
+    f(2, "backend", Ty::Msg(INGRESS_BACKEND)),
+    f(3, "pathType", Ty::Str),
+];
+const INGRESS_RULE_VALUE: &[Field] = &[f(
+    1,
+    "http",
+    Ty::Msg(&[list(1, "paths", Ty::Msg(HTTP_INGRESS_PATH))]),
+)];
+const INGRESS_RULE: &[Field] = &[
+    f(1, "host", Ty::Str),
+    f(2, "ingressRuleValue", Ty::Inline(INGRESS_RULE_VALUE)),
+];
+const INGRESS_SPEC: &[Field] = &[
+    f(1, "defaultBackend", Ty::Msg(INGRESS_BACKEND)),
+    list(
+        2,
+        "tls",
+        Ty::Msg(&[list(1, "hosts", Ty::Str), f(2, "secretName", Ty::Str)]),
+    ),
+    list(3, "rules", Ty::Msg(INGRESS_RULE)),
+    f(4, "ingressClassName", Ty::Str),
+];
+const INGRESS: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(INGRESS_SPEC)),
+    f(3, "status", Ty::Ignored),
+];
+
 fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
         ("v1", "ConfigMap") => CONFIG_MAP,
@@ -278,6 +407,12 @@ fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
         ("v1", "Namespace") => NAMESPACE,
         ("v1", "Service") => SERVICE,
         ("apps/v1", "Deployment") => DEPLOYMENT,
+        ("batch/v1", "Job") => JOB,
+        ("batch/v1", "CronJob") => CRON_JOB,
+        ("rbac.authorization.k8s.io/v1", "Role") => ROLE,
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => CLUSTER_ROLE,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => ROLE_BINDING,
+        ("networking.k8s.io/v1", "Ingress") => INGRESS,
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => SELF_SUBJECT_ACCESS_REVIEW,
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SELF_SUBJECT_RULES_REVIEW,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => SELF_SUBJECT_REVIEW,
@@ -313,7 +448,7 @@ pub fn decode(bytes: &[u8]) -> Result<Value, ApiError> {
         .unwrap_or("")
         .to_string();
     let schema = schema_of(&api_version, &kind)
-        .ok_or_else(|| ApiError::UnsupportedMediaType(format!("application/json (protobuf is accepted for ConfigMap, Secret, Namespace, Service, Deployment and the self-subject reviews, not {api_version} {kind})")))?;
+        .ok_or_else(|| ApiError::UnsupportedMediaType(format!("application/json (protobuf is accepted for ConfigMap, Secret, Namespace, Service, Deployment, Job, CronJob, Ingress, RBAC types and the self-subject reviews, not {api_version} {kind})")))?;
     let raw = base64::engine::general_purpose::STANDARD
         .decode(envelope["raw"].as_str().unwrap_or(""))
         .unwrap_or_default();
@@ -408,7 +543,7 @@ fn delimited(field: &Field, payload: &[u8]) -> Result<Value, WireError> {
         Ty::Bytes => Ok(base64::engine::general_purpose::STANDARD
             .encode(payload)
             .into()),
-        Ty::Msg(schema) => message(payload, schema),
+        Ty::Msg(schema) | Ty::Inline(schema) => message(payload, schema),
         Ty::MapStr => map_entry(payload, Ty::Str),
         Ty::MapBytes => map_entry(payload, Ty::Bytes),
         Ty::MapQuantity => map_entry(payload, Ty::Quantity),
@@ -458,6 +593,10 @@ fn insert(out: &mut Map<String, Value>, field: &Field, value: Value) {
     // values; JSON leaves them out, and so do we.
     let unset = value.is_null() || value.as_str() == Some("");
     if unset && !field.repeated {
+        return;
+    }
+    if let (Ty::Inline(_), Value::Object(fields)) = (field.ty, &value) {
+        out.extend(fields.clone());
         return;
     }
     let slot = out.entry(field.name);

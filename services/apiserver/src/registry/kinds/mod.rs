@@ -1,14 +1,23 @@
 //! One strategy per resource type.
 
+mod autoscaling;
+mod batch;
+mod common;
 mod configmap;
+mod core_storage;
 mod deployment;
+mod discovery;
 mod namespace;
+mod networking;
 mod pod;
 mod pod_validation;
+mod rbac;
+mod scheduling;
 mod secret;
 mod service;
 pub mod service_ranges;
 mod simple;
+mod storage;
 pub mod workload;
 
 use std::sync::Arc;
@@ -28,6 +37,14 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
         Arc::new(deployment::Deployments),
     ];
     kinds.extend(simple::all());
+    kinds.extend(core_storage::all());
+    kinds.extend(batch::all());
+    kinds.extend(autoscaling::all());
+    kinds.extend(networking::all());
+    kinds.extend(rbac::all());
+    kinds.extend(storage::all());
+    kinds.extend(scheduling::all());
+    kinds.extend(discovery::all());
     kinds
 }
 

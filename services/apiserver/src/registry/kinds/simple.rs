@@ -21,12 +21,19 @@ use crate::error::Cause;
 use crate::object::meta::NameRule;
 
 pub struct Simple<K> {
-    def: ResourceDef,
-    columns: fn() -> Vec<Column>,
-    cells: fn(&Value) -> Vec<Value>,
-    fields: &'static [(&'static str, &'static str)],
-    validate: fn(&Value) -> Vec<Cause>,
-    kind: PhantomData<fn() -> K>,
+    pub def: ResourceDef,
+    pub columns: fn() -> Vec<Column>,
+    pub cells: fn(&Value) -> Vec<Value>,
+    pub fields: &'static [(&'static str, &'static str)],
+    pub validate: fn(&Value) -> Vec<Cause>,
+    /// Update-only checks (immutable fields), on top of `validate`.
+    pub validate_update: fn(&Value, &Value) -> Vec<Cause>,
+    /// Defaults, applied on create and on update.
+    pub defaults: fn(&mut Value),
+    /// Create-only preparation, after `defaults` (status reset, generated
+    /// labels).
+    pub on_create: fn(&mut Value),
+    pub kind: PhantomData<fn() -> K>,
 }
 
 impl<K> Strategy for Simple<K>
@@ -45,8 +52,23 @@ where
         generator.subschema_for::<K>()
     }
 
+    fn prepare_for_create(&self, obj: &mut Value) {
+        (self.defaults)(obj);
+        (self.on_create)(obj);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        (self.defaults)(new);
+    }
+
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         (self.validate)(obj)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = (self.validate)(new);
+        causes.extend((self.validate_update)(new, old));
+        causes
     }
 
     fn columns(&self) -> Vec<Column> {
@@ -62,15 +84,26 @@ where
     }
 }
 
-fn def(
+pub fn def(
     group: &'static str,
+    resource: &'static str,
+    kind: &'static str,
+    singular: &'static str,
+) -> ResourceDef {
+    versioned(group, "v1", resource, kind, singular)
+}
+
+/// A namespaced resource definition at `group/version`, no subresources.
+pub fn versioned(
+    group: &'static str,
+    version: &'static str,
     resource: &'static str,
     kind: &'static str,
     singular: &'static str,
 ) -> ResourceDef {
     ResourceDef {
         group,
-        version: "v1",
+        version,
         resource,
         kind,
         singular,
@@ -83,13 +116,16 @@ fn def(
     }
 }
 
-fn simple<K>(def: ResourceDef) -> Simple<K> {
+pub fn simple<K>(def: ResourceDef) -> Simple<K> {
     Simple {
         def,
         columns: || vec![AGE],
         cells: |o| vec![age_cell(o)],
         fields: &[],
         validate: |_| Vec::new(),
+        validate_update: |_, _| Vec::new(),
+        defaults: |_| {},
+        on_create: |_| {},
         kind: PhantomData,
     }
 }
@@ -120,7 +156,7 @@ fn replicated<K>(def: ResourceDef) -> Simple<K> {
         },
         fields: &[("status.replicas", "/status/replicas")],
         validate: |o| workload::validate(o, true),
-        kind: PhantomData,
+        ..simple(def)
     }
 }
 
