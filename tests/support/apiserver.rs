@@ -209,6 +209,26 @@ impl ApiServer {
     pub fn pid(&self) -> u32 {
         self.process.0.id()
     }
+
+    /// Starts an API server on several store endpoints (`urls`, in the
+    /// order given) with `extra` flags, and waits until it is ready.
+    pub fn start_with(urls: &[String], dir: &Path, name: &str, extra: &[&str]) -> ApiServer {
+        let port = free_port();
+        let log = dir.join(format!("{name}.log"));
+        let mut command = Command::new(binary("capstan-apiserver"));
+        command
+            .args(["--etcd-servers", &urls.join(",")])
+            .args(["--port", &port.to_string(), "--log-level", "info"])
+            .args(extra);
+        let process = Killed(spawn_logged(&mut command, &log));
+        wait_ready(port, &log);
+        ApiServer { process, port, log }
+    }
+
+    /// Its log so far (for assertion messages).
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
 }
 
 /// A `capstan-apiserver` in front of a store (a `capstan-store` or a real

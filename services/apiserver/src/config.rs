@@ -2,6 +2,7 @@
 //! `CAPSTAN_*` environment variables, then flags (kube-apiserver's names).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Parser;
 use serde::Deserialize;
@@ -31,6 +32,11 @@ pub struct Flags {
     /// Log filter (`info`, `debug`, `capstan_apiserver=debug`, ...).
     #[arg(long)]
     pub log_level: Option<String>,
+    /// How often to compact the store's history (`5m`, `30s`; `0` turns
+    /// compaction off). API servers sharing a store compact once per
+    /// interval between them.
+    #[arg(long)]
+    pub etcd_compaction_interval: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -40,6 +46,7 @@ pub struct ApiserverConfig {
     pub port: u16,
     pub storage_prefix: String,
     pub log_level: String,
+    pub etcd_compaction_interval: String,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -51,13 +58,18 @@ impl ApiserverConfig {
             .set_default("bind_address", "127.0.0.1")?
             .set_default("port", 8080)?
             .set_default("storage_prefix", "/registry")?
-            .set_default("log_level", "info")?;
+            .set_default("log_level", "info")?
+            .set_default("etcd_compaction_interval", "5m")?;
         let overrides = [
             ("etcd_servers", flags.etcd_servers.clone()),
             ("bind_address", flags.bind_address.clone()),
             ("port", flags.port.map(|p| p.to_string())),
             ("storage_prefix", flags.storage_prefix.clone()),
             ("log_level", flags.log_level.clone()),
+            (
+                "etcd_compaction_interval",
+                flags.etcd_compaction_interval.clone(),
+            ),
         ];
         let config: ApiserverConfig = capstan_telemetry::settings::load_layered(
             defaults,
@@ -81,7 +93,16 @@ impl ApiserverConfig {
                 reason: "must start with '/' and not end with one".into(),
             });
         }
+        parse_interval(&self.etcd_compaction_interval).ok_or_else(|| ConfigError::Invalid {
+            field: "etcd_compaction_interval",
+            reason: "not a duration (such as 5m or 30s; 0 turns compaction off)".into(),
+        })?;
         Ok(())
+    }
+
+    /// How often to compact the store, if at all.
+    pub fn compaction_interval(&self) -> Option<Duration> {
+        parse_interval(&self.etcd_compaction_interval).filter(|interval| !interval.is_zero())
     }
 
     pub fn endpoints(&self) -> Vec<String> {
@@ -94,9 +115,36 @@ impl ApiserverConfig {
     }
 }
 
+/// A duration as kube-apiserver's flags take them (`5m`, `1m30s`, `0`).
+fn parse_interval(text: &str) -> Option<Duration> {
+    match text.trim() {
+        "0" => Some(Duration::ZERO),
+        text => humantime::parse_duration(text).ok(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compaction_interval_defaults_to_five_minutes_and_zero_turns_it_off() {
+        let config = ApiserverConfig::load(&Flags::default()).unwrap();
+        assert_eq!(config.compaction_interval(), Some(Duration::from_secs(300)));
+        let off = Flags {
+            etcd_compaction_interval: Some("0".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            ApiserverConfig::load(&off).unwrap().compaction_interval(),
+            None
+        );
+        let bad = Flags {
+            etcd_compaction_interval: Some("often".into()),
+            ..Default::default()
+        };
+        assert!(ApiserverConfig::load(&bad).is_err());
+    }
 
     #[test]
     fn flags_win_over_defaults() {

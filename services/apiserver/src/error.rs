@@ -97,7 +97,10 @@ pub enum ApiError {
     TooLarge(usize),
     #[error("{0}")]
     Expired(String),
-    #[error("Too large resource version: {0}, current: {1}")]
+    /// A read or watch at a revision the store did not reach in time
+    /// (requested, current). kube-apiserver's text, which its Timeout
+    /// errors start with "Timeout: ".
+    #[error("Timeout: Too large resource version: {0}, current: {1}")]
     TooLargeResourceVersion(i64, i64),
     /// A consistent read whose watch cache did not catch up with the
     /// store's revision in time.
@@ -202,6 +205,14 @@ impl ApiError {
             }
             status["details"] = details;
         }
+        if let ApiError::TooLargeResourceVersion(..) = self {
+            // client-go's reflector recognises this error by its cause and
+            // retries after the given delay.
+            status["details"] = json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            });
+        }
         status
     }
 }
@@ -212,9 +223,16 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status_code())
+        let status = self.status();
+        let mut response = HttpResponse::build(self.status_code());
+        // As kube-apiserver: a Status that asks for a retry says when in
+        // the header too.
+        if let Some(seconds) = status["details"]["retryAfterSeconds"].as_i64() {
+            response.insert_header(("Retry-After", seconds.to_string()));
+        }
+        response
             .content_type("application/json")
-            .body(self.status().to_string())
+            .body(status.to_string())
     }
 }
 
@@ -233,6 +251,22 @@ mod tests {
         assert_eq!(err.to_string(), "deployments.apps \"web\" not found");
         assert_eq!(err.status()["details"]["kind"], "deployments");
         assert_eq!(err.status()["code"], 404);
+    }
+
+    #[test]
+    fn too_large_resource_version_is_kube_apiservers_timeout() {
+        let status = ApiError::TooLargeResourceVersion(1000, 500).status();
+        assert_eq!(status["code"], 504);
+        assert_eq!(status["reason"], "Timeout");
+        assert_eq!(
+            status["message"],
+            "Timeout: Too large resource version: 1000, current: 500"
+        );
+        assert_eq!(
+            status["details"]["causes"][0]["reason"],
+            "ResourceVersionTooLarge"
+        );
+        assert_eq!(status["details"]["retryAfterSeconds"], 1);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::metrics::Metrics;
 use crate::registry::options::WriteOptions;
 use crate::registry::{actor, Catalog};
 use crate::routes::{self, openapi, AppState};
-use crate::storage::{StorageError, Store};
+use crate::storage::{compactor, Connection, StorageError, Store};
 
 /// Namespaces every cluster has from the start.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
@@ -47,6 +47,9 @@ pub async fn run(
     create_system_namespaces(&catalog).await?;
     crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, config.port).await?;
     actix_rt::spawn(crate::controllers::run(catalog.clone()));
+    if let Some(interval) = config.compaction_interval() {
+        actix_rt::spawn(compactor::run(client.clone(), interval));
+    }
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
         catalog,
@@ -76,16 +79,14 @@ pub async fn run(
     Ok(())
 }
 
-async fn connect(config: &ApiserverConfig) -> Result<etcd_client::Client, StorageError> {
+/// The store's members, once one of them answers a read (any member will
+/// do: the connection moves to another when its member goes).
+async fn connect(config: &ApiserverConfig) -> Result<Connection, StorageError> {
+    let connection = Connection::new(&config.endpoints()).await?;
     let deadline = Instant::now() + STORE_WAIT;
     loop {
-        let attempt = async {
-            let client = etcd_client::Client::connect(config.endpoints(), None).await?;
-            Store::new(&client).current_revision().await?;
-            Ok::<_, StorageError>(client)
-        };
-        match attempt.await {
-            Ok(client) => return Ok(client),
+        match Store::new(&connection).current_revision().await {
+            Ok(_) => return Ok(connection),
             Err(err) if Instant::now() >= deadline => return Err(err),
             Err(err) => {
                 tracing::info!(%err, "waiting for the store");

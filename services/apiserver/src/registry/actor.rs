@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use etcd_client::{EventType as StoreEventType, WatchOptions, WatchResponse};
+use etcd_client::{EventType as StoreEventType, WatchResponse};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
@@ -17,11 +17,15 @@ use crate::cache::{Event, EventType, WatchCache, WatchItem, Watcher};
 use crate::error::ApiError;
 use crate::object::meta;
 use crate::object::patch::PatchType;
-use crate::storage::{Freshness, StorageError};
+use crate::storage::{Connection, Freshness, StorageError, StoreWatch};
 
 /// Events kept for watches that resume from a past revision.
 const WINDOW: usize = 4096;
 const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
+/// The pause before a lost store watch is opened again.
+const RESYNC_PAUSE: Duration = Duration::from_millis(200);
+/// How often a read at a revision the store has not reached asks again.
+const FUTURE_POLL: Duration = Duration::from_millis(100);
 /// How long a consistent read waits for the watch cache to catch up with
 /// the revision a linearizable read of the store returned.
 pub const CATCH_UP: Duration = Duration::from_secs(3);
@@ -42,10 +46,10 @@ type Respond = Box<dyn FnOnce(&mut ResourceActor, Result<i64, ApiError>)>;
 
 pub struct ResourceActor {
     handle: Handle,
-    client: etcd_client::Client,
+    client: Connection,
     cache: WatchCache,
     /// Where the store watch was opened, before the first event arrives.
-    watch_stream: Option<etcd_client::WatchStream>,
+    watch_stream: Option<StoreWatch>,
     /// The running store watch, to cancel it when it must be replaced.
     stream: Option<SpawnHandle>,
     /// Consistent reads waiting for the cache to catch up.
@@ -57,7 +61,7 @@ impl ResourceActor {
     /// revision, and starts the actor on `arbiter`.
     pub async fn start(
         handle: Handle,
-        client: etcd_client::Client,
+        client: Connection,
         arbiter: &actix::ArbiterHandle,
     ) -> Result<Addr<ResourceActor>, StorageError> {
         let (cache, stream) = Self::prime(&handle, &client).await?;
@@ -75,8 +79,8 @@ impl ResourceActor {
 
     async fn prime(
         handle: &Handle,
-        client: &etcd_client::Client,
-    ) -> Result<(WatchCache, etcd_client::WatchStream), StorageError> {
+        client: &Connection,
+    ) -> Result<(WatchCache, StoreWatch), StorageError> {
         let prefix = handle.collection(None);
         let listing = handle.store.list(&prefix, None, 0, 0).await?;
         let objects = listing
@@ -125,18 +129,26 @@ impl ResourceActor {
         })
     }
 
-    /// The store watch ended (store restart, compaction): open it again
-    /// after the cache's revision, or re-list when that history is gone.
-    fn resync(&mut self, ctx: &mut Context<Self>) {
+    /// The store watch ended (its member went, or the store restarted):
+    /// open it again, on whichever member answers, just after the cache's
+    /// revision, so the cache's watchers miss nothing and see nothing
+    /// twice. When that history is gone (`relist`, or the store says so),
+    /// re-list instead: the cache starts over and its watchers are closed,
+    /// as they cannot be told what they missed; their clients re-list.
+    fn resync(&mut self, ctx: &mut Context<Self>, relist: bool) {
         let (handle, client, from) = (
             self.handle.clone(),
             self.client.clone(),
             self.cache.revision() + 1,
         );
         let reopen = async move {
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::time::sleep(RESYNC_PAUSE).await;
             let prefix = handle.collection(None);
-            match open_watch(&client, &prefix, from).await {
+            let reopened = match relist {
+                true => Err(StorageError::Compacted(from)),
+                false => open_watch(&client, &prefix, from).await,
+            };
+            match reopened {
                 Ok(stream) => Ok(Ok(stream)),
                 Err(StorageError::Compacted(_)) => {
                     ResourceActor::prime(&handle, &client).await.map(Err)
@@ -144,18 +156,33 @@ impl ResourceActor {
                 Err(e) => Err(e),
             }
         };
-        ctx.spawn(reopen.into_actor(self).map(|result, actor, ctx| match result {
-            Ok(Ok(stream)) => {
-                actor.stream = Some(ctx.add_stream(stream));
-            }
-            Ok(Err((cache, stream))) => {
-                actor.cache = cache;
-                actor.stream = Some(ctx.add_stream(stream));
-                actor.wake_waiters();
-            }
-            Err(err) => {
-                tracing::warn!(resource = actor.handle.strategy.def().resource, %err, "store watch lost; retrying");
-                actor.resync(ctx);
+        ctx.spawn(reopen.into_actor(self).map(move |result, actor, ctx| {
+            let resource = actor.handle.strategy.def().resource;
+            match result {
+                Ok(Ok(stream)) => {
+                    tracing::info!(
+                        resource,
+                        from,
+                        endpoint = actor.client.current_url(),
+                        "store watch resumed"
+                    );
+                    actor.stream = Some(ctx.add_stream(stream));
+                }
+                Ok(Err((cache, stream))) => {
+                    tracing::warn!(
+                        resource,
+                        from,
+                        revision = cache.revision(),
+                        "store history compacted; re-listed"
+                    );
+                    actor.cache = cache;
+                    actor.stream = Some(ctx.add_stream(stream));
+                    actor.wake_waiters();
+                }
+                Err(err) => {
+                    tracing::warn!(resource, %err, "store watch lost; retrying");
+                    actor.resync(ctx, relist);
+                }
             }
         }));
     }
@@ -174,16 +201,14 @@ fn key_of(handle: &Handle, obj: &Value) -> String {
     handle.key(meta::namespace(obj), meta::name(obj))
 }
 
+/// The store watch of `prefix` from `from`, on whichever member answers
+/// (see [`Connection::watch`]).
 async fn open_watch(
-    client: &etcd_client::Client,
+    client: &Connection,
     prefix: &str,
     from: i64,
-) -> Result<etcd_client::WatchStream, StorageError> {
-    let options = WatchOptions::new()
-        .with_prefix()
-        .with_prev_key()
-        .with_start_revision(from);
-    Ok(client.watch_client().watch(prefix, Some(options)).await?)
+) -> Result<StoreWatch, StorageError> {
+    client.watch(prefix, from).await
 }
 
 impl Actor for ResourceActor {
@@ -205,16 +230,24 @@ impl StreamHandler<Result<WatchResponse, etcd_client::Error>> for ResourceActor 
     fn handle(&mut self, item: Result<WatchResponse, etcd_client::Error>, ctx: &mut Context<Self>) {
         let response = match item {
             Ok(response) if !response.canceled() && response.compact_revision() == 0 => response,
-            // A cancelled watch (compaction) or a broken stream: drop it
-            // and open a new one.
+            // A cancelled watch or a broken stream: drop it and open a new
+            // one; a compacted one cannot be resumed, so re-list.
             Ok(_) | Err(_) => {
+                let compacted = item.as_ref().is_ok_and(|r| r.compact_revision() != 0);
                 if let Some(handle) = self.stream.take() {
                     ctx.cancel_future(handle);
                 }
-                return self.resync(ctx);
+                return self.resync(ctx, compacted);
             }
         };
+        // The watch resumes just after the cache's revision; anything at
+        // or before it is already in (every event of one revision comes in
+        // one response, so comparing with the revision before it is safe).
+        let seen = self.cache.revision();
         for event in response.events() {
+            if event.kv().is_some_and(|kv| kv.mod_revision() <= seen) {
+                continue;
+            }
             if let Some(event) = self.event_of(event) {
                 self.cache.apply(event);
             }
@@ -223,8 +256,11 @@ impl StreamHandler<Result<WatchResponse, etcd_client::Error>> for ResourceActor 
     }
 
     fn finished(&mut self, ctx: &mut Context<Self>) {
-        self.stream = None;
-        self.resync(ctx);
+        // Only the running watch's end matters: one dropped in `handle` is
+        // already being replaced.
+        if self.stream.take().is_some() {
+            self.resync(ctx, false);
+        }
     }
 }
 
@@ -373,28 +409,12 @@ impl ResourceActor {
         let respond: Respond = Box::new(move |actor: &mut ResourceActor, revision| {
             let _ = sender.send(revision.and_then(|revision| answer(actor, revision)));
         });
-        let store = self.handle.store.clone();
-        let read_key = key.clone();
-        let read = async move {
-            match tokio::time::timeout(STORE_READ, store.freshness(&read_key, prefix)).await {
-                Ok(result) => result,
-                Err(_) => Err(StorageError::Unavailable(format!(
-                    "no answer to a linearizable read within {}s",
-                    STORE_READ.as_secs()
-                ))),
-            }
-        };
+        let read = store_reached(self.handle.clone(), key.clone(), prefix, min);
         ctx.spawn(read.into_actor(self).map(move |result, actor, ctx| {
             let store = match result {
                 Ok(store) => store,
-                Err(err) => return respond(actor, Err(actor.handle.storage_error("", err))),
+                Err(err) => return respond(actor, Err(err)),
             };
-            if let Some(min) = min.filter(|min| *min > store.revision) {
-                return respond(
-                    actor,
-                    Err(ApiError::TooLargeResourceVersion(min, store.revision)),
-                );
-            }
             if actor.cache.is_fresh(&key, prefix, &store) {
                 let revision = actor.cache.revision().max(store.revision);
                 return respond(actor, Ok(revision));
@@ -442,6 +462,41 @@ impl ResourceActor {
             } else {
                 self.waiters.push(waiter);
             }
+        }
+    }
+}
+
+/// A linearizable read of `key` (or of every key under it) once the store
+/// has reached `min`: as kube-apiserver's watch cache, a revision the store
+/// has not reached is waited for, up to [`CATCH_UP`], then refused as too
+/// large.
+async fn store_reached(
+    handle: Handle,
+    key: String,
+    prefix: bool,
+    min: Option<i64>,
+) -> Result<Freshness, ApiError> {
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let read = tokio::time::timeout(STORE_READ, handle.store.freshness(&key, prefix)).await;
+        let store = match read {
+            Ok(Ok(store)) => store,
+            Ok(Err(err)) => return Err(handle.storage_error("", err)),
+            Err(_) => {
+                return Err(ApiError::Unavailable(format!(
+                    "no answer to a linearizable read within {}s",
+                    STORE_READ.as_secs()
+                )))
+            }
+        };
+        match min {
+            Some(min) if min > store.revision => {
+                if Instant::now() + FUTURE_POLL >= deadline {
+                    return Err(ApiError::TooLargeResourceVersion(min, store.revision));
+                }
+                tokio::time::sleep(FUTURE_POLL).await;
+            }
+            _ => return Ok(store),
         }
     }
 }
@@ -497,7 +552,10 @@ impl Handler<Watch> for ResourceActor {
                 .watch(watcher, if initial { None } else { from }, end)
                 .map(|_| receiver)
         };
-        if !initial || msg.options.resource_version.as_deref() == Some("0") {
+        // From a revision the cache has reached, or "0": at once. From one
+        // it has not: once it has (see `read_fresh`), or 504.
+        let reached = !initial && from.is_some_and(|rv| rv <= self.cache.revision());
+        if reached || msg.options.resource_version.as_deref() == Some("0") {
             let result = register(self, self.cache.revision());
             return Box::pin(async move { result });
         }

@@ -27,7 +27,7 @@ pub struct Catalog {
 impl Catalog {
     /// Starts one actor per type, spread over `arbiters`.
     pub async fn start(
-        client: &etcd_client::Client,
+        client: &crate::storage::Connection,
         prefix: &str,
         arbiters: &[actix::ArbiterHandle],
     ) -> Result<Catalog, StorageError> {

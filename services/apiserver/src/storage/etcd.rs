@@ -1,8 +1,11 @@
 //! The store client: typed operations over etcd-client's KV API.
 
-use etcd_client::{Compare, CompareOp, GetOptions, KvClient, SortOrder, SortTarget, Txn, TxnOp};
+use etcd_client::{
+    Compare, CompareOp, DeleteOptions, GetOptions, GetResponse, SortOrder, SortTarget, Txn, TxnOp,
+};
 use serde_json::Value;
 
+use super::connection::{Call, Connection};
 use super::StorageError;
 use crate::object::meta;
 
@@ -39,18 +42,37 @@ pub struct Listing {
 
 #[derive(Clone)]
 pub struct Store {
-    kv: KvClient,
+    connection: Connection,
 }
 
 impl Store {
-    pub fn new(client: &etcd_client::Client) -> Store {
+    pub fn new(connection: &Connection) -> Store {
         Store {
-            kv: client.kv_client(),
+            connection: connection.clone(),
         }
     }
 
+    /// The members, for what the typed operations here do not cover.
+    pub fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    /// A range read, on whichever member answers.
+    async fn range(
+        &self,
+        key: &str,
+        options: Option<GetOptions>,
+    ) -> Result<GetResponse, StorageError> {
+        self.connection
+            .unary(Call::Read, |client| {
+                let options = options.clone();
+                async move { client.kv_client().get(key, options).await }
+            })
+            .await
+    }
+
     pub async fn get(&self, key: &str) -> Result<Option<Stored>, StorageError> {
-        let response = self.kv.clone().get(key, None).await?;
+        let response = self.range(key, None).await?;
         response
             .kvs()
             .first()
@@ -61,7 +83,7 @@ impl Store {
     /// The store's current revision, by a linearizable read.
     pub async fn current_revision(&self) -> Result<i64, StorageError> {
         let options = GetOptions::new().with_count_only();
-        let response = self.kv.clone().get("\0", Some(options)).await?;
+        let response = self.range("\0", Some(options)).await?;
         Ok(response.header().map(|h| h.revision()).unwrap_or(0))
     }
 
@@ -76,7 +98,7 @@ impl Store {
                 .with_limit(1)
                 .with_keys_only(),
         };
-        let response = self.kv.clone().get(key, Some(options)).await?;
+        let response = self.range(key, Some(options)).await?;
         let revision = response.header().map(|h| h.revision()).unwrap_or(0);
         let newest = response.kvs().first().map_or(0, |kv| kv.mod_revision());
         let count = match prefix {
@@ -105,7 +127,7 @@ impl Store {
             options = options.with_limit(limit);
         }
         let from = start.unwrap_or(prefix);
-        let response = self.kv.clone().get(from, Some(options)).await?;
+        let response = self.range(from, Some(options)).await?;
         let revision = response.header().map(|h| h.revision()).unwrap_or(revision);
         let items: Vec<Stored> = response
             .kvs()
@@ -165,19 +187,32 @@ impl Store {
 
     /// Deletes every key under `prefix` (a namespace's contents).
     pub async fn delete_prefix(&self, prefix: &str) -> Result<i64, StorageError> {
-        let options = etcd_client::DeleteOptions::new().with_range(prefix_end(prefix));
-        let response = self.kv.clone().delete(prefix, Some(options)).await?;
+        // Deleting a range twice is harmless, so it may be sent again.
+        let options = DeleteOptions::new().with_range(prefix_end(prefix));
+        let response = self
+            .connection
+            .unary(Call::Read, |client| {
+                let options = options.clone();
+                async move { client.kv_client().delete(prefix, Some(options)).await }
+            })
+            .await?;
         Ok(response.header().map(|h| h.revision()).unwrap_or(0))
     }
 
     /// Runs a transaction as it is (for writes that claim or release
     /// other keys with the object, see `claims.rs`).
+    /// A write: sent again on another member only when it never left.
     pub(super) async fn txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StorageError> {
-        Ok(self.kv.clone().txn(txn).await?)
+        self.connection
+            .unary(Call::Write, |client| {
+                let txn = txn.clone();
+                async move { client.kv_client().txn(txn).await }
+            })
+            .await
     }
 
     async fn commit(&self, txn: Txn, on_failed_compare: StorageError) -> Result<i64, StorageError> {
-        let response = self.kv.clone().txn(txn).await?;
+        let response = self.txn(txn).await?;
         if !response.succeeded() {
             return Err(on_failed_compare);
         }

@@ -5,9 +5,12 @@
 //! stored inside the value; it is set when the value is read).
 
 mod claims;
+pub mod compactor;
+mod connection;
 mod errors;
 mod etcd;
 
 pub use claims::{ClaimError, CLAIMS};
+pub use connection::{Call, Connection, StoreWatch};
 pub use errors::StorageError;
 pub use etcd::{decode, Freshness, Listing, Store, Stored};
