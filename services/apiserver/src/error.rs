@@ -79,6 +79,10 @@ pub enum ApiError {
     Conflict(Target, String),
     #[error("{} \"{}\" is invalid: {}", .0.kind, .0.target.name, render_causes(&.0.causes))]
     Invalid(Box<Invalid>),
+    /// A server-side apply that would change fields other managers own:
+    /// the message and one `FieldManagerConflict` cause per field.
+    #[error("{0}")]
+    ApplyConflict(String, Vec<Cause>),
     #[error("{0}")]
     BadRequest(String),
     #[error("{0}")]
@@ -142,7 +146,9 @@ impl ApiError {
     pub fn code(&self) -> u16 {
         match self {
             ApiError::NotFound(_) | ApiError::UnknownPath => 404,
-            ApiError::AlreadyExists(_) | ApiError::Conflict(..) => 409,
+            ApiError::AlreadyExists(_) | ApiError::Conflict(..) | ApiError::ApplyConflict(..) => {
+                409
+            }
             ApiError::Invalid(_) => 422,
             ApiError::BadRequest(_) => 400,
             ApiError::Forbidden(_) => 403,
@@ -161,7 +167,7 @@ impl ApiError {
         match self {
             ApiError::NotFound(_) | ApiError::UnknownPath => "NotFound",
             ApiError::AlreadyExists(_) => "AlreadyExists",
-            ApiError::Conflict(..) => "Conflict",
+            ApiError::Conflict(..) | ApiError::ApplyConflict(..) => "Conflict",
             ApiError::Invalid(_) => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Forbidden(_) => "Forbidden",
@@ -212,6 +218,13 @@ impl ApiError {
                 "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                 "retryAfterSeconds": 1,
             });
+        }
+        if let ApiError::ApplyConflict(_, causes) = self {
+            let causes: Vec<Value> = causes
+                .iter()
+                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .collect();
+            status["details"] = json!({ "causes": causes });
         }
         status
     }

@@ -1,6 +1,8 @@
 //! Pure object logic on JSON values: metadata rules, selectors, patches,
 //! time. No I/O here, so all of it is unit-tested in place.
 
+pub mod apply;
+pub mod managed_fields;
 pub mod meta;
 pub mod patch;
 pub mod selector;

@@ -24,7 +24,7 @@ impl PatchType {
             "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
             "application/apply-patch+yaml" => Ok(PatchType::Apply),
             other => Err(ApiError::UnsupportedMediaType(format!(
-                "{other} (accepted: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json)"
+                "{other} (accepted: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml)"
             ))),
         }
     }
@@ -36,7 +36,9 @@ pub fn apply(kind: PatchType, original: &Value, patch: &Value) -> Result<Value, 
         PatchType::Json => json_patch_apply(original, patch),
         PatchType::Merge => {
             if !patch.is_object() {
-                return Err(ApiError::BadRequest("merge patch must be a JSON object".into()));
+                return Err(ApiError::BadRequest(
+                    "merge patch must be a JSON object".into(),
+                ));
             }
             let mut doc = original.clone();
             json_patch::merge(&mut doc, patch);
@@ -44,14 +46,16 @@ pub fn apply(kind: PatchType, original: &Value, patch: &Value) -> Result<Value, 
         }
         PatchType::Strategic => {
             if !patch.is_object() {
-                return Err(ApiError::BadRequest("strategic merge patch must be a JSON object".into()));
+                return Err(ApiError::BadRequest(
+                    "strategic merge patch must be a JSON object".into(),
+                ));
             }
             Ok(strategic::merge(original, patch))
         }
-        // Server-side apply needs managedFields tracking, which Capstan
-        // does not keep yet; refusing beats silently acting like a merge.
-        PatchType::Apply => Err(ApiError::UnsupportedMediaType(
-            "application/apply-patch+yaml is not supported yet (server-side apply); use client-side apply".into(),
+        // Server-side apply needs the field owners, which the registry's
+        // patch flow brings (see `object::apply`); it never comes here.
+        PatchType::Apply => Err(ApiError::Internal(
+            "an apply patch is merged with object::apply".into(),
         )),
     }
 }

@@ -12,7 +12,7 @@ const DELETE_PRIMITIVE_PREFIX: &str = "$deleteFromPrimitiveList/";
 
 /// The merge key of a list field, as the Kubernetes types declare them
 /// (`patchMergeKey`); lists without one are replaced wholesale.
-fn merge_key(field: &str, sample: &[Value]) -> Option<&'static str> {
+pub(crate) fn merge_key(field: &str, sample: &[Value]) -> Option<&'static str> {
     let has = |key: &str| sample.iter().any(|item| item.get(key).is_some());
     match field {
         "containers"

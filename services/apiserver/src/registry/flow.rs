@@ -15,6 +15,8 @@ use super::kinds::{workload, NAMESPACES};
 use super::options::{FieldValidation, ListOptions, WriteOptions};
 use super::strategy::{field_value, supports_field, Strategy};
 use crate::error::ApiError;
+use crate::object::apply;
+use crate::object::managed_fields::{self, Writer};
 use crate::object::meta::{self, validate_metadata};
 use crate::object::patch::{self, PatchType};
 use crate::object::time::now_rfc3339;
@@ -224,6 +226,37 @@ pub async fn create(
     body: Value,
     options: WriteOptions,
 ) -> Result<Reply, ApiError> {
+    create_as(h, namespace, body, options, true).await
+}
+
+/// Who a write's fields belong to (see `object::managed_fields`).
+fn writer<'a>(
+    h: &Handle,
+    options: &'a WriteOptions,
+    part: Part,
+    api_version: &'a str,
+) -> Writer<'a> {
+    Writer {
+        manager: options.manager(),
+        api_version,
+        subresource: match part {
+            Part::Main => "",
+            Part::Status => "status",
+            Part::Scale => "scale",
+        },
+        has_status: h.def().status,
+    }
+}
+
+/// A create; `record` says whether it records its manager's fields (an
+/// apply that creates has recorded them already).
+async fn create_as(
+    h: &Handle,
+    namespace: &str,
+    body: Value,
+    options: WriteOptions,
+    record: bool,
+) -> Result<Reply, ApiError> {
     h.check_type(&body)?;
     let body_ns = meta::namespace(&body);
     if h.def().namespaced && !body_ns.is_empty() && body_ns != namespace {
@@ -240,6 +273,11 @@ pub async fn create(
     let (mut obj, warnings) = h.decode(&body, &options)?;
     prepare_create_metadata(h, &mut obj, namespace);
     h.strategy.prepare_for_create(&mut obj);
+    if record {
+        let api_version = h.def().api_version();
+        let writer = writer(h, &options, Part::Main, &api_version);
+        managed_fields::record_update(&json!({}), &mut obj, &writer);
+    }
     let unpicked = obj.clone();
     h.strategy.allocate(&mut obj, None);
     h.validate(&obj, None)?;
@@ -332,12 +370,15 @@ fn prepare_create_metadata(h: &Handle, obj: &mut Value, namespace: &str) {
 /// the current object, let `change` build the new one, write it with a
 /// compare on mod_revision, and start over if someone wrote in between,
 /// unless the caller pinned a resourceVersion, which then is a Conflict.
+/// `record`: the write records its manager's fields as an Update (an
+/// apply brings its managedFields in the proposed object instead).
 async fn guaranteed_update<F>(
     h: &Handle,
     namespace: &str,
     name: &str,
     part: Part,
     options: &WriteOptions,
+    record: bool,
     change: F,
 ) -> Result<Reply, ApiError>
 where
@@ -357,8 +398,18 @@ where
             )));
         }
         h.check_type(&proposed)?;
+        let applied_fields = proposed.pointer("/metadata/managedFields").cloned();
         let (decoded, warnings) = h.decode(&proposed, options)?;
         let mut new = prepare_update(h, decoded, &current.object, part);
+        record_fields(
+            h,
+            options,
+            part,
+            record,
+            applied_fields,
+            &current.object,
+            &mut new,
+        );
         let requested = h.strategy.claims(&new);
         h.strategy.allocate(&mut new, Some(&current.object));
         if same_content(&new, &current.object) {
@@ -417,6 +468,30 @@ where
             Err(failure) => return Err(h.claim_error(name, failure)),
         }
     }
+}
+
+/// Puts the managedFields of a write into `new`: an Update's computed
+/// from the change, an apply's as it computed them.
+fn record_fields(
+    h: &Handle,
+    options: &WriteOptions,
+    part: Part,
+    record: bool,
+    applied: Option<Value>,
+    old: &Value,
+    new: &mut Value,
+) {
+    if record {
+        let api_version = h.def().api_version();
+        managed_fields::record_update(old, new, &writer(h, options, part, &api_version));
+    } else {
+        let metadata = meta::metadata_mut(new);
+        match applied {
+            Some(fields) => metadata.insert("managedFields".into(), fields),
+            None => metadata.remove("managedFields"),
+        };
+    }
+    managed_fields::keep_old_times(old, new);
 }
 
 pub fn render(obj: Value, part: Part) -> Value {
@@ -489,10 +564,18 @@ pub async fn update(
     options: WriteOptions,
 ) -> Result<Reply, ApiError> {
     let pinned = !meta::resource_version(&body).is_empty();
-    guaranteed_update(h, namespace, name, part, &options, |current| match part {
-        Part::Scale => Ok((with_replicas(&current.object, &body)?, pinned)),
-        _ => Ok((body.clone(), pinned)),
-    })
+    guaranteed_update(
+        h,
+        namespace,
+        name,
+        part,
+        &options,
+        true,
+        |current| match part {
+            Part::Scale => Ok((with_replicas(&current.object, &body)?, pinned)),
+            _ => Ok((body.clone(), pinned)),
+        },
+    )
     .await
 }
 
@@ -519,10 +602,14 @@ pub async fn patch(
     patch: Value,
     options: WriteOptions,
 ) -> Result<Reply, ApiError> {
+    options.check_patch(kind == PatchType::Apply)?;
+    if kind == PatchType::Apply {
+        return apply_patch(h, namespace, name, part, &patch, options).await;
+    }
     let pinned = patch
         .pointer("/metadata/resourceVersion")
         .is_some_and(|rv| !rv.is_null());
-    guaranteed_update(h, namespace, name, part, &options, |current| {
+    guaranteed_update(h, namespace, name, part, &options, true, |current| {
         let base = render(current.object.clone(), part);
         let patched = patch::apply(kind, &base, &patch)?;
         let rv_changed = meta::resource_version(&patched) != current.mod_revision.to_string();
@@ -533,6 +620,104 @@ pub async fn patch(
         Ok((new, pinned || rv_changed))
     })
     .await
+}
+
+/// Server-side apply: merges the configuration into the object (see
+/// `object::apply`), creating it when there is none.
+async fn apply_patch(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    part: Part,
+    body: &Value,
+    options: WriteOptions,
+) -> Result<Reply, ApiError> {
+    let (config, config_warnings) = applied_config(h, name, part, body, &options)?;
+    let api_version = h.def().api_version();
+    let writer = writer(h, &options, part, &api_version);
+    let force = options.force.unwrap_or(false);
+    let pinned = !meta::resource_version(&config).is_empty();
+    loop {
+        match h.read(namespace, name).await {
+            Ok(_) => break,
+            Err(ApiError::NotFound(_)) if part == Part::Main => {
+                let mut empty = json!({"apiVersion": api_version, "kind": h.def().kind,
+                    "metadata": {"name": name}});
+                if h.def().namespaced {
+                    empty["metadata"]["namespace"] = namespace.into();
+                }
+                let obj = apply::apply(&empty, &config, &writer, force)?;
+                match create_as(h, namespace, obj, options.clone(), false).await {
+                    // Created meanwhile by someone else: apply to theirs.
+                    Err(ApiError::AlreadyExists(_)) => continue,
+                    Ok(mut reply) => {
+                        reply.warnings.extend(config_warnings);
+                        return Ok(reply);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let reply = guaranteed_update(h, namespace, name, part, &options, false, |current| {
+        let merged = apply::apply(&current.object, &config, &writer, force)?;
+        Ok((merged, pinned))
+    });
+    let mut reply = reply.await?;
+    reply.warnings.extend(config_warnings);
+    Ok(reply)
+}
+
+/// The applied configuration, checked and in the type's canonical form
+/// (unknown fields dropped as `fieldValidation` says); for `/scale`, the
+/// parent's `spec.replicas` it asks for.
+fn applied_config(
+    h: &Handle,
+    name: &str,
+    part: Part,
+    body: &Value,
+    options: &WriteOptions,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let def = h.def();
+    if !body.is_object() {
+        return Err(ApiError::BadRequest(
+            "an apply patch must be an object".into(),
+        ));
+    }
+    if body
+        .pointer("/metadata/managedFields")
+        .is_some_and(|m| !m.is_null())
+    {
+        return Err(ApiError::BadRequest(
+            "metadata.managedFields must be nil".into(),
+        ));
+    }
+    let mut config = match part {
+        Part::Scale => {
+            let mut parent = json!({"apiVersion": def.api_version(), "kind": def.kind, "metadata": {"name": name}});
+            if let Some(replicas) = body.pointer("/spec/replicas") {
+                parent["spec"] = json!({ "replicas": replicas });
+            }
+            parent
+        }
+        _ => body.clone(),
+    };
+    for field in ["apiVersion", "kind"] {
+        if config[field].as_str().is_none_or(str::is_empty) {
+            return Err(ApiError::BadRequest(format!(
+                "{field} is required in an apply patch (for {} {})",
+                def.kind,
+                def.api_version()
+            )));
+        }
+    }
+    h.check_type(&config)?;
+    if meta::name(&config).is_empty() {
+        meta::metadata_mut(&mut config).insert("name".into(), name.into());
+    }
+    let (typed, warnings) = h.decode(&config, options)?;
+    Ok((apply::restrict_to_typed(&typed, &config), warnings))
 }
 
 /// The opaque continue token: the snapshot revision and the next key.

@@ -143,6 +143,13 @@ pub enum FieldValidation {
 pub struct WriteOptions {
     pub dry_run: bool,
     pub field_validation: FieldValidation,
+    /// The `fieldManager` query parameter, as sent.
+    pub field_manager: Option<String>,
+    /// The `force` query parameter (apply patches only).
+    pub force: Option<bool>,
+    /// The User-Agent's product (before the first `/`): the manager of a
+    /// write that names none, as kube-apiserver derives it.
+    pub agent: String,
 }
 
 impl WriteOptions {
@@ -157,12 +164,87 @@ impl WriteOptions {
                 )))
             }
         };
+        let force = match query.get("force").map(String::as_str) {
+            None => None,
+            Some("true" | "1") => Some(true),
+            Some("false" | "0" | "") => Some(false),
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "force: invalid value {other:?}: must be true or false"
+                )))
+            }
+        };
         Ok(WriteOptions {
             dry_run: dry_run(query)?,
             field_validation,
+            field_manager: query.get("fieldManager").filter(|m| !m.is_empty()).cloned(),
+            force,
+            agent: String::new(),
         })
     }
+
+    pub fn with_user_agent(mut self, user_agent: Option<&str>) -> WriteOptions {
+        let product = user_agent.unwrap_or("").split('/').next().unwrap_or("");
+        self.agent = product.chars().take(MAX_FIELD_MANAGER).collect();
+        self
+    }
+
+    /// Who the write's fields belong to.
+    pub fn manager(&self) -> &str {
+        self.field_manager.as_deref().unwrap_or(&self.agent)
+    }
+
+    /// PatchOptions rules: an apply names its manager; only an apply
+    /// may be forced; a manager name is at most 128 characters.
+    pub fn check_patch(&self, apply: bool) -> Result<(), ApiError> {
+        let cause = |reason, field: &str, message: &str| crate::error::Cause {
+            reason,
+            field: field.into(),
+            message: message.into(),
+        };
+        let mut causes = Vec::new();
+        if apply && self.field_manager.is_none() {
+            causes.push(cause(
+                "FieldValueRequired",
+                "fieldManager",
+                "Required value: is required for apply patch",
+            ));
+        }
+        if !apply && self.force.is_some() {
+            causes.push(cause(
+                "FieldValueForbidden",
+                "force",
+                "Forbidden: may not be specified for non-apply patch",
+            ));
+        }
+        if self
+            .field_manager
+            .as_ref()
+            .is_some_and(|m| m.chars().count() > MAX_FIELD_MANAGER)
+        {
+            causes.push(cause(
+                "FieldValueTooLong",
+                "fieldManager",
+                "Too long: may not be more than 128 bytes",
+            ));
+        }
+        if causes.is_empty() {
+            return Ok(());
+        }
+        let target = crate::error::Target {
+            group: "meta.k8s.io".into(),
+            resource: "PatchOptions".into(),
+            name: String::new(),
+        };
+        Err(ApiError::invalid(
+            target,
+            "PatchOptions.meta.k8s.io",
+            causes,
+        ))
+    }
 }
+
+const MAX_FIELD_MANAGER: usize = 128;
 
 fn dry_run(query: &Query) -> Result<bool, ApiError> {
     match query.get("dryRun").map(String::as_str) {

@@ -192,7 +192,7 @@ async fn dispatch(
         }
         Verb::Create => {
             let body = decode(req, read_body(payload).await?)?;
-            let options = WriteOptions::parse(query)?;
+            let options = WriteOptions::parse(query)?.with_user_agent(header(req, "user-agent"));
             let reply = actor
                 .send(actor::Create {
                     namespace,
@@ -205,7 +205,7 @@ async fn dispatch(
         }
         Verb::Update => {
             let body = decode(req, read_body(payload).await?)?;
-            let options = WriteOptions::parse(query)?;
+            let options = WriteOptions::parse(query)?.with_user_agent(header(req, "user-agent"));
             let reply = actor
                 .send(actor::Update {
                     namespace,
@@ -221,9 +221,14 @@ async fn dispatch(
         Verb::Patch => {
             let kind = PatchType::from_content_type(header(req, "content-type").unwrap_or(""))?;
             let bytes = read_body(payload).await?;
-            let patch: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
-            let options = WriteOptions::parse(query)?;
+            // An apply patch is YAML (kubectl sends JSON, which is YAML too).
+            let patch: Value = match kind {
+                PatchType::Apply => serde_yaml::from_slice(&bytes)
+                    .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?,
+                _ => serde_json::from_slice(&bytes)
+                    .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?,
+            };
+            let options = WriteOptions::parse(query)?.with_user_agent(header(req, "user-agent"));
             let reply = actor
                 .send(actor::Patch {
                     namespace,
