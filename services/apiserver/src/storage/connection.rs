@@ -31,9 +31,13 @@ const BUDGET: Duration = Duration::from_secs(10);
 const BACKOFF: Duration = Duration::from_millis(300);
 /// A member that does not accept a TCP connection within this is down.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-/// HTTP/2 pings: a member that stops answering them (hung, or its host
-/// gone) breaks the watch streams on it instead of leaving them silent.
-const KEEP_ALIVE: Duration = Duration::from_secs(5);
+/// HTTP/2 pings, kube-apiserver's: a member that stops answering them
+/// (hung, or its host gone) breaks the watch streams on it instead of
+/// leaving them silent. Not more often, and not while idle: etcd answers
+/// pings more frequent than every 5 s, or on a connection without
+/// streams, by closing the connection.
+const KEEP_ALIVE: Duration = Duration::from_secs(30);
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// gRPC status codes (grpc/status.proto) that say the transport failed,
 /// not the store: Cancelled, Unknown, DeadlineExceeded, Internal,
@@ -85,8 +89,8 @@ impl Connection {
     pub async fn new(urls: &[String]) -> Result<Connection, StorageError> {
         let options = ConnectOptions::new()
             .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_keep_alive(KEEP_ALIVE, KEEP_ALIVE)
-            .with_keep_alive_while_idle(true);
+            .with_keep_alive(KEEP_ALIVE, KEEP_ALIVE_TIMEOUT)
+            .with_keep_alive_while_idle(false);
         let mut members = Vec::new();
         for url in urls {
             let client = Client::connect([url.as_str()], Some(options.clone()))
@@ -192,9 +196,9 @@ impl Connection {
             })
             .await?;
         let (first, stream) = opened;
-        // The stream owns the request half too: dropping that cancels
-        // the watch on the member.
-        // It ends after its first error: a broken watch is opened anew.
+        // The stream owns the request half too (dropping that cancels the
+        // watch on the member), and ends after its first error: a broken
+        // watch is opened anew.
         let rest = futures::stream::unfold(Some(stream), |stream| async move {
             let mut stream = stream?;
             match stream.message().await {
@@ -206,12 +210,6 @@ impl Connection {
         Ok(futures::stream::once(async move { Ok(first) })
             .chain(rest)
             .boxed())
-    }
-
-    /// The store's KV client on the current member, for callers that need
-    /// etcd-client directly (no failover: prefer [`Connection::unary`]).
-    pub fn client(&self) -> Client {
-        self.inner.members[self.current()].client.clone()
     }
 }
 
