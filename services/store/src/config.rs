@@ -74,6 +74,11 @@ pub struct Flags {
     /// Log filter (`info`, `debug`, `capstan_store=debug,raft=warn`, ...).
     #[arg(long)]
     pub log_level: Option<String>,
+    /// A snapshot file (from `etcdctl snapshot save`) that a new cluster's
+    /// members start from instead of an empty store (ignored when the
+    /// data directory already holds a member).
+    #[arg(long)]
+    pub restore_snapshot: Option<PathBuf>,
 }
 
 /// The settled configuration.
@@ -97,6 +102,7 @@ pub struct StoreConfig {
     pub max_txn_ops: u64,
     pub watch_progress_notify_interval: String,
     pub log_level: String,
+    pub restore_snapshot: String,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -121,8 +127,16 @@ impl StoreConfig {
             .set_default("max_request_bytes", 1_572_864)?
             .set_default("max_txn_ops", 128)?
             .set_default("watch_progress_notify_interval", "10m")?
-            .set_default("log_level", "info")?;
-        let overrides: [(&str, Option<String>); 18] = [
+            .set_default("log_level", "info")?
+            .set_default("restore_snapshot", "")?;
+        let overrides: [(&str, Option<String>); 19] = [
+            (
+                "restore_snapshot",
+                flags
+                    .restore_snapshot
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
+            ),
             ("name", flags.name.clone()),
             (
                 "data_dir",

@@ -9,6 +9,7 @@
 //! - [`server`] and [`jobs`]: the etcd v3 gRPC API and the leader's background work.
 
 pub mod apply;
+pub mod backup;
 pub mod config;
 pub mod error;
 pub mod jobs;
@@ -22,6 +23,7 @@ pub mod storage;
 pub mod watch;
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,6 +57,9 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
     let mvcc = Arc::new(MvccStore::open(backend.clone())?);
     if new_cluster {
+        if !config.restore_snapshot.is_empty() {
+            backup::restore(Path::new(&config.restore_snapshot), &mvcc)?;
+        }
         bootstrap_new_cluster(&cluster, &log, &mvcc)?;
     }
     let mut lessor = Lessor::new(config.min_lease_ttl());

@@ -17,6 +17,16 @@ fn member_key(id: u64) -> Vec<u8> {
     key
 }
 
+/// Removes every member record (a restored snapshot's members are not the
+/// new cluster's).
+pub fn clear_members(backend: &dyn Backend) -> Result<()> {
+    let mut batch = WriteBatch::default();
+    for (key, _) in backend.scan(Space::Mvcc, &[MEMBER_PREFIX], Some(&[MEMBER_PREFIX + 1]))? {
+        batch.delete(key);
+    }
+    backend.write(Space::Mvcc, batch)
+}
+
 /// Every member, in id order.
 pub fn load_members(backend: &dyn Backend) -> Result<Vec<MemberRecord>> {
     let start = [MEMBER_PREFIX];

@@ -73,10 +73,12 @@ impl MvccStore {
     }
 
     /// Every record of the MVCC space (revisions, leases, members, meta) as
-    /// a raft snapshot's data: length-delimited `SnapshotPair`s. Called by
-    /// the raft loop, which is also the only writer, so the dump is the
-    /// state at the applied index.
+    /// a raft snapshot's data, and the body of a backup: length-delimited
+    /// `SnapshotPair`s, the state at one applied index.
     pub fn dump(&self) -> Result<Vec<u8>> {
+        // Applies hold the state's write lock until their batch is
+        // written, so a reader in between sees one applied index.
+        let _state = self.state.read();
         let mut out = Vec::new();
         for (key, value) in self.backend.scan(Space::Mvcc, &[], None)? {
             SnapshotPair { key, value }
