@@ -12,6 +12,7 @@ capstan_tests::on_both_backends!(
     yaml_on_request,
     pod_spec_mistakes_are_invalid_with_causes,
     access_reviews_and_kubelet_subresources,
+    defaults_and_name_rules_follow_kubernetes,
 );
 
 /// GET with an Accept header, by curl: status code, content type, body.
@@ -139,4 +140,42 @@ fn access_reviews_and_kubelet_subresources(backend: Backend) {
         wrong.contains("container other is not valid for pod idle"),
         "{wrong}"
     );
+}
+
+fn defaults_and_name_rules_follow_kubernetes(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
+    let kubectl = &cluster.kubectl;
+    // A deployment's pod template gets a pod's defaults, ports a protocol.
+    kubectl.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.25",
+        "--port=80",
+    ]);
+    let template = kubectl.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.restartPolicy} {.spec.template.spec.dnsPolicy} {.spec.template.spec.containers[0].imagePullPolicy} {.spec.template.spec.containers[0].ports[0].protocol}"]);
+    assert_eq!(template, "Always ClusterFirst IfNotPresent TCP");
+    // RBAC names are path segments: `system:` names are fine, `a/b` not.
+    kubectl.ok(&[
+        "create",
+        "clusterrole",
+        "system:pod-reader",
+        "--verb=get",
+        "--resource=pods",
+    ]);
+    let role = kubectl.ok(&["get", "clusterrole", "system:pod-reader", "-o", "name"]);
+    assert_eq!(
+        role.trim(),
+        "clusterrole.rbac.authorization.k8s.io/system:pod-reader"
+    );
+    let mut http = Http::connect(cluster.port);
+    let slashed = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "a%b"}});
+    let (code, status) = http.request(
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        Some(&slashed),
+    );
+    assert_eq!(code, 422, "{status}");
+    let refused = kubectl.fails(&["create", "configmap", "system:config"]);
+    assert!(refused.contains("RFC 1123 subdomain"), "{refused}");
 }

@@ -52,7 +52,7 @@ async fn create_unless_exists(
     let create = actor::Create {
         namespace: "default".into(),
         body,
-        options: WriteOptions::default(),
+        options: WriteOptions::by("capstan-apiserver"),
     };
     match entry.actor.send(create).await {
         Ok(Ok(_)) | Ok(Err(ApiError::AlreadyExists(_))) => Ok(()),

@@ -105,7 +105,7 @@ async fn create_system_namespaces(catalog: &Catalog) -> Result<(), ApiError> {
         let create = actor::Create {
             namespace: String::new(),
             body,
-            options: WriteOptions::default(),
+            options: WriteOptions::by("capstan-apiserver"),
         };
         match namespaces.actor.send(create).await {
             Ok(Ok(_)) | Ok(Err(ApiError::AlreadyExists(_))) => {}

@@ -18,6 +18,9 @@ use std::time::Duration;
 
 use crate::registry::Catalog;
 
+/// Who the controllers' writes are from, in managedFields.
+pub const MANAGER: &str = "capstan-controllers";
+
 /// How often a pass runs when nothing is deleted.
 const PERIOD: Duration = Duration::from_secs(2);
 /// After a delete, how long to let the watch caches see it first.

@@ -134,7 +134,7 @@ pub async fn set_metadata(catalog: &Catalog, node: &Node, field: &str, value: Va
         part: Part::Main,
         kind: PatchType::Merge,
         patch: json!({"metadata": {field: value, "resourceVersion": rv}}),
-        options: WriteOptions::default(),
+        options: WriteOptions::by(super::MANAGER),
     };
     report("update", node, entry.actor.send(message).await);
 }

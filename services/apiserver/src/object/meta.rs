@@ -97,6 +97,14 @@ const DNS_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of 
 pub enum NameRule {
     Subdomain,
     Label,
+    /// Any name usable as one URL path segment (RBAC: `system:node`).
+    PathSegment,
+}
+
+const PATH_SEGMENT_MSG: &str = "may not be '.' or '..', and may not contain '/' or '%'";
+
+fn is_path_segment(name: &str) -> bool {
+    name != "." && name != ".." && !name.contains('/') && !name.contains('%')
 }
 
 /// The metadata checks every type shares: name, labels, annotations.
@@ -109,6 +117,7 @@ pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<Cause> {
         let (ok, msg) = match rule {
             NameRule::Subdomain => (is_dns1123_subdomain(name), DNS_SUBDOMAIN_MSG),
             NameRule::Label => (is_dns1123_label(name), DNS_LABEL_MSG),
+            NameRule::PathSegment => (is_path_segment(name), PATH_SEGMENT_MSG),
         };
         if !ok {
             causes.push(Cause::invalid("metadata.name", name, msg));

@@ -776,13 +776,20 @@ pub async fn list(
         } else {
             0
         };
-        let listing = h.store.list(&prefix, start.as_deref(), revision, want).await.map_err(|e| match e {
-            StorageError::Compacted(_) if options.continue_token.is_some() => ApiError::Expired(
-                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into(),
-            ),
-            StorageError::Compacted(_) => ApiError::Expired(format!("too old resource version: {revision}")),
-            other => h.storage_error("", other),
-        })?;
+        let listing = match h.store.list(&prefix, start.as_deref(), revision, want).await {
+            Ok(listing) => listing,
+            Err(StorageError::FutureRevision(_)) => {
+                let current = h.store.current_revision().await.unwrap_or(0);
+                return Err(ApiError::TooLargeResourceVersion(revision, current));
+            }
+            Err(e) => return Err(match e {
+                StorageError::Compacted(_) if options.continue_token.is_some() => ApiError::Expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into(),
+                ),
+                StorageError::Compacted(_) => ApiError::Expired(format!("too old resource version: {revision}")),
+                other => h.storage_error("", other),
+            }),
+        };
         // A read at a past revision is reported at that revision (the
         // header says the store's current one).
         if revision == 0 {

@@ -153,6 +153,15 @@ pub struct WriteOptions {
 }
 
 impl WriteOptions {
+    /// The options of a write the server makes itself, recorded in
+    /// managedFields under `manager`.
+    pub fn by(manager: &str) -> WriteOptions {
+        WriteOptions {
+            field_manager: Some(manager.to_string()),
+            ..Default::default()
+        }
+    }
+
     pub fn parse(query: &Query) -> Result<WriteOptions, ApiError> {
         let field_validation = match query.get("fieldValidation").map(String::as_str) {
             None | Some("") | Some("Warn") => FieldValidation::Warn,

@@ -32,6 +32,7 @@ fn defaults(obj: &mut Value) {
     default_at(obj, &["spec", "revisionHistoryLimit"], json!(10));
     default_at(obj, &["spec", "progressDeadlineSeconds"], json!(600));
     default_at(obj, &["spec", "strategy", "type"], json!("RollingUpdate"));
+    super::pod::default_template(obj);
     if obj["spec"]["strategy"]["type"] == "RollingUpdate" {
         default_at(
             obj,

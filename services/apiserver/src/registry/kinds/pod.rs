@@ -47,7 +47,37 @@ fn default_containers(obj: &mut Value) {
                 "/dev/termination-log".into(),
             );
             default_at(container, &["terminationMessagePolicy"], "File".into());
+            for port in container["ports"].as_array_mut().into_iter().flatten() {
+                default_at(port, &["protocol"], "TCP".into());
+            }
         }
+    }
+}
+
+/// The defaults kube-apiserver gives every pod spec, a pod's own or a
+/// workload's template (where restartPolicy is for the type to decide).
+pub fn default_pod_spec(spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    for (field, value) in [
+        ("restartPolicy", json!("Always")),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("schedulerName", json!("default-scheduler")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("securityContext", json!({})),
+    ] {
+        default_at(spec, &[field], value);
+    }
+    let mut holder = json!({"spec": spec.take()});
+    default_containers(&mut holder);
+    *spec = holder["spec"].take();
+}
+
+/// A workload's pod template gets a pod's defaults (when it has one).
+pub fn default_template(obj: &mut Value) {
+    if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
+        default_pod_spec(spec);
     }
 }
 
@@ -152,16 +182,7 @@ impl Strategy for Pods {
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
-        for (field, value) in [
-            ("restartPolicy", json!("Always")),
-            ("dnsPolicy", json!("ClusterFirst")),
-            ("schedulerName", json!("default-scheduler")),
-            ("terminationGracePeriodSeconds", json!(30)),
-            ("securityContext", json!({})),
-        ] {
-            default_at(obj, &["spec", field], value);
-        }
-        default_containers(obj);
+        default_pod_spec(&mut obj["spec"]);
         obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
     }
 

@@ -11,6 +11,7 @@ use super::common::{self, items, CREATED_AT};
 use super::default_at;
 use super::simple::{simple, Simple};
 use crate::error::Cause;
+use crate::object::meta::NameRule;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -42,7 +43,10 @@ fn def(resource: &'static str, kind: &'static str) -> ResourceDef {
         "ClusterRole" => "clusterrole",
         _ => "clusterrolebinding",
     };
-    super::simple::def(GROUP, resource, kind, singular)
+    ResourceDef {
+        name_rule: NameRule::PathSegment,
+        ..super::simple::def(GROUP, resource, kind, singular)
+    }
 }
 
 fn cluster(def: ResourceDef) -> ResourceDef {

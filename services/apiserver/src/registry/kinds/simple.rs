@@ -156,6 +156,7 @@ fn replicated<K>(def: ResourceDef) -> Simple<K> {
         },
         fields: &[("status.replicas", "/status/replicas")],
         validate: |o| workload::validate(o, true),
+        defaults: super::pod::default_template,
         ..simple(def)
     }
 }
@@ -274,6 +275,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
                 ..def("apps", "daemonsets", "DaemonSet", "daemonset")
             },
             validate: |o| workload::validate(o, true),
+            defaults: super::pod::default_template,
             ..simple(def("apps", "daemonsets", "DaemonSet", "daemonset"))
         }),
         Arc::new(simple::<Lease>(def(
