@@ -3,6 +3,7 @@
 pub mod discovery;
 pub mod kubelet;
 pub mod openapi;
+pub mod patch_metadata;
 pub mod render;
 pub mod request_info;
 pub mod resource;

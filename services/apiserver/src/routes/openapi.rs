@@ -72,6 +72,7 @@ fn group_document(strategies: &[&dyn Strategy]) -> Value {
             )
         })
         .collect();
+    super::patch_metadata::annotate(&mut schemas);
     for (name, def) in kinds {
         if let Some(schema) = schemas.get_mut(&name) {
             schema["x-kubernetes-group-version-kind"] =

@@ -33,7 +33,13 @@ const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
 
 fn default_containers(obj: &mut Value) {
     for list in CONTAINER_LISTS {
-        for container in obj["spec"][list].as_array_mut().into_iter().flatten() {
+        // `get_mut`, not indexing: indexing a missing field would add it as null.
+        let containers = obj.pointer_mut(&format!("/spec/{list}"));
+        for container in containers
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
             let image = container["image"].as_str().unwrap_or("");
             let latest = !image.contains(':') || image.ends_with(":latest");
             default_at(
@@ -47,7 +53,8 @@ fn default_containers(obj: &mut Value) {
                 "/dev/termination-log".into(),
             );
             default_at(container, &["terminationMessagePolicy"], "File".into());
-            for port in container["ports"].as_array_mut().into_iter().flatten() {
+            let ports = container.get_mut("ports").and_then(Value::as_array_mut);
+            for port in ports.into_iter().flatten() {
                 default_at(port, &["protocol"], "TCP".into());
             }
         }

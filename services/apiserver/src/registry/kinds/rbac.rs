@@ -79,7 +79,12 @@ fn binding<K>(def: ResourceDef) -> Simple<K> {
 /// SetDefaults_Subject and the roleRef's group.
 fn binding_defaults(obj: &mut Value) {
     default_at(obj, &["roleRef", "apiGroup"], json!(GROUP));
-    for subject in obj["subjects"].as_array_mut().into_iter().flatten() {
+    for subject in obj
+        .get_mut("subjects")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
         if matches!(subject["kind"].as_str(), Some("User" | "Group")) {
             default_at(subject, &["apiGroup"], json!(GROUP));
         }

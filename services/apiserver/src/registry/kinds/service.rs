@@ -34,7 +34,12 @@ pub struct Services;
 fn default_spec(obj: &mut Value) {
     default_at(obj, &["spec", "type"], "ClusterIP".into());
     default_at(obj, &["spec", "sessionAffinity"], "None".into());
-    for port in obj["spec"]["ports"].as_array_mut().into_iter().flatten() {
+    for port in obj
+        .pointer_mut("/spec/ports")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
         default_at(port, &["protocol"], "TCP".into());
         let number = port["port"].clone();
         default_at(port, &["targetPort"], number);
@@ -93,7 +98,12 @@ fn keep_allocated(obj: &mut Value, old: &Value) {
         return;
     }
     let old_ports = old["spec"]["ports"].as_array().cloned().unwrap_or_default();
-    for port in obj["spec"]["ports"].as_array_mut().into_iter().flatten() {
+    for port in obj
+        .pointer_mut("/spec/ports")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
         if port["nodePort"].as_i64().is_some_and(|n| n != 0) {
             continue;
         }
@@ -128,7 +138,12 @@ fn pick(obj: &mut Value) {
     }
     default_at(obj, &["spec", "externalTrafficPolicy"], "Cluster".into());
     let mut taken: Vec<i64> = node_ports(obj).into_iter().map(|(_, n)| n).collect();
-    for port in obj["spec"]["ports"].as_array_mut().into_iter().flatten() {
+    for port in obj
+        .pointer_mut("/spec/ports")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
         if port["nodePort"].as_i64().is_none_or(|n| n == 0) {
             let picked = ranges::pick_node_port(&taken);
             taken.push(picked);
