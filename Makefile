@@ -52,7 +52,7 @@ bench-short: deps
 ## cluster's leader under writes.
 chaos: deps
 	$(CARGO) build --bins
-	CAPSTAN_CHAOS_ROUNDS=10 $(CARGO) test -p capstan-tests --test durability --test cluster -- --nocapture --test-threads 1
+	CAPSTAN_CHAOS_ROUNDS=10 $(CARGO) test -p capstan-tests --test durability --test cluster --test control_plane_chaos -- --nocapture --test-threads 1
 
 fmt:
 	$(CARGO) fmt --all
