@@ -7,7 +7,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use capstan_tests::apiserver::{ApiCluster, Backend, Http, Kubectl};
+use capstan_tests::apiserver::{
+    ApiCluster, ApiServer, Backend, Http, Kubectl, StoreBackend, WatchEvents,
+};
 use capstan_tests::poll::wait_for;
 use serde_json::{json, Value};
 
@@ -16,6 +18,7 @@ capstan_tests::on_both_backends!(
     deletion_propagates_to_dependents,
     finalizers_hold_objects_and_namespaces,
     pods_are_bound_and_deleted_gracefully,
+    events_expire_after_the_event_ttl,
 );
 
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -397,5 +400,54 @@ fn pods_are_bound_and_deleted_gracefully(backend: Backend) {
         names(kubectl, "pods").is_empty(),
         "{:?}",
         names(kubectl, "pods")
+    );
+}
+
+fn events_expire_after_the_event_ttl(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreBackend::start(backend, &dir.path().join("store"));
+    let api = ApiServer::start_with(&[store.url()], dir.path(), "api", &["--event-ttl", "2s"]);
+    let mut http = Http::connect(api.port);
+    let (_, list) = http.get("/api/v1/namespaces/default/events");
+    let from = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut watch = WatchEvents::open(
+        api.port,
+        &format!("/api/v1/namespaces/default/events?watch=1&resourceVersion={from}"),
+    );
+    let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "brief"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Tested", "message": "expires", "type": "Normal"});
+    let (code, status) = http.request("POST", "/api/v1/namespaces/default/events", Some(&event));
+    assert_eq!(code, 201, "{status}");
+    let (code, status) = http.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stays"}})),
+    );
+    assert_eq!(code, 201, "{status}");
+
+    wait_for(PATIENCE, "the event to expire", || {
+        (http.get("/api/v1/namespaces/default/events/brief").0 == 404).then_some(())
+    });
+    let added = watch.next(PATIENCE).expect("the ADDED event");
+    assert_eq!(added["type"], "ADDED", "{added}");
+    let deleted = watch
+        .next(PATIENCE)
+        .expect("a DELETED event when it expires");
+    assert_eq!(
+        (
+            deleted["type"].as_str(),
+            deleted["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("DELETED"), Some("brief")),
+        "{deleted}"
+    );
+    assert_eq!(
+        http.get("/api/v1/namespaces/default/configmaps/stays").0,
+        200,
+        "other types do not expire"
     );
 }

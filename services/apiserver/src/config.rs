@@ -37,6 +37,9 @@ pub struct Flags {
     /// interval between them.
     #[arg(long)]
     pub etcd_compaction_interval: Option<String>,
+    /// How long events live in the store (`1h`; kube-apiserver's default).
+    #[arg(long)]
+    pub event_ttl: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -47,6 +50,7 @@ pub struct ApiserverConfig {
     pub storage_prefix: String,
     pub log_level: String,
     pub etcd_compaction_interval: String,
+    pub event_ttl: String,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -59,7 +63,8 @@ impl ApiserverConfig {
             .set_default("port", 8080)?
             .set_default("storage_prefix", "/registry")?
             .set_default("log_level", "info")?
-            .set_default("etcd_compaction_interval", "5m")?;
+            .set_default("etcd_compaction_interval", "5m")?
+            .set_default("event_ttl", "1h")?;
         let overrides = [
             ("etcd_servers", flags.etcd_servers.clone()),
             ("bind_address", flags.bind_address.clone()),
@@ -70,6 +75,7 @@ impl ApiserverConfig {
                 "etcd_compaction_interval",
                 flags.etcd_compaction_interval.clone(),
             ),
+            ("event_ttl", flags.event_ttl.clone()),
         ];
         let config: ApiserverConfig = capstan_telemetry::settings::load_layered(
             defaults,
@@ -97,7 +103,18 @@ impl ApiserverConfig {
             field: "etcd_compaction_interval",
             reason: "not a duration (such as 5m or 30s; 0 turns compaction off)".into(),
         })?;
-        Ok(())
+        match parse_interval(&self.event_ttl) {
+            Some(ttl) if ttl >= Duration::from_secs(1) => Ok(()),
+            _ => Err(ConfigError::Invalid {
+                field: "event_ttl",
+                reason: "not a duration of at least a second (such as 1h or 30m)".into(),
+            }),
+        }
+    }
+
+    /// How long events live in the store.
+    pub fn event_ttl(&self) -> Duration {
+        parse_interval(&self.event_ttl).unwrap_or(Duration::from_secs(3600))
     }
 
     /// How often to compact the store, if at all.

@@ -43,7 +43,15 @@ pub async fn run(
     let client = connect(&config).await?;
     let arbiters = [actix::Arbiter::new(), actix::Arbiter::new()];
     let handles: Vec<_> = arbiters.iter().map(|a| a.handle()).collect();
-    let catalog = Arc::new(Catalog::start(&client, &config.storage_prefix, &handles).await?);
+    let catalog = Arc::new(
+        Catalog::start(
+            &client,
+            &config.storage_prefix,
+            config.event_ttl(),
+            &handles,
+        )
+        .await?,
+    );
     create_system_namespaces(&catalog).await?;
     crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, config.port).await?;
     actix_rt::spawn(crate::controllers::run(catalog.clone()));

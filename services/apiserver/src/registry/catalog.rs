@@ -10,7 +10,7 @@ use super::actor::ResourceActor;
 use super::flow::Handle;
 use super::kinds;
 use super::Strategy;
-use crate::storage::{StorageError, Store};
+use crate::storage::{Leases, StorageError, Store};
 
 pub struct Entry {
     pub strategy: Arc<dyn Strategy>,
@@ -26,18 +26,23 @@ pub struct Catalog {
 
 impl Catalog {
     /// Starts one actor per type, spread over `arbiters`.
+    /// Core events expire after `event_ttl`, as kube-apiserver's do.
     pub async fn start(
         client: &crate::storage::Connection,
         prefix: &str,
+        event_ttl: std::time::Duration,
         arbiters: &[actix::ArbiterHandle],
     ) -> Result<Catalog, StorageError> {
         let deletions = Arc::new(tokio::sync::Notify::new());
+        let leases = Arc::new(Leases::new(client));
         let handle_of = |strategy: &Arc<dyn Strategy>| Handle {
             strategy: strategy.clone(),
             store: Store::new(client),
             prefix: prefix.to_string(),
             namespace_contents: Vec::new(),
             deletions: deletions.clone(),
+            expiry: (strategy.def().group.is_empty() && strategy.def().resource == "events")
+                .then(|| (leases.clone(), event_ttl)),
         };
         let strategies = kinds::all();
         let contents: Vec<Handle> = strategies

@@ -82,7 +82,12 @@ pub async fn create(
 ) -> Result<(Value, i64), ClaimFailure> {
     let requested = h.strategy.claims(unpicked);
     for _ in 0..PICKS {
-        match h.store.create_claiming(key, &obj, &keys(h, &obj)).await {
+        let lease = h.lease().await.map_err(ClaimFailure::Store)?;
+        match h
+            .store
+            .create_claiming(key, &obj, &keys(h, &obj), lease)
+            .await
+        {
             Ok(revision) => return Ok((obj, revision)),
             Err(ClaimError::Taken(taken)) => {
                 if let Some(err) = refuse_requested(h, &obj, &requested, &taken) {
@@ -121,9 +126,10 @@ pub async fn update(
         .filter(|k| !holding.contains(k))
         .cloned()
         .collect();
+    let lease = h.lease().await.map_err(ClaimFailure::Store)?;
     match h
         .store
-        .update_claiming(key, new, mod_revision, &take, &release)
+        .update_claiming(key, new, mod_revision, &take, &release, lease)
         .await
     {
         Ok(revision) => Ok(revision),

@@ -20,7 +20,7 @@ use crate::object::managed_fields::{self, Writer};
 use crate::object::meta::{self, validate_metadata};
 use crate::object::patch::{self, PatchType};
 use crate::object::time::now_rfc3339;
-use crate::storage::{StorageError, Store, Stored};
+use crate::storage::{Leases, StorageError, Store, Stored};
 
 /// Everything a flow needs about one resource type.
 #[derive(Clone)]
@@ -35,6 +35,9 @@ pub struct Handle {
     /// Told after every delete, so the controllers that finish deletions
     /// (garbage collection, namespace contents) look soon.
     pub deletions: Arc<tokio::sync::Notify>,
+    /// For types whose objects expire (events): the leases to write them
+    /// under and how long they live.
+    pub expiry: Option<(Arc<Leases>, std::time::Duration)>,
 }
 
 /// A successful write: HTTP code, body, and Warning header texts.
@@ -97,6 +100,14 @@ impl Handle {
             StorageError::FutureRevision(rv) => ApiError::TooLargeResourceVersion(rv, 0),
             StorageError::Corrupt { .. } => ApiError::Internal(err.to_string()),
             StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
+        }
+    }
+
+    /// The lease a write of this type goes under, if its objects expire.
+    pub(crate) async fn lease(&self) -> Result<Option<i64>, StorageError> {
+        match &self.expiry {
+            Some((leases, ttl)) => leases.for_ttl(*ttl).await.map(Some),
+            None => Ok(None),
         }
     }
 

@@ -5,7 +5,7 @@
 //! allocate from one range without a lock, and a crash never leaves an
 //! object without its claim (or a claim without its object).
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse};
 use serde_json::Value;
 
 use super::etcd::encode;
@@ -30,6 +30,11 @@ pub fn owner_of(key: &str, object: &Value) -> String {
     format!("{key} {uid}")
 }
 
+/// An object written under a lease goes when the lease expires.
+fn put_options(lease: Option<i64>) -> Option<PutOptions> {
+    lease.map(|id| PutOptions::new().with_lease(id))
+}
+
 /// The compares and puts that take `claims` for `owner`.
 fn claiming(owner: &str, claims: &[String]) -> (Vec<Compare>, Vec<TxnOp>) {
     let compares = claims
@@ -51,11 +56,12 @@ impl Store {
         key: &str,
         object: &Value,
         claims: &[String],
+        lease: Option<i64>,
     ) -> Result<i64, ClaimError> {
         let owner = owner_of(key, object);
         let (mut compares, mut puts) = claiming(&owner, claims);
         compares.push(Compare::create_revision(key, CompareOp::Equal, 0));
-        puts.push(TxnOp::put(key, encode(object), None));
+        puts.push(TxnOp::put(key, encode(object), put_options(lease)));
         let expect = Expect {
             key,
             mod_revision: 0,
@@ -74,11 +80,12 @@ impl Store {
         mod_revision: i64,
         claims: &[String],
         releases: &[String],
+        lease: Option<i64>,
     ) -> Result<i64, ClaimError> {
         let owner = owner_of(key, object);
         let (mut compares, mut ops) = claiming(&owner, claims);
         compares.push(Compare::mod_revision(key, CompareOp::Equal, mod_revision));
-        ops.push(TxnOp::put(key, encode(object), None));
+        ops.push(TxnOp::put(key, encode(object), put_options(lease)));
         ops.extend(releases.iter().map(|r| TxnOp::delete(r.as_str(), None)));
         let expect = Expect {
             key,

@@ -9,8 +9,10 @@ pub mod compactor;
 mod connection;
 mod errors;
 mod etcd;
+mod leases;
 
 pub use claims::{ClaimError, CLAIMS};
 pub use connection::{Call, Connection, StoreWatch};
 pub use errors::StorageError;
 pub use etcd::{decode, Freshness, Listing, Store, Stored};
+pub use leases::Leases;
