@@ -1,5 +1,5 @@
-//! Prometheus metrics: requests by verb, resource and code, latency, and
-//! open watches.
+//! Prometheus metrics: requests by verb, resource and code, latency, open
+//! watches, and the store's latency and failovers.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -7,6 +7,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+
+use crate::storage::StoreMetrics;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -28,8 +30,8 @@ pub struct Metrics {
     pub watches: Gauge,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
+impl Metrics {
+    pub fn new(store: &StoreMetrics) -> Self {
         let requests = Family::<RequestLabels, Counter>::default();
         let latency = Family::<VerbLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.0005, 2.0, 16))
@@ -47,6 +49,16 @@ impl Default for Metrics {
             latency.clone(),
         );
         registry.register("registered_watchers", "Open watch streams", watches.clone());
+        registry.register(
+            "storage_request_duration_seconds",
+            "Store requests by kind and outcome, over all their attempts",
+            store.latency.clone(),
+        );
+        registry.register(
+            "storage_failovers",
+            "Store requests moved on to another member",
+            store.failovers.clone(),
+        );
         Metrics {
             registry,
             requests,

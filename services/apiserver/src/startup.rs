@@ -61,7 +61,7 @@ pub async fn run(
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
         catalog,
-        metrics: Arc::new(Metrics::default()),
+        metrics: Arc::new(Metrics::new(client.metrics())),
         store: Store::new(&client),
     });
     let server = HttpServer::new(move || {

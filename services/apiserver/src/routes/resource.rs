@@ -7,6 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::render::{self, Form};
 use super::request_info::{RequestInfo, Verb};
@@ -35,18 +36,25 @@ pub async fn handle(
         Ok(i) => (i.verb.as_str(), i.resource.clone()),
         Err(_) => ("unknown", String::new()),
     };
+    let span = tracing::info_span!(
+        "request",
+        verb,
+        resource = %resource,
+        path = %req.path(),
+        code = tracing::field::Empty,
+    );
     let response = match info {
         Ok(info) => dispatch(&req, payload, &state, &info, &query)
+            .instrument(span.clone())
             .await
             .unwrap_or_else(|e| e.error_response()),
         Err(err) => err.error_response(),
     };
-    state.metrics.observe(
-        verb,
-        &resource,
-        response.status().as_u16(),
-        started.elapsed().as_secs_f64(),
-    );
+    let code = response.status().as_u16();
+    let seconds = started.elapsed().as_secs_f64();
+    span.record("code", code);
+    tracing::debug!(parent: &span, elapsed_ms = seconds * 1000.0, "served");
+    state.metrics.observe(verb, &resource, code, seconds);
     response
 }
 

@@ -18,6 +18,10 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, ConnectOptions, WatchOptions, WatchResponse};
 use futures::{Stream, StreamExt};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 
 use super::StorageError;
 
@@ -67,6 +71,34 @@ enum Failure {
     Unknown,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StoreCallLabels {
+    /// `read` or `write`.
+    pub call: &'static str,
+    /// `ok`, or `error` (whatever the store or the transport said).
+    pub outcome: &'static str,
+}
+
+/// What the connection measures, for `/metrics`.
+#[derive(Clone)]
+pub struct StoreMetrics {
+    /// Time of whole requests, over all their attempts.
+    pub latency: Family<StoreCallLabels, Histogram>,
+    /// Attempts that moved on to another member.
+    pub failovers: Counter,
+}
+
+impl Default for StoreMetrics {
+    fn default() -> Self {
+        StoreMetrics {
+            latency: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.0002, 2.0, 16))
+            }),
+            failovers: Counter::default(),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Connection {
     inner: Arc<Inner>,
@@ -76,6 +108,7 @@ struct Inner {
     members: Vec<Member>,
     /// The member that answered last: requests go there first.
     current: AtomicUsize,
+    metrics: StoreMetrics,
 }
 
 struct Member {
@@ -108,8 +141,36 @@ impl Connection {
             inner: Arc::new(Inner {
                 members,
                 current: AtomicUsize::new(0),
+                metrics: StoreMetrics::default(),
             }),
         })
+    }
+
+    pub fn metrics(&self) -> &StoreMetrics {
+        &self.inner.metrics
+    }
+
+    /// Runs `op` as [`Connection::attempts`] does, timing the request.
+    pub async fn unary<T, F, Fut>(&self, call: Call, op: F) -> Result<T, StorageError>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let started = Instant::now();
+        let result = self.attempts(call, op).await;
+        let labels = StoreCallLabels {
+            call: match call {
+                Call::Read => "read",
+                Call::Write => "write",
+            },
+            outcome: if result.is_ok() { "ok" } else { "error" },
+        };
+        self.inner
+            .metrics
+            .latency
+            .get_or_create(&labels)
+            .observe(started.elapsed().as_secs_f64());
+        result
     }
 
     /// The endpoint requests go to first.
@@ -124,7 +185,7 @@ impl Connection {
     /// Runs `op` on the current member, moving on to the others when it
     /// cannot be reached (and, for reads, when the transport fails), round
     /// after round until [`BUDGET`] is spent.
-    pub async fn unary<T, F, Fut>(&self, call: Call, op: F) -> Result<T, StorageError>
+    async fn attempts<T, F, Fut>(&self, call: Call, op: F) -> Result<T, StorageError>
     where
         F: Fn(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
@@ -159,6 +220,7 @@ impl Connection {
                     }
                     (Failure::Unreached, _) | (Failure::Unknown, Call::Read) => {
                         tracing::debug!(endpoint = %member.url, %err, "store member failed; trying the next");
+                        self.inner.metrics.failovers.inc();
                         failures.push(format!("{}: {err}", member.url));
                     }
                 }

@@ -12,7 +12,7 @@ mod etcd;
 mod leases;
 
 pub use claims::{ClaimError, CLAIMS};
-pub use connection::{Call, Connection, StoreWatch};
+pub use connection::{Call, Connection, StoreMetrics, StoreWatch};
 pub use errors::StorageError;
 pub use etcd::{decode, Freshness, Listing, Store, Stored};
 pub use leases::Leases;
