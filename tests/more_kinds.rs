@@ -554,6 +554,36 @@ fn generators(kubectl: &Kubectl) {
         (
             vec![
                 "create",
+                "quota",
+                "small",
+                "--hard=cpu=1,pods=2",
+                "--scopes=BestEffort",
+            ],
+            "resourcequota/small created",
+        ),
+        (
+            vec![
+                "create",
+                "pdb",
+                "keep-one",
+                "--selector=app=x",
+                "--min-available=1",
+            ],
+            "poddisruptionbudget.policy/keep-one created",
+        ),
+        (
+            vec![
+                "create",
+                "priorityclass",
+                "urgent",
+                "--value=1000",
+                "--preemption-policy=Never",
+            ],
+            "priorityclass.scheduling.k8s.io/urgent created",
+        ),
+        (
+            vec![
+                "create",
                 "role",
                 "pod-reader",
                 "--verb=get,list",

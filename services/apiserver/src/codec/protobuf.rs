@@ -400,6 +400,49 @@ const INGRESS: &[Field] = &[
     f(3, "status", Ty::Ignored),
 ];
 
+// `kubectl create quota|pdb|priorityclass`.
+const SCOPED_RESOURCE_REQUIREMENT: &[Field] = &[
+    f(1, "scopeName", Ty::Str),
+    f(2, "operator", Ty::Str),
+    list(3, "values", Ty::Str),
+];
+const RESOURCE_QUOTA_SPEC: &[Field] = &[
+    f(1, "hard", Ty::MapQuantity),
+    list(2, "scopes", Ty::Str),
+    f(
+        3,
+        "scopeSelector",
+        Ty::Msg(&[list(
+            1,
+            "matchExpressions",
+            Ty::Msg(SCOPED_RESOURCE_REQUIREMENT),
+        )]),
+    ),
+];
+const RESOURCE_QUOTA: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(RESOURCE_QUOTA_SPEC)),
+    f(3, "status", Ty::Ignored),
+];
+const PDB_SPEC: &[Field] = &[
+    f(1, "minAvailable", Ty::IntOrString),
+    f(2, "selector", Ty::Msg(LABEL_SELECTOR)),
+    f(3, "maxUnavailable", Ty::IntOrString),
+    f(4, "unhealthyPodEvictionPolicy", Ty::Str),
+];
+const POD_DISRUPTION_BUDGET: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(PDB_SPEC)),
+    f(3, "status", Ty::Ignored),
+];
+const PRIORITY_CLASS: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "value", Ty::Int),
+    f(3, "globalDefault", Ty::Flag),
+    f(4, "description", Ty::Str),
+    f(5, "preemptionPolicy", Ty::Str),
+];
+
 fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
         ("v1", "ConfigMap") => CONFIG_MAP,
@@ -416,6 +459,9 @@ fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => SELF_SUBJECT_ACCESS_REVIEW,
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SELF_SUBJECT_RULES_REVIEW,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => SELF_SUBJECT_REVIEW,
+        ("v1", "ResourceQuota") => RESOURCE_QUOTA,
+        ("policy/v1", "PodDisruptionBudget") => POD_DISRUPTION_BUDGET,
+        ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,
         _ => return None,
     })
 }
