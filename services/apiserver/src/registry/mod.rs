@@ -10,6 +10,7 @@ pub mod claims;
 pub mod deletion;
 pub mod flow;
 pub mod kinds;
+pub mod listing;
 pub mod options;
 pub mod strategy;
 pub mod typed;

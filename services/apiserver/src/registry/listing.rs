@@ -1,0 +1,147 @@
+//! Lists: read from the store at one revision (a consistent read, a
+//! continue token's revision, or an exact one), page by page, filtered by
+//! label and field selectors. Lists the watch cache can answer do not come
+//! here (see the resource actor).
+
+use std::sync::Arc;
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+use super::flow::{Handle, Page};
+use super::options::ListOptions;
+use super::strategy::{field_value, supports_field, Strategy};
+use crate::error::ApiError;
+use crate::object::meta;
+use crate::storage::StorageError;
+
+/// The opaque continue token: the snapshot revision and the next key.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    rv: i64,
+    start: String,
+}
+
+pub fn encode_token(rv: i64, start: &str) -> String {
+    let json = serde_json::to_vec(&ContinueToken {
+        rv,
+        start: start.to_string(),
+    })
+    .expect("serialisable");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+fn decode_token(h: &Handle, token: &str, prefix: &str) -> Result<ContinueToken, ApiError> {
+    let bad = || {
+        ApiError::BadRequest("continue key is not valid: the continue token is malformed".into())
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let parsed: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    // A token from another resource or namespace must not be replayed here.
+    if !parsed.start.starts_with(prefix) || !parsed.start.starts_with(&h.prefix) {
+        return Err(bad());
+    }
+    Ok(parsed)
+}
+
+/// Reads a list straight from the store: a consistent read, or at the
+/// token's (or an exact) revision, filtered by the selectors.
+pub async fn list(
+    h: &Handle,
+    namespace: Option<&str>,
+    options: ListOptions,
+) -> Result<Page, ApiError> {
+    check_fields(h, &options)?;
+    let prefix = h.collection(namespace);
+    let (mut revision, mut start) = (0, None);
+    if let Some(token) = &options.continue_token {
+        let token = decode_token(h, token, &prefix)?;
+        (revision, start) = (token.rv, Some(token.start));
+    } else if options.resource_version_match.as_deref() == Some("Exact")
+        || (options.limit > 0 && options.revision()?.is_some())
+    {
+        revision = options.revision()?.unwrap_or(0);
+    }
+    let mut items = Vec::new();
+    loop {
+        let want = if options.limit > 0 {
+            options.limit - items.len() as i64
+        } else {
+            0
+        };
+        let listing = match h.store.list(&prefix, start.as_deref(), revision, want).await {
+            Ok(listing) => listing,
+            Err(StorageError::FutureRevision(_)) => {
+                let current = h.store.current_revision().await.unwrap_or(0);
+                return Err(ApiError::TooLargeResourceVersion(revision, current));
+            }
+            Err(e) => return Err(match e {
+                StorageError::Compacted(_) if options.continue_token.is_some() => ApiError::Expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into(),
+                ),
+                StorageError::Compacted(_) => ApiError::Expired(format!("too old resource version: {revision}")),
+                other => h.storage_error("", other),
+            }),
+        };
+        // A read at a past revision is reported at that revision (the
+        // header says the store's current one).
+        if revision == 0 {
+            revision = listing.revision;
+        }
+        items.extend(
+            listing
+                .items
+                .into_iter()
+                .map(|s| Arc::new(s.object))
+                .filter(|o| matches(h.strategy.as_ref(), &options, o)),
+        );
+        start = listing.next_key;
+        let full = options.limit > 0 && items.len() as i64 >= options.limit;
+        if start.is_none() || full {
+            let continue_token = start.as_deref().map(|s| encode_token(revision, s));
+            let remaining = continue_token
+                .as_ref()
+                .map(|_| listing.remaining)
+                .filter(|_| options.labels.is_empty() && options.fields.is_empty());
+            return Ok(Page {
+                items,
+                revision,
+                continue_token,
+                remaining,
+            });
+        }
+    }
+}
+
+/// Unsupported field selector labels are a BadRequest, as upstream says it.
+pub fn check_fields(h: &Handle, options: &ListOptions) -> Result<(), ApiError> {
+    for (field, _, _) in &options.fields.0 {
+        if !supports_field(h.strategy.as_ref(), field) {
+            let def = h.strategy.def();
+            return Err(ApiError::BadRequest(format!(
+                "Unable to find \"{}/{}, Resource={}\" that match label selector \"\", field selector \"{}={}\": field label not supported: {field}",
+                def.group, def.version, def.resource, field, ""
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn matches(strategy: &dyn Strategy, options: &ListOptions, obj: &Value) -> bool {
+    options.labels.matches(meta::labels(obj))
+        && options.fields.matches(|f| field_value(strategy, obj, f))
+}
+
+/// The ListMeta of a page.
+pub fn list_metadata(page: &Page) -> Value {
+    let mut metadata = json!({"resourceVersion": page.revision.to_string()});
+    if let Some(token) = &page.continue_token {
+        metadata["continue"] = token.as_str().into();
+    }
+    if let Some(remaining) = page.remaining.filter(|r| *r > 0) {
+        metadata["remainingItemCount"] = remaining.into();
+    }
+    metadata
+}
