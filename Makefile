@@ -46,7 +46,7 @@ bench: deps
 
 bench-short: deps
 	$(CARGO) build --bins
-	./target/debug/capstan-bench --duration 1s --clients 1,8 --quiet
+	./target/debug/capstan-bench --duration 1s --clients 1,8 --api-list-size 100 --quiet
 
 ## Long fault-injection runs: repeated kill -9 of a single member and of a
 ## cluster's leader under writes.

@@ -71,6 +71,23 @@ pub struct Args {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+
+    /// Which workloads: `store` (put/get on the etcd API), `apiserver`
+    /// (get/list/create through capstan-apiserver on each store), or `all`.
+    #[arg(long, default_value = "all", value_parser = ["store", "apiserver", "all"])]
+    pub workload: String,
+
+    /// Concurrent clients of the API server workloads.
+    #[arg(long, default_value_t = 16)]
+    pub api_clients: usize,
+
+    /// ConfigMaps in the namespace the API server list workload lists.
+    #[arg(long, default_value_t = 1000)]
+    pub api_list_size: usize,
+
+    /// The capstan-apiserver binary (default: next to this executable).
+    #[arg(long)]
+    pub apiserver_bin: Option<PathBuf>,
 }
 
 /// The parsed `--clients` list (a newtype so clap treats it as one value).
@@ -90,7 +107,27 @@ impl Args {
         Ok(dir.join("capstan-store"))
     }
 
+    /// Where capstan-apiserver is: the flag, or next to our own executable.
+    pub fn apiserver_bin(&self) -> Result<PathBuf, String> {
+        if let Some(path) = &self.apiserver_bin {
+            return Ok(path.clone());
+        }
+        let store = self.store_bin()?;
+        Ok(store.with_file_name("capstan-apiserver"))
+    }
+
+    pub fn runs_store(&self) -> bool {
+        self.workload != "apiserver"
+    }
+
+    pub fn runs_apiserver(&self) -> bool {
+        self.workload != "store"
+    }
+
     pub fn validate(&self) -> Result<(), String> {
+        if self.api_clients == 0 || self.api_clients > MAX_CLIENTS {
+            return Err(format!("--api-clients must be between 1 and {MAX_CLIENTS}"));
+        }
         if self.duration.is_zero() {
             return Err("--duration must be positive".into());
         }

@@ -7,8 +7,10 @@
 //! - [`workload`]: concurrent clients over a shared connection pool, and the
 //!   checks of what they did against the server's state;
 //! - [`report`]: per-run statistics, capstan/etcd ratios, table and JSON;
+//! - [`apiserver`]: capstan-apiserver on each store: get, list, create;
 //! - [`checks`]: the ledger behind the final `N passed, M failed` line.
 
+mod apiserver;
 mod checks;
 mod cli;
 mod report;
@@ -19,6 +21,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use crate::apiserver::{ApiProcess, ApiSpec, ApiStats, Request};
 use crate::checks::Checks;
 use crate::cli::Args;
 use crate::report::RunStats;
@@ -33,7 +36,8 @@ fn main() -> ExitCode {
     }
     let mut checks = Checks::new(args.quiet);
     let mut stats = Vec::new();
-    if let Err(err) = run(&args, &mut checks, &mut stats) {
+    let mut api_stats = Vec::new();
+    if let Err(err) = run(&args, &mut checks, &mut stats, &mut api_stats) {
         checks.record("benchmark ran to the end", false, err);
     }
 
@@ -53,6 +57,13 @@ fn main() -> ExitCode {
             );
         }
     }
+    if !api_stats.is_empty() {
+        println!(
+            "capstan-apiserver on each store: {} clients, {:?} per request kind, lists of {} ConfigMaps",
+            args.api_clients, args.duration, args.api_list_size
+        );
+        print!("{}", apiserver::table(&api_stats));
+    }
     if let Some(path) = &args.json {
         let context = report::JsonContext {
             duration: args.duration,
@@ -60,7 +71,7 @@ fn main() -> ExitCode {
             clients: &args.clients.0,
             max_conns: args.max_conns,
         };
-        match report::write_json(path, &context, &stats, &checks) {
+        match report::write_json(path, &context, &stats, &api_stats, &checks) {
             Ok(()) => {
                 if !args.quiet {
                     eprintln!("wrote {}", path.display());
@@ -85,7 +96,12 @@ fn main() -> ExitCode {
 /// Starts the servers (on the main thread, see `servers::die_with_parent`),
 /// runs every workload, checks the servers survived. The servers are killed
 /// when `servers` drops, however this returns.
-fn run(args: &Args, checks: &mut Checks, stats: &mut Vec<RunStats>) -> Result<(), String> {
+fn run(
+    args: &Args,
+    checks: &mut Checks,
+    stats: &mut Vec<RunStats>,
+    api_stats: &mut Vec<ApiStats>,
+) -> Result<(), String> {
     let say = |line: String| {
         if !args.quiet {
             eprintln!("{line}");
@@ -115,13 +131,42 @@ fn run(args: &Args, checks: &mut Checks, stats: &mut Vec<RunStats>) -> Result<()
         }
     }
 
+    // On the main thread too, for the same reason as the servers.
+    let mut apis = Vec::new();
+    if args.runs_apiserver() {
+        let binary = args.apiserver_bin()?;
+        for server in &servers {
+            let started = ApiProcess::start(&binary, &server.endpoint(), args.startup_timeout);
+            checks.record(
+                format!(
+                    "{}: capstan-apiserver on it starts and is ready",
+                    server.kind
+                ),
+                started.is_ok(),
+                started
+                    .as_ref()
+                    .err()
+                    .cloned()
+                    .unwrap_or_else(|| "ready".into()),
+            );
+            if let Ok(api) = started {
+                apis.push((server.kind, api));
+            }
+        }
+    }
+
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|err| format!("start the async runtime: {err}"))?;
     let result = runtime.block_on(async {
         tokio::select! {
-            result = run_workloads(args, &mut servers, checks, stats) => result,
+            result = async {
+                if args.runs_store() {
+                    run_workloads(args, &mut servers, checks, stats).await?;
+                }
+                run_api_workloads(args, &mut apis, checks, api_stats).await
+            } => result,
             signal = shutdown_signal() => Err(format!("interrupted by {signal}; servers stopped")),
         }
     });
@@ -222,6 +267,78 @@ async fn run_workloads(
                     }
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// Fills each API server's store, then runs every request kind on each
+/// in turn (so one kind's runs are next to each other in time).
+async fn run_api_workloads(
+    args: &Args,
+    apis: &mut [(ServerKind, ApiProcess)],
+    checks: &mut Checks,
+    api_stats: &mut Vec<ApiStats>,
+) -> Result<(), String> {
+    for (kind, api) in apis.iter() {
+        if !args.quiet {
+            eprintln!(
+                "{kind}: creating {} ConfigMaps for the list workload",
+                args.api_list_size
+            );
+        }
+        let prepared = apiserver::prepare(api.port, args.api_list_size).await;
+        checks.record(
+            format!("{kind}: apiserver data prepared"),
+            prepared.is_ok(),
+            prepared.clone().err().unwrap_or_else(|| "ok".into()),
+        );
+        prepared?;
+    }
+    for request in [Request::Create, Request::Get, Request::List] {
+        for (kind, api) in apis.iter_mut() {
+            let spec = ApiSpec {
+                backend: *kind,
+                port: api.port,
+                request,
+                clients: args.api_clients,
+                duration: args.duration,
+                list_size: args.api_list_size,
+            };
+            if !args.quiet {
+                eprintln!(
+                    "running apiserver {request} on {kind} for {:?}",
+                    args.duration
+                );
+            }
+            let result = apiserver::run(spec).await;
+            let label = format!("{kind}: apiserver {request}");
+            match result {
+                Ok(row) => {
+                    checks.record(
+                        format!("{label}: every answer as expected"),
+                        row.errors == 0 && row.ok > 0,
+                        format!(
+                            "{} ok, {} wrong; first: {:?}",
+                            row.ok, row.errors, row.first_error
+                        ),
+                    );
+                    api_stats.push(row);
+                }
+                Err(err) => {
+                    checks.record(format!("{label}: ran"), false, err);
+                }
+            }
+            checks.record(
+                format!("{label}: the API server is still running"),
+                api.running(),
+                api.log()
+                    .lines()
+                    .rev()
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            );
         }
     }
     Ok(())

@@ -169,6 +169,7 @@ struct JsonReport<'a> {
     max_conns: usize,
     results: &'a [RunStats],
     ratios: Vec<Ratio>,
+    apiserver: &'a [crate::apiserver::ApiStats],
     checks_passed: usize,
     checks_failed: usize,
     checks: &'a [crate::checks::Check],
@@ -185,6 +186,7 @@ pub fn write_json(
     path: &Path,
     context: &JsonContext<'_>,
     stats: &[RunStats],
+    api_stats: &[crate::apiserver::ApiStats],
     checks: &Checks,
 ) -> Result<(), String> {
     let report = JsonReport {
@@ -195,6 +197,7 @@ pub fn write_json(
         results: stats,
         // NaN is not JSON; serde_json writes it as null.
         ratios: ratios(stats),
+        apiserver: api_stats,
         checks_passed: checks.passed(),
         checks_failed: checks.failed(),
         checks: checks.all(),

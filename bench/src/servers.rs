@@ -238,7 +238,7 @@ enum StartError {
 
 /// `n` distinct free ports on 127.0.0.1, held together while picked so they
 /// differ, then released for the servers to bind.
-fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
+pub(crate) fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
     let listeners = (0..n)
         .map(|_| TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<Vec<_>>>()?;
@@ -378,7 +378,7 @@ fn dechunk(body: &str) -> String {
 /// destructors (e.g. it is itself SIGKILLed). Servers are started from the
 /// main thread, which lives as long as the process.
 #[cfg(target_os = "linux")]
-fn die_with_parent(command: &mut Command) {
+pub(crate) fn die_with_parent(command: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: prctl is async-signal-safe and touches no memory of ours.
     unsafe {
@@ -392,7 +392,7 @@ fn die_with_parent(command: &mut Command) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_parent(_command: &mut Command) {}
+pub(crate) fn die_with_parent(_command: &mut Command) {}
 
 #[cfg(test)]
 mod tests {
