@@ -19,6 +19,7 @@ capstan_tests::on_both_backends!(
     finalizers_hold_objects_and_namespaces,
     pods_are_bound_and_deleted_gracefully,
     events_expire_after_the_event_ttl,
+    leaked_claims_are_given_back,
 );
 
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -450,4 +451,36 @@ fn events_expire_after_the_event_ttl(backend: Backend) {
         200,
         "other types do not expire"
     );
+}
+
+/// A claim whose owner is gone (as an API server stopped part way through
+/// a namespace's removal would leave) is released by the repair pass; a
+/// live service's claim is not.
+fn leaked_claims_are_given_back(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreBackend::start(backend, &dir.path().join("store"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let mut client = etcd_client::Client::connect([store.url()], None)
+            .await
+            .unwrap();
+        let ghost = "/registry/services/default/ghost 5b0e5a53-0000-4000-8000-000000000000";
+        client
+            .put("/registry/claims/serviceips/10.96.9.9", ghost, None)
+            .await
+            .unwrap();
+    });
+    let api = ApiServer::start_with(&[store.url()], dir.path(), "api", &[]);
+    let mut http = Http::connect(api.port);
+    let kept = service("kept", "ClusterIP", Some("10.96.8.8"), None);
+    let (code, status) = http.request("POST", "/api/v1/namespaces/default/services", Some(&kept));
+    assert_eq!(code, 201, "{status}");
+    wait_for(PATIENCE, "the leaked cluster IP to be given back", || {
+        let wanted = service("reuser", "ClusterIP", Some("10.96.9.9"), None);
+        let (code, _) = http.request("POST", "/api/v1/namespaces/default/services", Some(&wanted));
+        (code == 201).then_some(())
+    });
+    let taken = service("thief", "ClusterIP", Some("10.96.8.8"), None);
+    let (code, status) = http.request("POST", "/api/v1/namespaces/default/services", Some(&taken));
+    assert_eq!(code, 422, "a live service keeps its claim: {status}");
 }

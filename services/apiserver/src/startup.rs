@@ -54,7 +54,10 @@ pub async fn run(
     );
     create_system_namespaces(&catalog).await?;
     crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, config.port).await?;
-    actix_rt::spawn(crate::controllers::run(catalog.clone()));
+    let store = Store::new(&client);
+    let controllers =
+        crate::controllers::run(catalog.clone(), store, config.storage_prefix.clone());
+    actix_rt::spawn(controllers);
     if let Some(interval) = config.compaction_interval() {
         actix_rt::spawn(compactor::run(client.clone(), interval));
     }

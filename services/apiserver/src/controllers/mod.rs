@@ -8,6 +8,7 @@
 //! them at once: every write they make is conditional on uid or
 //! resourceVersion, so the second one's attempt is a harmless no-op.
 
+mod claims_repair;
 mod garbage_collector;
 mod namespaces;
 mod pod_termination;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::registry::Catalog;
+use crate::storage::Store;
 
 /// Who the controllers' writes are from, in managedFields.
 pub const MANAGER: &str = "capstan-controllers";
@@ -26,8 +28,12 @@ const PERIOD: Duration = Duration::from_secs(2);
 /// After a delete, how long to let the watch caches see it first.
 const SETTLE: Duration = Duration::from_millis(150);
 
+/// Passes between two repairs of leaked claims (about a minute).
+const REPAIR_EVERY: u32 = 30;
+
 /// Runs the passes until the process ends.
-pub async fn run(catalog: Arc<Catalog>) {
+pub async fn run(catalog: Arc<Catalog>, store: Store, prefix: String) {
+    let mut passes = 0u32;
     loop {
         let deleted = tokio::time::timeout(PERIOD, catalog.deletions.notified()).await;
         if deleted.is_ok() {
@@ -37,5 +43,9 @@ pub async fn run(catalog: Arc<Catalog>) {
         garbage_collector::pass(&catalog, &world).await;
         pod_termination::pass(&catalog, &world).await;
         namespaces::pass(&catalog, &world).await;
+        if passes % REPAIR_EVERY == 0 {
+            claims_repair::pass(&store, &prefix).await;
+        }
+        passes = passes.wrapping_add(1);
     }
 }

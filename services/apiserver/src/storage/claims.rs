@@ -8,7 +8,7 @@
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse};
 use serde_json::Value;
 
-use super::etcd::encode;
+use super::etcd::{encode, prefix_end};
 use super::{StorageError, Store};
 
 /// Where claims live under the storage prefix: `<prefix>/claims/<name>`.
@@ -114,6 +114,40 @@ impl Store {
             return Err(StorageError::Conflict);
         }
         Ok(response.header().map_or(0, |h| h.revision()))
+    }
+
+    /// Claims under `prefix` whose owner is gone (or is another object of
+    /// the same name), with their mod_revision: claims and objects are
+    /// read at one revision, so a claim written with an object that is
+    /// not there yet cannot be taken for leaked.
+    pub async fn leaked_claims(&self, prefix: &str) -> Result<Vec<(String, i64)>, StorageError> {
+        let options = etcd_client::GetOptions::new().with_range(prefix_end(prefix));
+        let claims = self.range(prefix, Some(options)).await?;
+        let revision = claims.header().map_or(0, |h| h.revision());
+        let mut leaked = Vec::new();
+        for claim in claims.kvs() {
+            let owner = String::from_utf8_lossy(claim.value()).to_string();
+            let (key, uid) = owner.rsplit_once(' ').unwrap_or((owner.as_str(), ""));
+            let at = etcd_client::GetOptions::new().with_revision(revision);
+            let found = self.range(key, Some(at)).await?;
+            let alive = found.kvs().first().is_some_and(|kv| {
+                let object: Value = serde_json::from_slice(kv.value()).unwrap_or_default();
+                object["metadata"]["uid"] == uid
+            });
+            if !alive {
+                let name = String::from_utf8_lossy(claim.key()).to_string();
+                leaked.push((name, claim.mod_revision()));
+            }
+        }
+        Ok(leaked)
+    }
+
+    /// Deletes a leaked claim unless it was written again since.
+    pub async fn release_claim(&self, key: &str, mod_revision: i64) -> Result<(), StorageError> {
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
+            .and_then([TxnOp::delete(key, None)]);
+        self.txn(txn).await.map(drop)
     }
 
     /// On failure the else branch reads the object and every claim, so

@@ -58,7 +58,7 @@ impl Store {
     }
 
     /// A range read, on whichever member answers.
-    async fn range(
+    pub(super) async fn range(
         &self,
         key: &str,
         options: Option<GetOptions>,
