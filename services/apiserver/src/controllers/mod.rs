@@ -43,7 +43,7 @@ pub async fn run(catalog: Arc<Catalog>, store: Store, prefix: String) {
         garbage_collector::pass(&catalog, &world).await;
         pod_termination::pass(&catalog, &world).await;
         namespaces::pass(&catalog, &world).await;
-        if passes % REPAIR_EVERY == 0 {
+        if passes.is_multiple_of(REPAIR_EVERY) {
             claims_repair::pass(&store, &prefix).await;
         }
         passes = passes.wrapping_add(1);
