@@ -394,6 +394,23 @@ fn check_columns(kubectl: &Kubectl) {
         "fast ebs.csi.aws.com Retain WaitForFirstConsumer true",
         Some(5),
     );
+    kubectl.ok(&[
+        "annotate",
+        "sc",
+        "fast",
+        "storageclass.kubernetes.io/is-default-class=true",
+    ]);
+    let classes = kubectl.ok(&["get", "sc"]);
+    assert!(
+        classes.contains("fast (default)"),
+        "the default class is marked: {classes}"
+    );
+    kubectl.ok(&[
+        "annotate",
+        "sc",
+        "fast",
+        "storageclass.kubernetes.io/is-default-class-",
+    ]);
     expect(
         &["get", "pc"],
         "shop-high",

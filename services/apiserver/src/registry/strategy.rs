@@ -157,6 +157,11 @@ pub trait Strategy: Send + Sync + 'static {
     /// unpicked object), carrying over what `old` already holds.
     fn allocate(&self, _obj: &mut Value, _old: Option<&Value>) {}
 
+    /// The `Name` cell of a Table row (a default StorageClass says so).
+    fn name_cell(&self, obj: &Value) -> Value {
+        obj["metadata"]["name"].clone()
+    }
+
     /// Table columns after `Name`.
     fn columns(&self) -> Vec<Column> {
         vec![AGE]

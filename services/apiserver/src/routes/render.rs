@@ -60,7 +60,7 @@ pub fn partial(obj: &Value) -> Value {
 }
 
 fn row(strategy: &dyn Strategy, obj: &Value) -> Value {
-    let mut cells = vec![obj["metadata"]["name"].clone()];
+    let mut cells = vec![strategy.name_cell(obj)];
     cells.extend(strategy.cells(obj));
     json!({"cells": cells, "object": partial(obj)})
 }

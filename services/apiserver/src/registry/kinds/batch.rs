@@ -1,7 +1,6 @@
 //! batch/v1 Job and CronJob: the selector Kubernetes generates for a Job,
 //! the restart policies a Job's pods may have, and a schedule.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -38,7 +37,7 @@ fn jobs() -> Simple<Job> {
         validate_update: job_immutables,
         defaults: job_defaults,
         on_create: prepare_job,
-        kind: PhantomData,
+        ..simple(versioned("batch", "v1", "jobs", "Job", "job"))
     }
 }
 

@@ -33,6 +33,8 @@ pub struct Simple<K> {
     /// Create-only preparation, after `defaults` (status reset, generated
     /// labels).
     pub on_create: fn(&mut Value),
+    /// The `Name` cell of a Table row.
+    pub name_cell: fn(&Value) -> Value,
     pub kind: PhantomData<fn() -> K>,
 }
 
@@ -69,6 +71,10 @@ where
         let mut causes = (self.validate)(new);
         causes.extend((self.validate_update)(new, old));
         causes
+    }
+
+    fn name_cell(&self, obj: &Value) -> Value {
+        (self.name_cell)(obj)
     }
 
     fn columns(&self) -> Vec<Column> {
@@ -126,6 +132,7 @@ pub fn simple<K>(def: ResourceDef) -> Simple<K> {
         validate_update: |_, _| Vec::new(),
         defaults: |_| {},
         on_create: |_| {},
+        name_cell: |o| o["metadata"]["name"].clone(),
         kind: PhantomData,
     }
 }

@@ -18,6 +18,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
         cells,
         validate,
         validate_update,
+        name_cell: default_marked,
         defaults: |o| {
             default_at(o, &["reclaimPolicy"], json!("Delete"));
             default_at(o, &["volumeBindingMode"], json!("Immediate"));
@@ -33,6 +34,22 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
             )
         })
     })]
+}
+
+/// kubectl shows the default class as `<name> (default)`.
+fn default_marked(obj: &Value) -> Value {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("");
+    let annotations = &obj["metadata"]["annotations"];
+    let default = [
+        "storageclass.kubernetes.io/is-default-class",
+        "storageclass.beta.kubernetes.io/is-default-class",
+    ]
+    .iter()
+    .any(|a| annotations[*a] == "true");
+    match default {
+        true => format!("{name} (default)").into(),
+        false => name.into(),
+    }
 }
 
 fn validate(obj: &Value) -> Vec<Cause> {
