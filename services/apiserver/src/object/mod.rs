@@ -5,6 +5,7 @@ pub mod apply;
 pub mod managed_fields;
 pub mod meta;
 pub mod patch;
+pub mod quantity;
 pub mod selector;
 pub mod strategic;
 pub mod time;

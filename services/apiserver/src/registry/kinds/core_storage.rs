@@ -120,13 +120,27 @@ fn claim_spec_fixed(new: &Value, old: &Value) -> Vec<Cause> {
         }
         spec
     };
-    if fixed(new, &old["spec"]) == fixed(old, &old["spec"]) {
-        return Vec::new();
+    let mut causes = Vec::new();
+    if fixed(new, &old["spec"]) != fixed(old, &old["spec"]) {
+        causes.push(Cause::forbidden(
+            "spec",
+            "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+        ));
     }
-    vec![Cause::forbidden(
-        "spec",
-        "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
-    )]
+    let storage = |obj: &Value| {
+        obj["spec"]["resources"]["requests"]["storage"]
+            .as_str()
+            .and_then(crate::object::quantity::parse)
+    };
+    if let (Some(now), Some(before)) = (storage(new), storage(old)) {
+        if now < before {
+            causes.push(Cause::forbidden(
+                "spec.resources.requests.storage",
+                "field can not be less than status.capacity",
+            ));
+        }
+    }
+    causes
 }
 
 fn claim_columns() -> Vec<Column> {
@@ -460,6 +474,12 @@ mod tests {
         let mut new = old.clone();
         new["spec"]["resources"]["requests"]["storage"] = "2Gi".into();
         assert!(claim_spec_fixed(&new, &old).is_empty());
+        let mut shrunk = old.clone();
+        shrunk["spec"]["resources"]["requests"]["storage"] = "512Mi".into();
+        assert_eq!(
+            claim_spec_fixed(&shrunk, &old)[0].field,
+            "spec.resources.requests.storage"
+        );
         new["spec"]["storageClassName"] = "slow".into();
         assert_eq!(claim_spec_fixed(&new, &old)[0].field, "spec");
     }
