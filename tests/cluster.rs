@@ -525,3 +525,63 @@ fn etcdctl_moves_the_leader_and_adds_promotes_and_removes_a_member() {
         "v"
     );
 }
+
+/// `etcdctl member update`: a stopped member restarts on a new peer port
+/// and, once the cluster knows its new URL, replicates again; a URL of
+/// another member is refused.
+#[test]
+fn etcdctl_member_update_moves_a_member_to_new_peer_urls() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(dir.path(), 3, &[]);
+    let leader = cluster.wait_for_leader(Duration::from_secs(20));
+    let moved = (leader + 1) % 3;
+    let others: Vec<String> = (0..3)
+        .filter(|i| *i != moved)
+        .map(|i| cluster.members[i].endpoint())
+        .collect();
+    let others = others.join(",");
+    let id = member_ids(&others)[&cluster.members[moved].name].clone();
+
+    let taken = cluster.members[leader].peer_url();
+    let refused = etcdctl(
+        &others,
+        &["member", "update", &id, &format!("--peer-urls={taken}")],
+        None,
+    );
+    assert!(
+        !refused.ok && refused.stderr.contains("Peer URLs already exists"),
+        "{}",
+        refused.stderr
+    );
+
+    cluster.members[moved].kill9();
+    cluster.members[moved].peer_port = capstan_tests::free_port();
+    let new_url = cluster.members[moved].peer_url();
+    etcdctl_ok(
+        &others,
+        &["member", "update", &id, &format!("--peer-urls={new_url}")],
+    );
+    let listed = etcdctl_ok(&others, &["member", "list"]);
+    assert!(listed.contains(&new_url), "{listed}");
+    cluster.members[moved].start();
+
+    etcdctl_ok(&others, &["put", "after-the-move", "here"]);
+    let endpoint = cluster.members[moved].endpoint();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let read = etcdctl(
+            &endpoint,
+            &["get", "after-the-move", "--print-value-only"],
+            None,
+        );
+        if read.ok && read.stdout.trim() == "here" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the moved member never caught up: {}",
+            read.stderr
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

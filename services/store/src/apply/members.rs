@@ -63,6 +63,20 @@ pub fn publish_attributes(
     Ok(())
 }
 
+/// `member update`: a member's peer URLs change (it moved); nothing else.
+pub fn update_peer_urls(
+    view: &mut WriteView,
+    backend: &dyn Backend,
+    update: &MemberRecord,
+) -> Result<()> {
+    let Some(mut record) = find(backend, update.id)? else {
+        return Ok(()); // removed meanwhile
+    };
+    record.peer_urls = update.peer_urls.clone();
+    view.put_record(member_key(record.id), record.encode_to_vec());
+    Ok(())
+}
+
 pub fn add_member(view: &mut WriteView, record: &MemberRecord) {
     view.put_record(member_key(record.id), record.encode_to_vec());
 }

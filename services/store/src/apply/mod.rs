@@ -115,6 +115,10 @@ impl Applier {
                 members::publish_attributes(view, &**self.mvcc.backend(), record)?;
                 self.members().map(ApplyOutcome::Members)
             }
+            Request::MemberPeerUrls(record) => {
+                members::update_peer_urls(view, &**self.mvcc.backend(), record)?;
+                self.members().map(ApplyOutcome::Members)
+            }
         }
     }
 

@@ -456,6 +456,10 @@ impl Node {
     /// Applies a normal entry; returns the request id it carried.
     fn apply_normal(&mut self, entry: &Entry) -> Option<u64> {
         let applied = self.applier.apply(entry.index, &entry.data)?;
+        if let Ok(ApplyOutcome::Members(members)) = &applied.result {
+            // A member's peer URLs may have changed (`member update`).
+            self.transport.set_peers(peer_list(members));
+        }
         if let Some(waiter) = self.waiters.remove(&applied.request_id) {
             let _ = waiter.done.send(applied.result);
         }

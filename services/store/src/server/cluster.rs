@@ -114,6 +114,38 @@ impl ClusterService {
         })
     }
 
+    /// New peer URLs for a member (it moved): an ordinary proposal, not a
+    /// configuration change, as in etcd; every member's transport follows
+    /// once it is applied.
+    async fn update(&self, req: MemberUpdateRequest) -> Result<MemberUpdateResponse> {
+        self.known(req.id)?;
+        let taken = self
+            .members()?
+            .into_iter()
+            .any(|m| m.id != req.id && m.peer_urls.iter().any(|u| req.peer_ur_ls.contains(u)));
+        if taken {
+            return Err(StoreError::PeerUrlExists);
+        }
+        let update = MemberRecord {
+            id: req.id,
+            peer_urls: req.peer_ur_ls,
+            ..Default::default()
+        };
+        let outcome = self
+            .0
+            .raft
+            .propose(capstan_proto::internal::raft_request::Request::MemberPeerUrls(update))
+            .await?;
+        let members = match outcome {
+            ApplyOutcome::Members(members) => members.iter().map(to_wire).collect(),
+            other => return Err(crate::apply::unexpected(&other)),
+        };
+        Ok(MemberUpdateResponse {
+            header: Some(self.0.header(self.0.mvcc.current_revision())),
+            members,
+        })
+    }
+
     async fn list(&self, req: MemberListRequest) -> Result<MemberListResponse> {
         if req.linearizable {
             self.0.raft.read_barrier().await?;
@@ -147,12 +179,11 @@ impl Cluster for ClusterService {
 
     async fn member_update(
         &self,
-        _request: Request<MemberUpdateRequest>,
+        request: Request<MemberUpdateRequest>,
     ) -> std::result::Result<Response<MemberUpdateResponse>, Status> {
-        Err(StoreError::Unimplemented(
-            "changing a member's peer URLs is not supported; remove and re-add it",
-        )
-        .into())
+        self.0
+            .observe("MemberUpdate", self.update(request.into_inner()))
+            .await
     }
 
     async fn member_list(
