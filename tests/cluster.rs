@@ -478,12 +478,27 @@ fn etcdctl_moves_the_leader_and_adds_promotes_and_removes_a_member() {
         added.contains("ETCD_INITIAL_CLUSTER_STATE=\"existing\""),
         "{added}"
     );
-    joiner.start();
     let new_id = member_ids(&all)
         .into_iter()
         .find(|(_, id)| !ids.values().any(|known| known == id))
         .map(|(_, id)| id)
         .expect("the learner is listed");
+    // Not started, so not in sync: refused, also when asked of a follower
+    // (which has to ask the leader how far the learner got).
+    let current = leader_endpoint(&all);
+    let follower = cluster
+        .members
+        .iter()
+        .find(|m| m.endpoint() != current)
+        .unwrap()
+        .endpoint();
+    let early = etcdctl(&follower, &["member", "promote", &new_id], None);
+    assert!(
+        !early.ok && early.stderr.contains("in sync with leader"),
+        "a learner that never ran must not be promoted: {}",
+        early.stderr
+    );
+    joiner.start();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let promoted = etcdctl(&all, &["member", "promote", &new_id], None);

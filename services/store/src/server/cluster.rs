@@ -10,6 +10,7 @@ use capstan_proto::etcdserverpb::{
     MemberUpdateRequest, MemberUpdateResponse,
 };
 use capstan_proto::internal::MemberRecord;
+use capstan_proto::peer::LearnerInSyncRequest;
 use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2};
 use tonic::{Request, Response, Status};
 
@@ -102,9 +103,7 @@ impl ClusterService {
         if !record.is_learner {
             return Err(StoreError::NotLearner);
         }
-        // Only the leader knows how far the learner got, so only a promotion
-        // sent to the leader is checked (etcd forwards it there; we do not yet).
-        if self.0.raft.learner_in_sync(record.id).await? == Some(false) {
+        if self.learner_in_sync(record.id).await? == Some(false) {
             return Err(StoreError::LearnerNotReady);
         }
         let members = self.change(ConfChangeType::AddNode, record).await?;
@@ -144,6 +143,24 @@ impl ClusterService {
             header: Some(self.0.header(self.0.mvcc.current_revision())),
             members,
         })
+    }
+
+    /// Only the leader knows how far a learner got: a follower asks it
+    /// over the peer service. None when the leader does not track it.
+    async fn learner_in_sync(&self, id: u64) -> Result<Option<bool>> {
+        if self.0.raft.status().is_leader() {
+            return self.0.raft.learner_in_sync(id).await;
+        }
+        let mut leader = super::forward::leader_client(&self.0)?;
+        let answer = leader
+            .learner_in_sync(LearnerInSyncRequest { member_id: id })
+            .await
+            .map_err(|_| StoreError::NoLeader)?
+            .into_inner();
+        if answer.not_leader {
+            return Err(StoreError::LeaderChanged);
+        }
+        Ok(answer.in_sync)
     }
 
     async fn list(&self, req: MemberListRequest) -> Result<MemberListResponse> {

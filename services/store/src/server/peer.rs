@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use capstan_proto::peer::peer_server::{Peer, PeerServer};
 use capstan_proto::peer::{
-    Ack, LeaseRenewRequest, LeaseRenewResponse, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
-    RaftBatch, SnapshotChunk,
+    Ack, LearnerInSyncRequest, LearnerInSyncResponse, LeaseRenewRequest, LeaseRenewResponse,
+    LeaseTimeToLiveRequest, LeaseTimeToLiveResponse, RaftBatch, SnapshotChunk,
 };
 use futures::StreamExt;
 use protobuf::Message as _;
@@ -89,6 +89,28 @@ impl Peer for PeerService {
             -1
         };
         Ok(Response::new(LeaseRenewResponse { ttl }))
+    }
+
+    async fn learner_in_sync(
+        &self,
+        request: Request<LearnerInSyncRequest>,
+    ) -> Result<Response<LearnerInSyncResponse>, Status> {
+        let ctx = &self.0;
+        if !ctx.raft.status().is_leader() {
+            return Ok(Response::new(LearnerInSyncResponse {
+                not_leader: true,
+                in_sync: None,
+            }));
+        }
+        let in_sync = ctx
+            .raft
+            .learner_in_sync(request.into_inner().member_id)
+            .await
+            .map_err(Status::from)?;
+        Ok(Response::new(LearnerInSyncResponse {
+            not_leader: false,
+            in_sync,
+        }))
     }
 
     async fn lease_time_to_live(
