@@ -48,19 +48,31 @@ pub fn write_initial_members(backend: &dyn Backend, members: &[MemberRecord]) ->
     backend.write(Space::Mvcc, batch)
 }
 
+/// Changes part of a member's record; a member removed meanwhile stays
+/// removed.
+fn amend(
+    view: &mut WriteView,
+    backend: &dyn Backend,
+    id: u64,
+    change: impl FnOnce(&mut MemberRecord),
+) -> Result<()> {
+    if let Some(mut record) = find(backend, id)? {
+        change(&mut record);
+        view.put_record(member_key(record.id), record.encode_to_vec());
+    }
+    Ok(())
+}
+
 /// A member publishing its name and client URLs.
 pub fn publish_attributes(
     view: &mut WriteView,
     backend: &dyn Backend,
     update: &MemberRecord,
 ) -> Result<()> {
-    let Some(mut record) = find(backend, update.id)? else {
-        return Ok(()); // removed meanwhile
-    };
-    record.name = update.name.clone();
-    record.client_urls = update.client_urls.clone();
-    view.put_record(member_key(record.id), record.encode_to_vec());
-    Ok(())
+    amend(view, backend, update.id, |record| {
+        record.name = update.name.clone();
+        record.client_urls = update.client_urls.clone();
+    })
 }
 
 /// `member update`: a member's peer URLs change (it moved); nothing else.
@@ -69,12 +81,9 @@ pub fn update_peer_urls(
     backend: &dyn Backend,
     update: &MemberRecord,
 ) -> Result<()> {
-    let Some(mut record) = find(backend, update.id)? else {
-        return Ok(()); // removed meanwhile
-    };
-    record.peer_urls = update.peer_urls.clone();
-    view.put_record(member_key(record.id), record.encode_to_vec());
-    Ok(())
+    amend(view, backend, update.id, |record| {
+        record.peer_urls = update.peer_urls.clone();
+    })
 }
 
 pub fn add_member(view: &mut WriteView, record: &MemberRecord) {
