@@ -600,3 +600,64 @@ fn etcdctl_member_update_moves_a_member_to_new_peer_urls() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// etcd's "require leader" contract: a member cut off from the others (here
+/// they are stopped) refuses requests that carry `hasleader: true` and
+/// ends such watch streams with "no leader", so a client (like the API
+/// server) moves to a member that can see the cluster; a watch without the
+/// metadata is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_without_a_leader_ends_watches_that_require_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path(), 3, &[]);
+    let leader = cluster.wait_for_leader(Duration::from_secs(20));
+    let alone = (leader + 1) % 3;
+    let url = cluster.members[alone].url();
+    let options = ConnectOptions::new().with_require_leader(true);
+    let mut strict = Client::connect([url.as_str()], Some(options))
+        .await
+        .unwrap();
+    let mut plain = connect(std::slice::from_ref(&url)).await;
+    let mut strict_events = strict.watch("moving", None).await.unwrap();
+    let mut plain_events = plain.watch("moving", None).await.unwrap();
+    let mut writer = connect(&[cluster.members[leader].url()]).await;
+    writer.put("moving", "1", None).await.unwrap();
+    for events in [&mut strict_events, &mut plain_events] {
+        // The `created` answer comes first, then the event.
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(10), events.message()).await;
+            let response = next
+                .expect("an answer in time")
+                .expect("no error")
+                .expect("open");
+            if !response.events().is_empty() {
+                break;
+            }
+        }
+    }
+
+    for (i, member) in cluster.members.iter().enumerate() {
+        if i != alone {
+            member.signal("STOP");
+        }
+    }
+    let ended = tokio::time::timeout(Duration::from_secs(30), strict_events.message()).await;
+    let refused = strict.get("moving", None).await;
+    let plain_open = tokio::time::timeout(Duration::from_millis(500), plain_events.message()).await;
+    for (i, member) in cluster.members.iter().enumerate() {
+        if i != alone {
+            member.signal("CONT");
+        }
+    }
+    let err = match ended {
+        Ok(Err(err)) => err.to_string(),
+        other => panic!("the watch should end with an error: {other:?}"),
+    };
+    assert!(err.contains("no leader"), "{err}");
+    let refused = refused.expect_err("a request that requires a leader is refused");
+    assert!(refused.to_string().contains("no leader"), "{refused}");
+    assert!(
+        plain_open.is_err(),
+        "a plain watch stays open and quiet: {plain_open:?}"
+    );
+}

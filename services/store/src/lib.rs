@@ -102,6 +102,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         limits: Limits {
             max_request_bytes: config.max_request_bytes as usize,
             max_txn_ops: config.max_txn_ops as usize,
+            election_timeout: Duration::from_millis(config.election_timeout),
         },
         metrics,
         peers: Default::default(),

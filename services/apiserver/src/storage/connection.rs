@@ -123,7 +123,11 @@ impl Connection {
         let options = ConnectOptions::new()
             .with_connect_timeout(CONNECT_TIMEOUT)
             .with_keep_alive(KEEP_ALIVE, KEEP_ALIVE_TIMEOUT)
-            .with_keep_alive_while_idle(false);
+            .with_keep_alive_while_idle(false)
+            // A member cut off from the others refuses us and ends our
+            // watches ("no leader"), so we move to one that can see the
+            // cluster instead of waiting on a silent stream.
+            .with_require_leader(true);
         let mut members = Vec::new();
         for url in urls {
             let client = Client::connect([url.as_str()], Some(options.clone()))

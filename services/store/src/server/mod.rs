@@ -9,6 +9,7 @@ mod kv;
 mod lease;
 mod maintenance;
 mod peer;
+mod require_leader;
 mod watch;
 
 use std::future::Future;
@@ -26,6 +27,7 @@ use capstan_proto::etcdserverpb::{
 };
 use capstan_proto::internal::raft_request::Request;
 use parking_lot::Mutex;
+use tonic::service::interceptor::InterceptedService;
 use tonic::service::Routes;
 use tonic::{Response, Status};
 use tracing::Instrument;
@@ -44,6 +46,8 @@ use crate::watch::WatchHub;
 pub struct Limits {
     pub max_request_bytes: usize,
     pub max_txn_ops: usize,
+    /// For clients that require a leader (see [`require_leader`]).
+    pub election_timeout: std::time::Duration,
 }
 
 /// Everything a handler needs.
@@ -167,19 +171,29 @@ pub async fn serve(
     // Leave room above the request limit so an oversized request is
     // decoded and refused with etcd's own error rather than a transport one.
     let decode_limit = ctx.limits.max_request_bytes + 512 * 1024;
+    let leader_check = |ctx: &Arc<Context>| {
+        let ctx = ctx.clone();
+        move |request: tonic::Request<()>| {
+            require_leader::check(&ctx, request.metadata())?;
+            Ok(request)
+        }
+    };
     let mut routes = Routes::builder();
     routes
-        .add_service(
+        .add_service(InterceptedService::new(
             KvServer::new(kv::KvService(ctx.clone())).max_decoding_message_size(decode_limit),
-        )
-        .add_service(
+            leader_check(&ctx),
+        ))
+        .add_service(InterceptedService::new(
             WatchServer::new(watch::WatchService(ctx.clone()))
                 .max_decoding_message_size(decode_limit),
-        )
-        .add_service(
+            leader_check(&ctx),
+        ))
+        .add_service(InterceptedService::new(
             LeaseServer::new(lease::LeaseService(ctx.clone()))
                 .max_decoding_message_size(decode_limit),
-        )
+            leader_check(&ctx),
+        ))
         .add_service(ClusterServer::new(cluster::ClusterService(ctx.clone())))
         .add_service(MaintenanceServer::new(maintenance::MaintenanceService(
             ctx.clone(),

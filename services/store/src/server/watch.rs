@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use capstan_proto::etcdserverpb::watch_create_request::FilterType;
@@ -39,6 +39,7 @@ impl Watch for WatchService {
         request: Request<Streaming<WatchRequest>>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         let stream_id = NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed);
+        let require_leader = super::require_leader::wanted(request.metadata());
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         let mut session = Session {
             ctx: self.0.clone(),
@@ -65,6 +66,22 @@ impl Watch for WatchService {
             response.header = Some(ctx.header(revision));
             Ok(response)
         });
+        if !require_leader {
+            return Ok(Response::new(Box::pin(responses)));
+        }
+        // Ends the stream with "no leader" once this member has lost the
+        // cluster for long enough; the client goes to another member.
+        let lost = Arc::new(AtomicBool::new(false));
+        let (ctx, flag) = (self.0.clone(), lost.clone());
+        let watch_leader = async move {
+            super::require_leader::leader_lost(ctx).await;
+            flag.store(true, Ordering::Relaxed);
+        };
+        let last_word = futures::stream::once(async move { lost.load(Ordering::Relaxed) })
+            .filter_map(|lost| async move {
+                lost.then(|| Err(Status::from(crate::error::StoreError::NoLeader)))
+            });
+        let responses = responses.take_until(watch_leader).chain(last_word);
         Ok(Response::new(Box::pin(responses)))
     }
 }
