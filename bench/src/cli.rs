@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::apiserver::ApiConfig;
+
 /// The most connections one workload opens; clients beyond this share them,
 /// as etcd's own `benchmark` tool shares `--conns` among `--clients`.
 pub const DEFAULT_MAX_CONNS: usize = 16;
@@ -12,15 +14,20 @@ pub const DEFAULT_MAX_CONNS: usize = 16;
 /// Largest client count accepted, so a typo cannot spawn a million tasks.
 const MAX_CLIENTS: usize = 4096;
 
+/// Largest `--api-list-size`: the list namespace is filled before timing.
+const MAX_LIST_SIZE: usize = 100_000;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "capstan-bench",
-    about = "Puts and linearizable gets against capstan-store and a real etcd, in one run",
+    about = "capstan-store next to a real etcd, on the etcd API and behind capstan-apiserver, in one run",
     long_about = "Starts a capstan-store and (unless --skip-etcd) a real etcd on free loopback \
-                  ports in fresh temporary data directories, runs a put workload and a \
-                  linearizable single-key get workload against each for every client count, \
-                  checks the results as it goes, and reports ops/s and latency percentiles \
-                  with capstan/etcd ratios measured in the same run."
+                  ports in fresh temporary data directories. The store workload runs puts and \
+                  linearizable single-key gets against each for every client count; the \
+                  apiserver workload then starts a capstan-apiserver on each store and runs \
+                  gets of one ConfigMap, consistent lists of a namespace of them and creates. \
+                  Every answer is checked as it goes; ops/s and latency percentiles are \
+                  reported with capstan/etcd ratios measured in the same run."
 )]
 pub struct Args {
     /// How long each workload runs (`10s`, `500ms`, `2m`; a bare number is seconds).
@@ -116,6 +123,17 @@ impl Args {
         Ok(store.with_file_name("capstan-apiserver"))
     }
 
+    /// What every API server run shares.
+    pub fn api_config(&self) -> ApiConfig {
+        ApiConfig {
+            clients: self.api_clients,
+            duration: self.duration,
+            list_size: self.api_list_size,
+            request_timeout: self.request_timeout,
+            progress: !self.quiet,
+        }
+    }
+
     pub fn runs_store(&self) -> bool {
         self.workload != "apiserver"
     }
@@ -127,6 +145,11 @@ impl Args {
     pub fn validate(&self) -> Result<(), String> {
         if self.api_clients == 0 || self.api_clients > MAX_CLIENTS {
             return Err(format!("--api-clients must be between 1 and {MAX_CLIENTS}"));
+        }
+        if self.api_list_size == 0 || self.api_list_size > MAX_LIST_SIZE {
+            return Err(format!(
+                "--api-list-size must be between 1 and {MAX_LIST_SIZE}"
+            ));
         }
         if self.duration.is_zero() {
             return Err("--duration must be positive".into());

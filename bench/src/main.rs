@@ -1,6 +1,7 @@
-//! `capstan-bench`: puts and linearizable gets against capstan-store and a
-//! real etcd, started by the benchmark itself and measured in the same run,
-//! with correctness checks along the way.
+//! `capstan-bench`: capstan-store next to a real etcd, both started by the
+//! benchmark itself and measured in the same run, with correctness checks
+//! along the way: puts and linearizable gets on the etcd API, then gets,
+//! lists and creates through a capstan-apiserver on each.
 //!
 //! - [`cli`]: flags and their parsing;
 //! - [`servers`]: the servers under test as child processes (killed on drop);
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::apiserver::{ApiProcess, ApiSpec, ApiStats, Request};
+use crate::apiserver::ApiStats;
 use crate::checks::Checks;
 use crate::cli::Args;
 use crate::report::RunStats;
@@ -41,46 +42,10 @@ fn main() -> ExitCode {
         checks.record("benchmark ran to the end", false, err);
     }
 
-    println!(
-        "capstan-bench: {} member(s) per server, {:?} per workload, {}-byte values, clients {}, at most {} connections per workload",
-        args.members,
-        args.duration,
-        args.value_size,
-        args.clients.0.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","),
-        args.max_conns
-    );
-    if !stats.is_empty() {
-        print!("{}", report::table(&stats));
-        if stats.iter().any(|s| s.server == ServerKind::Etcd) {
-            println!(
-                "c/e = capstan/etcd from this run: ops/s above 1 is faster, p99 above 1 is slower"
-            );
-        }
-    }
-    if !api_stats.is_empty() {
-        println!(
-            "capstan-apiserver on each store: {} clients, {:?} per request kind, lists of {} ConfigMaps",
-            args.api_clients, args.duration, args.api_list_size
-        );
-        print!("{}", apiserver::table(&api_stats));
-    }
+    print_store_results(&args, &stats);
+    print_api_results(&args, &api_stats);
     if let Some(path) = &args.json {
-        let context = report::JsonContext {
-            duration: args.duration,
-            value_size: args.value_size,
-            clients: &args.clients.0,
-            max_conns: args.max_conns,
-        };
-        match report::write_json(path, &context, &stats, &api_stats, &checks) {
-            Ok(()) => {
-                if !args.quiet {
-                    eprintln!("wrote {}", path.display());
-                }
-            }
-            Err(err) => {
-                checks.record("JSON report written", false, err);
-            }
-        }
+        write_json(&args, path, &stats, &api_stats, &mut checks);
     }
     for failure in checks.failures() {
         println!("FAILED: {}: {}", failure.name, failure.detail);
@@ -90,6 +55,67 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+fn print_store_results(args: &Args, stats: &[RunStats]) {
+    if stats.is_empty() {
+        return;
+    }
+    println!(
+        "capstan-bench: {} member(s) per server, {:?} per workload, {}-byte values, clients {}, at most {} connections per workload",
+        args.members,
+        args.duration,
+        args.value_size,
+        args.clients.0.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","),
+        args.max_conns
+    );
+    print!("{}", report::table(stats));
+    if stats.iter().any(|s| s.server == ServerKind::Etcd) {
+        println!(
+            "c/e = capstan/etcd from this run: ops/s above 1 is faster, p99 above 1 is slower"
+        );
+    }
+}
+
+fn print_api_results(args: &Args, api_stats: &[ApiStats]) {
+    if api_stats.is_empty() {
+        return;
+    }
+    println!(
+        "capstan-apiserver on each store: {} clients, {:?} per request kind, lists of {} ConfigMaps",
+        args.api_clients, args.duration, args.api_list_size
+    );
+    print!("{}", apiserver::table(api_stats));
+    if api_stats.iter().any(|s| s.backend == ServerKind::Etcd) {
+        println!(
+            "c/e = on capstan-store / on etcd, same API server, this run: \
+             req/s above 1 is faster, p50 and p99 above 1 are slower"
+        );
+    }
+}
+
+fn write_json(
+    args: &Args,
+    path: &std::path::Path,
+    stats: &[RunStats],
+    api_stats: &[ApiStats],
+    checks: &mut Checks,
+) {
+    let context = report::JsonContext {
+        duration: args.duration,
+        value_size: args.value_size,
+        clients: &args.clients.0,
+        max_conns: args.max_conns,
+        api_clients: args.api_clients,
+        api_list_size: args.api_list_size,
+    };
+    match report::write_json(path, &context, stats, api_stats, checks) {
+        Ok(()) if !args.quiet => eprintln!("wrote {}", path.display()),
+        Ok(()) => {}
+        Err(err) => {
+            checks.record("JSON report written", false, err);
+        }
     }
 }
 
@@ -131,48 +157,34 @@ fn run(
         }
     }
 
-    // On the main thread too, for the same reason as the servers.
-    let mut apis = Vec::new();
-    if args.runs_apiserver() {
-        let binary = args.apiserver_bin()?;
-        for server in &servers {
-            let started = ApiProcess::start(&binary, &server.endpoint(), args.startup_timeout);
-            checks.record(
-                format!(
-                    "{}: capstan-apiserver on it starts and is ready",
-                    server.kind
-                ),
-                started.is_ok(),
-                started
-                    .as_ref()
-                    .err()
-                    .cloned()
-                    .unwrap_or_else(|| "ready".into()),
-            );
-            if let Ok(api) = started {
-                apis.push((server.kind, api));
-            }
-        }
-    }
-
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|err| format!("start the async runtime: {err}"))?;
-    let result = runtime.block_on(async {
-        tokio::select! {
-            result = async {
-                if args.runs_store() {
-                    run_workloads(args, &mut servers, checks, stats).await?;
-                }
-                run_api_workloads(args, &mut apis, checks, api_stats).await
-            } => result,
-            signal = shutdown_signal() => Err(format!("interrupted by {signal}; servers stopped")),
-        }
-    });
+    if args.runs_store() {
+        runtime.block_on(until_signal(run_workloads(
+            args,
+            &mut servers,
+            checks,
+            stats,
+        )))??;
+    }
+    // Started only now, so their background work (leases, reconcilers)
+    // does not run during the store workloads, and from the main thread
+    // for the same reason as the servers. Declared after
+    // the runtime: dropped (killed) first, whatever path this returns by.
+    let mut backends = Vec::new();
+    if args.runs_apiserver() {
+        let binary = args.apiserver_bin()?;
+        backends = apiserver::start_backends(&binary, &servers, args.startup_timeout, checks);
+        let config = args.api_config();
+        let runs = apiserver::run_all(&config, &mut backends, checks, api_stats);
+        runtime.block_on(until_signal(runs))?;
+        apiserver::check_logs(&backends, checks);
+    }
     // Clients go before the servers do.
     drop(runtime);
-    result?;
+    drop(backends);
 
     for server in &mut servers {
         let kind = server.kind;
@@ -272,76 +284,13 @@ async fn run_workloads(
     Ok(())
 }
 
-/// Fills each API server's store, then runs every request kind on each
-/// in turn (so one kind's runs are next to each other in time).
-async fn run_api_workloads(
-    args: &Args,
-    apis: &mut [(ServerKind, ApiProcess)],
-    checks: &mut Checks,
-    api_stats: &mut Vec<ApiStats>,
-) -> Result<(), String> {
-    for (kind, api) in apis.iter() {
-        if !args.quiet {
-            eprintln!(
-                "{kind}: creating {} ConfigMaps for the list workload",
-                args.api_list_size
-            );
-        }
-        let prepared = apiserver::prepare(api.port, args.api_list_size).await;
-        checks.record(
-            format!("{kind}: apiserver data prepared"),
-            prepared.is_ok(),
-            prepared.clone().err().unwrap_or_else(|| "ok".into()),
-        );
-        prepared?;
+/// Runs `work` unless Ctrl-C or SIGTERM comes first; the servers are
+/// stopped by their owners' drops either way.
+async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<T, String> {
+    tokio::select! {
+        result = work => Ok(result),
+        signal = shutdown_signal() => Err(format!("interrupted by {signal}; servers stopped")),
     }
-    for request in [Request::Create, Request::Get, Request::List] {
-        for (kind, api) in apis.iter_mut() {
-            let spec = ApiSpec {
-                backend: *kind,
-                port: api.port,
-                request,
-                clients: args.api_clients,
-                duration: args.duration,
-                list_size: args.api_list_size,
-            };
-            if !args.quiet {
-                eprintln!(
-                    "running apiserver {request} on {kind} for {:?}",
-                    args.duration
-                );
-            }
-            let result = apiserver::run(spec).await;
-            let label = format!("{kind}: apiserver {request}");
-            match result {
-                Ok(row) => {
-                    checks.record(
-                        format!("{label}: every answer as expected"),
-                        row.errors == 0 && row.ok > 0,
-                        format!(
-                            "{} ok, {} wrong; first: {:?}",
-                            row.ok, row.errors, row.first_error
-                        ),
-                    );
-                    api_stats.push(row);
-                }
-                Err(err) => {
-                    checks.record(format!("{label}: ran"), false, err);
-                }
-            }
-            checks.record(
-                format!("{label}: the API server is still running"),
-                api.running(),
-                api.log()
-                    .lines()
-                    .rev()
-                    .take(5)
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Resolves on Ctrl-C or SIGTERM, naming it.

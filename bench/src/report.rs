@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::apiserver::{ApiRatio, ApiStats};
 use crate::checks::Checks;
 use crate::servers::ServerKind;
 use crate::workload::{RunOutcome, Workload};
@@ -169,7 +170,12 @@ struct JsonReport<'a> {
     max_conns: usize,
     results: &'a [RunStats],
     ratios: Vec<Ratio>,
-    apiserver: &'a [crate::apiserver::ApiStats],
+    api_clients: usize,
+    api_list_size: usize,
+    /// capstan-apiserver on capstan-store and on etcd, per request kind.
+    apiserver: &'a [ApiStats],
+    /// On capstan-store ÷ on etcd; NaN (no etcd row) is written as null.
+    apiserver_ratios: Vec<ApiRatio>,
     checks_passed: usize,
     checks_failed: usize,
     checks: &'a [crate::checks::Check],
@@ -180,13 +186,15 @@ pub struct JsonContext<'a> {
     pub value_size: usize,
     pub clients: &'a [usize],
     pub max_conns: usize,
+    pub api_clients: usize,
+    pub api_list_size: usize,
 }
 
 pub fn write_json(
     path: &Path,
     context: &JsonContext<'_>,
     stats: &[RunStats],
-    api_stats: &[crate::apiserver::ApiStats],
+    api_stats: &[ApiStats],
     checks: &Checks,
 ) -> Result<(), String> {
     let report = JsonReport {
@@ -197,7 +205,10 @@ pub fn write_json(
         results: stats,
         // NaN is not JSON; serde_json writes it as null.
         ratios: ratios(stats),
+        api_clients: context.api_clients,
+        api_list_size: context.api_list_size,
         apiserver: api_stats,
+        apiserver_ratios: crate::apiserver::ratios(api_stats),
         checks_passed: checks.passed(),
         checks_failed: checks.failed(),
         checks: checks.all(),

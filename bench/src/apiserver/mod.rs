@@ -1,315 +1,332 @@
 //! The API server workloads: a `capstan-apiserver` in front of each store
-//! under test (capstan-store and a real etcd), then get one ConfigMap, a
-//! consistent list of a namespace of them, and creates, each with the same
-//! number of clients on both, so the capstan/etcd ratio isolates the store
-//! under the same API server.
+//! under test (capstan-store and a real etcd), then, with the same number
+//! of clients on both, get one ConfigMap, a consistent list of a
+//! namespace of them, and creates. The API server binary is the same on
+//! both, so the capstan/etcd ratio isolates the store behind it.
 //!
 //! - [`process`]: the API server as a child process (killed on drop);
-//! - [`http`]: a minimal kept-alive HTTP/1.1 client;
-//! - this file: preparing the data, the timed runs and their checks.
+//! - [`http`]: hyper's pooled client over kept-alive connections;
+//! - [`answers`]: the objects sent and the checks of every answer;
+//! - [`prepare`]: the untimed setup (namespaces, the objects read);
+//! - [`run`]: one timed run of one request kind;
+//! - [`verify`]: checks of the server's state after the creates;
+//! - [`table`]: ratios and the printed table;
+//! - this file: the order of it all and the checks it records.
 
+mod answers;
+mod error;
 mod http;
+mod prepare;
 mod process;
+mod run;
+mod table;
+mod verify;
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use serde_json::{json, Value};
 
-use crate::servers::ServerKind;
-use crate::workload::new_histogram;
-pub use process::ApiProcess;
+use crate::checks::Checks;
+use crate::servers::{ServerKind, ServerProcess};
+use http::Connection;
+use process::ApiProcess;
+pub use table::{ratios, table, ApiRatio};
 
-/// Where the workloads' objects live.
-const WORK_NAMESPACE: &str = "bench";
-const LIST_NAMESPACE: &str = "bench-list";
-/// Clients filling the list namespace (not timed).
-const FILLERS: usize = 16;
+/// The get workload reads this ConfigMap.
+const GET_NAMESPACE: &str = "default";
+const GET_NAME: &str = "bench-target";
+/// The list workload lists this namespace, which holds nothing else.
+const LIST_NAMESPACE: &str = "bench";
+/// Creates go here, not into the listed namespace, so lists stay the same
+/// size on both backends whatever each one's create rate was.
+const CREATE_NAMESPACE: &str = "bench-creates";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Request {
+pub enum ApiOp {
     Get,
     List,
     Create,
 }
 
-impl fmt::Display for Request {
+impl fmt::Display for ApiOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Request::Get => "get",
-            Request::List => "list",
-            Request::Create => "create",
+            ApiOp::Get => "get",
+            ApiOp::List => "list",
+            ApiOp::Create => "create",
         })
     }
+}
+
+/// The settings every API server run shares.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub clients: usize,
+    pub duration: Duration,
+    pub list_size: usize,
+    pub request_timeout: Duration,
+    pub progress: bool,
 }
 
 /// One timed run.
 pub struct ApiSpec {
     pub backend: ServerKind,
-    pub port: u16,
-    pub request: Request,
+    pub op: ApiOp,
     pub clients: usize,
     pub duration: Duration,
     pub list_size: usize,
+    pub progress: bool,
+}
+
+impl ApiSpec {
+    fn label(&self) -> String {
+        format!(
+            "apiserver on {} {} clients={}",
+            self.backend, self.op, self.clients
+        )
+    }
 }
 
 /// Its result.
 #[derive(Debug, Clone, Serialize)]
 pub struct ApiStats {
     pub backend: ServerKind,
-    pub request: Request,
+    pub request: ApiOp,
     pub clients: usize,
+    /// Requests answered as expected; only these are timed.
     pub ok: u64,
+    /// Requests with no answer or a wrong one.
     pub errors: u64,
+    pub elapsed_s: f64,
     pub ops_per_sec: f64,
+    pub mean_us: f64,
     pub p50_us: u64,
     pub p99_us: u64,
-    /// The first wrong answer, if any.
+    pub p999_us: u64,
+    pub max_us: u64,
+    /// List: the ConfigMaps in the listed namespace.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_error: Option<String>,
+    pub list_size: Option<usize>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub error_samples: Vec<String>,
 }
 
-fn configmap(name: &str) -> Vec<u8> {
-    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
-           "data": {"payload": "x".repeat(200)}})
-    .to_string()
-    .into_bytes()
+impl ApiStats {
+    fn new(
+        spec: &ApiSpec,
+        ok: u64,
+        errors: u64,
+        error_samples: Vec<String>,
+        elapsed: Duration,
+        latency: &Histogram<u64>,
+    ) -> ApiStats {
+        let seconds = elapsed.as_secs_f64();
+        let empty = latency.is_empty();
+        let quantile = |q| {
+            if empty {
+                0
+            } else {
+                latency.value_at_quantile(q)
+            }
+        };
+        ApiStats {
+            backend: spec.backend,
+            request: spec.op,
+            clients: spec.clients,
+            ok,
+            errors,
+            elapsed_s: seconds,
+            ops_per_sec: if seconds > 0.0 {
+                ok as f64 / seconds
+            } else {
+                0.0
+            },
+            mean_us: if empty { 0.0 } else { latency.mean() },
+            p50_us: quantile(0.5),
+            p99_us: quantile(0.99),
+            p999_us: quantile(0.999),
+            max_us: if empty { 0 } else { latency.max() },
+            list_size: (spec.op == ApiOp::List).then_some(spec.list_size),
+            error_samples,
+        }
+    }
 }
 
 fn collection(namespace: &str) -> String {
     format!("/api/v1/namespaces/{namespace}/configmaps")
 }
 
-/// Creates the namespaces, the ConfigMap the get workload reads, and
-/// `list_size` ConfigMaps for the list workload.
-pub async fn prepare(port: u16, list_size: usize) -> Result<(), String> {
-    let mut conn = http::Connection::open(port).await?;
-    for namespace in [WORK_NAMESPACE, LIST_NAMESPACE] {
-        let body =
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
-        let (code, answer) = conn
-            .request(
-                "POST",
-                "/api/v1/namespaces",
-                Some(body.to_string().as_bytes()),
-            )
-            .await?;
-        if code != 201 {
-            return Err(format!(
-                "create namespace {namespace}: {code} {}",
-                String::from_utf8_lossy(&answer)
-            ));
-        }
-    }
-    expect_status(
-        conn.request(
-            "POST",
-            &collection(WORK_NAMESPACE),
-            Some(&configmap("target")),
-        )
-        .await?,
-        201,
-    )?;
-    let fillers = (0..FILLERS).map(|f| async move {
-        let mut conn = http::Connection::open(port).await?;
-        for i in (f..list_size).step_by(FILLERS) {
-            let answer = conn
-                .request(
-                    "POST",
-                    &collection(LIST_NAMESPACE),
-                    Some(&configmap(&format!("item-{i}"))),
-                )
-                .await?;
-            expect_status(answer, 201)?;
-        }
-        Ok::<_, String>(())
-    });
-    for result in futures::future::join_all(fillers).await {
-        result?;
-    }
-    Ok(())
+/// An API server in front of one store under test.
+pub struct Backend {
+    pub kind: ServerKind,
+    process: ApiProcess,
+    /// False once it failed to prepare or stopped running.
+    usable: bool,
 }
 
-fn expect_status((code, body): (u16, Vec<u8>), want: u16) -> Result<Vec<u8>, String> {
-    match code == want {
-        true => Ok(body),
-        false => Err(format!(
-            "HTTP {code} (wanted {want}): {}",
-            String::from_utf8_lossy(&body)
-                .chars()
-                .take(300)
-                .collect::<String>()
-        )),
-    }
-}
-
-/// Checks one answer as far as is cheap; the first answer of each client
-/// is checked in full (a list's item count).
-fn check(spec: &ApiSpec, answer: (u16, Vec<u8>), first: bool) -> Result<(), String> {
-    match spec.request {
-        Request::Get => {
-            let body = expect_status(answer, 200)?;
-            contains(&body, b"\"name\":\"target\"")
-        }
-        Request::Create => {
-            let body = expect_status(answer, 201)?;
-            contains(&body, b"\"resourceVersion\"")
-        }
-        Request::List if first => {
-            let body = expect_status(answer, 200)?;
-            let list: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
-            let items = list["items"].as_array().map_or(0, Vec::len);
-            match items >= spec.list_size {
-                true => Ok(()),
-                false => Err(format!(
-                    "a list of {items} items, wanted {}",
-                    spec.list_size
-                )),
-            }
-        }
-        Request::List => expect_status(answer, 200).map(drop),
-    }
-}
-
-fn contains(body: &[u8], needle: &[u8]) -> Result<(), String> {
-    match body.windows(needle.len()).any(|w| w == needle) {
-        true => Ok(()),
-        false => Err(format!("answer lacks {}", String::from_utf8_lossy(needle))),
-    }
-}
-
-/// One client's share of a run.
-struct ClientResult {
-    latency_us: Histogram<u64>,
-    ok: u64,
-    errors: u64,
-    first_error: Option<String>,
-}
-
-async fn client(spec: &ApiSpec, id: usize, deadline: Instant) -> Result<ClientResult, String> {
-    let mut conn = http::Connection::open(spec.port).await?;
-    let mut result = ClientResult {
-        latency_us: new_histogram(),
-        ok: 0,
-        errors: 0,
-        first_error: None,
-    };
-    let mut i = 0;
-    while Instant::now() < deadline {
-        let started = Instant::now();
-        let answer = match spec.request {
-            Request::Get => {
-                conn.request(
-                    "GET",
-                    &format!("{}/target", collection(WORK_NAMESPACE)),
-                    None,
-                )
-                .await?
-            }
-            Request::List => {
-                conn.request("GET", &collection(LIST_NAMESPACE), None)
-                    .await?
-            }
-            Request::Create => {
-                let name = format!("c{id}-{i}-{}", spec.backend);
-                conn.request("POST", &collection(WORK_NAMESPACE), Some(&configmap(&name)))
-                    .await?
-            }
-        };
-        let micros = started.elapsed().as_micros().max(1) as u64;
-        match check(spec, answer, i == 0) {
-            Ok(()) => {
-                result.ok += 1;
-                let _ = result.latency_us.record(micros);
+/// Starts an API server on each store, recording whether each came up.
+/// On the main thread, like the stores (see `ApiProcess::start`).
+pub fn start_backends(
+    binary: &Path,
+    servers: &[ServerProcess],
+    timeout: Duration,
+    checks: &mut Checks,
+) -> Vec<Backend> {
+    let mut backends = Vec::new();
+    for server in servers {
+        let kind = server.kind;
+        let name = format!("{kind}: capstan-apiserver on it starts and is ready");
+        match ApiProcess::start(binary, &server.endpoint(), timeout) {
+            Ok(process) => {
+                checks.record(name, true, format!("on port {}", process.port));
+                backends.push(Backend {
+                    kind,
+                    process,
+                    usable: true,
+                });
             }
             Err(err) => {
-                result.errors += 1;
-                result.first_error.get_or_insert(err);
+                checks.record(name, false, err.to_string());
             }
         }
-        i += 1;
     }
-    Ok(result)
+    backends
 }
 
-pub async fn run(spec: ApiSpec) -> Result<ApiStats, String> {
-    let started = Instant::now();
-    let deadline = started + spec.duration;
-    let clients = (0..spec.clients).map(|id| client(&spec, id, deadline));
-    let mut latency = new_histogram();
-    let (mut ok, mut errors, mut first_error) = (0, 0, None);
-    for result in futures::future::join_all(clients).await {
-        let result = result?;
-        latency.add(&result.latency_us).map_err(|e| e.to_string())?;
-        ok += result.ok;
-        errors += result.errors;
-        first_error = first_error.or(result.first_error);
+/// Prepares every backend, then runs each request kind on each backend in
+/// turn, so one kind's runs are next to each other in time and the
+/// machine's noise affects both alike. Reads go first, on stores not yet
+/// grown by the creates.
+pub async fn run_all(
+    config: &ApiConfig,
+    backends: &mut [Backend],
+    checks: &mut Checks,
+    stats: &mut Vec<ApiStats>,
+) {
+    for backend in backends.iter_mut() {
+        prepare_one(config, backend, checks).await;
     }
-    let seconds = started.elapsed().as_secs_f64();
-    let quantile = |q| {
-        if latency.is_empty() {
-            0
-        } else {
-            latency.value_at_quantile(q)
+    for op in [ApiOp::Get, ApiOp::List, ApiOp::Create] {
+        for backend in backends.iter_mut().filter(|b| b.usable) {
+            run_one(config, op, backend, checks, stats).await;
         }
-    };
-    Ok(ApiStats {
-        backend: spec.backend,
-        request: spec.request,
-        clients: spec.clients,
-        ok,
-        errors,
-        ops_per_sec: ok as f64 / seconds,
-        p50_us: quantile(0.5),
-        p99_us: quantile(0.99),
-        first_error,
-    })
+    }
 }
 
-/// The results, capstan-store's rows with the ratio to etcd's.
-pub fn table(stats: &[ApiStats]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<8} {:>7} {:<8} {:>9} {:>10} {:>8} {:>8} {:>6} {:>9} {:>9}",
-        "request",
-        "clients",
-        "store",
-        "requests",
-        "ops/s",
-        "p50 ms",
-        "p99 ms",
-        "errors",
-        "ops/s c/e",
-        "p99 c/e"
-    );
-    for s in stats {
-        let etcd = stats.iter().find(|e| {
-            e.backend == ServerKind::Etcd && e.request == s.request && e.clients == s.clients
-        });
-        let ratio = |a: f64, b: f64| match (s.backend, etcd) {
-            (ServerKind::Capstan, Some(_)) if b > 0.0 => format!("{:.2}x", a / b),
-            _ => "-".into(),
-        };
-        let (etcd_ops, etcd_p99) = etcd.map_or((0.0, 0.0), |e| (e.ops_per_sec, e.p99_us as f64));
-        let _ = writeln!(
-            out,
-            "{:<8} {:>7} {:<8} {:>9} {:>10.1} {:>8.3} {:>8.3} {:>6} {:>9} {:>9}",
-            s.request.to_string(),
-            s.clients,
-            s.backend.name(),
-            s.ok,
-            s.ops_per_sec,
-            s.p50_us as f64 / 1000.0,
-            s.p99_us as f64 / 1000.0,
-            s.errors,
-            ratio(s.ops_per_sec, etcd_ops),
-            ratio(s.p99_us as f64, etcd_p99)
+async fn prepare_one(config: &ApiConfig, backend: &mut Backend, checks: &mut Checks) {
+    if config.progress {
+        eprintln!(
+            "{}: preparing the API server workloads ({} ConfigMaps to list)",
+            backend.kind, config.list_size
         );
     }
-    out
+    let port = backend.process.port;
+    let prepared = prepare::prepare(port, config.request_timeout, config.list_size).await;
+    backend.usable = checks.record(
+        format!(
+            "{}: apiserver workload data created and listed",
+            backend.kind
+        ),
+        prepared.is_ok(),
+        match prepared {
+            Ok(()) => format!("a list sees all {} ConfigMaps", config.list_size),
+            Err(err) => err.to_string(),
+        },
+    );
+}
+
+async fn run_one(
+    config: &ApiConfig,
+    op: ApiOp,
+    backend: &mut Backend,
+    checks: &mut Checks,
+    stats: &mut Vec<ApiStats>,
+) {
+    let spec = ApiSpec {
+        backend: backend.kind,
+        op,
+        clients: config.clients,
+        duration: config.duration,
+        list_size: config.list_size,
+        progress: config.progress,
+    };
+    let label = spec.label();
+    if config.progress {
+        eprintln!("running {label} for {:?}", config.duration);
+    }
+    let port = backend.process.port;
+    let outcome = match run::run(&spec, port, config.request_timeout).await {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            checks.record(format!("{label}: ran"), false, err.to_string());
+            return;
+        }
+    };
+    let row = &outcome.stats;
+    if config.progress {
+        eprintln!(
+            "done {label}: {} ok, {} errors, {:.1} req/s, p50 {:.3} ms, p99 {:.3} ms",
+            row.ok,
+            row.errors,
+            row.ops_per_sec,
+            row.p50_us as f64 / 1000.0,
+            row.p99_us as f64 / 1000.0
+        );
+    }
+    checks.record(
+        format!("{label}: every answer as expected"),
+        row.errors == 0 && row.ok > 0,
+        format!(
+            "{} ok, {} errors {:?}",
+            row.ok, row.errors, row.error_samples
+        ),
+    );
+    if op == ApiOp::Create {
+        let mut http = Connection::new(port, config.request_timeout);
+        let verified = verify::check_creates(&mut http, &outcome.created, row.errors).await;
+        checks.record(
+            format!("{label}: acknowledged creates are stored"),
+            verified.is_ok(),
+            verified.unwrap_or_else(|err| err.to_string()),
+        );
+    }
+    stats.push(outcome.stats);
+    backend.usable = still_running(&label, backend, checks);
+}
+
+fn still_running(label: &str, backend: &mut Backend, checks: &mut Checks) -> bool {
+    let status = backend.process.exit_status();
+    checks.record(
+        format!("{label}: the API server is still running"),
+        status.is_none(),
+        match status {
+            None => "running".to_string(),
+            Some(status) => format!(
+                "exited: {status}; log tail:\n{}",
+                backend.process.log_tail(20)
+            ),
+        },
+    )
+}
+
+/// After every run: no panic or fatal error in any API server's log.
+pub fn check_logs(backends: &[Backend], checks: &mut Checks) {
+    for backend in backends {
+        let alarms = backend.process.log_alarms();
+        checks.record(
+            format!(
+                "{}: capstan-apiserver log shows no panic or fatal error",
+                backend.kind
+            ),
+            alarms.is_empty(),
+            match alarms.is_empty() {
+                true => "clean".to_string(),
+                false => alarms.join("\n"),
+            },
+        );
+    }
 }

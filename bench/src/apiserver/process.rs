@@ -1,5 +1,6 @@
 //! `capstan-apiserver` as a child process in front of one store under
-//! test, on a free loopback port; killed (SIGKILL) and reaped on drop.
+//! test, on a free loopback port; killed (SIGKILL) and reaped on drop, and
+//! killed by the kernel if the bench dies first (`die_with_parent`).
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -10,36 +11,52 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use super::error::ApiError;
 use crate::servers::{die_with_parent, free_ports};
+
+/// Log lines that mean the API server went wrong even if it still runs.
+const ALARMS: [&str; 3] = ["panicked", "FATAL", "fatal runtime error"];
 
 pub struct ApiProcess {
     pub port: u16,
     child: Child,
     log_path: PathBuf,
+    // Declared last: removed after `Drop::drop` has killed the child.
     _dir: TempDir,
 }
 
 impl ApiProcess {
     /// Starts an API server on the store at `endpoints` (comma-separated
-    /// URLs) and waits until `/readyz` says ready.
-    pub fn start(binary: &Path, endpoints: &str, timeout: Duration) -> Result<ApiProcess, String> {
+    /// URLs) and waits until `/readyz` says ready. Must be called from the
+    /// main thread: the kernel's parent-death signal follows the thread
+    /// that forked.
+    pub fn start(
+        binary: &Path,
+        endpoints: &str,
+        timeout: Duration,
+    ) -> Result<ApiProcess, ApiError> {
         let dir = tempfile::Builder::new()
             .prefix("capstan-bench-apiserver-")
             .tempdir()
-            .map_err(|e| format!("create a temporary directory: {e}"))?;
-        let port = free_ports(1).map_err(|e| format!("find a free port: {e}"))?[0];
+            .map_err(ApiError::TempDir)?;
+        let port = free_ports(1).map_err(ApiError::Port)?[0];
         let log_path = dir.path().join("apiserver.log");
-        let log = File::create(&log_path).map_err(|e| format!("create the log: {e}"))?;
+        let log = File::create(&log_path).map_err(|source| ApiError::Log {
+            path: log_path.clone(),
+            source,
+        })?;
         let mut command = Command::new(binary);
         command
             .args(["--etcd-servers", endpoints, "--port", &port.to_string()])
+            // No compaction mid-run: it would be measured as store noise.
             .args(["--log-level", "warn", "--etcd-compaction-interval", "0"])
             .stdout(Stdio::null())
             .stderr(log);
         die_with_parent(&mut command);
-        let child = command
-            .spawn()
-            .map_err(|e| format!("start {}: {e}", binary.display()))?;
+        let child = command.spawn().map_err(|source| ApiError::Spawn {
+            binary: binary.to_path_buf(),
+            source,
+        })?;
         let mut process = ApiProcess {
             port,
             child,
@@ -50,36 +67,50 @@ impl ApiProcess {
         Ok(process)
     }
 
-    fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
+    fn wait_ready(&mut self, timeout: Duration) -> Result<(), ApiError> {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(format!(
-                    "capstan-apiserver exited: {status}; log:\n{}",
-                    self.log()
-                ));
+                let log = self.log_tail(30);
+                return Err(ApiError::Exited { status, log });
             }
             if ready(self.port) {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Err(format!(
-            "capstan-apiserver not ready within {timeout:?}; log:\n{}",
-            self.log()
-        ))
+        let log = self.log_tail(30);
+        Err(ApiError::NotReady { timeout, log })
     }
 
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    /// The last `lines` lines of its log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(lines).collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
     }
 
-    /// Whether it is still running.
-    pub fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+    /// Log lines that report a panic or a fatal error.
+    pub fn log_alarms(&self) -> Vec<String> {
+        let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        log.lines()
+            .filter(|line| ALARMS.iter().any(|alarm| line.contains(alarm)))
+            .take(10)
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Why it is no longer running, if it is not.
+    pub fn exit_status(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(None) => None,
+            Ok(Some(status)) => Some(status.to_string()),
+            Err(err) => Some(format!("cannot tell: {err}")),
+        }
     }
 }
 
+/// One blocking GET /readyz; true on 200.
 fn ready(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
