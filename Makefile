@@ -4,7 +4,7 @@ CARGO ?= cargo
 DATA_DIR ?= data
 CLIENT_URL ?= http://127.0.0.1:2379
 
-.PHONY: all deps build run cluster test unit integration bench bench-short chaos fmt clippy clean
+.PHONY: all deps build run cluster test unit integration bench bench-short chaos test-fresh compose-test fmt clippy clean
 
 all: build
 
@@ -53,6 +53,12 @@ bench-short: deps
 chaos: deps
 	$(CARGO) build --bins
 	CAPSTAN_CHAOS_ROUNDS=10 $(CARGO) test -p capstan-tests --test durability --test cluster --test control_plane_chaos -- --nocapture --test-threads 1
+
+## The README's two commands in a fresh container (a new machine of this
+## kind: fresh clone, no cargo registry, no protoc, no etcd). Needs a Docker
+## engine (started if installable); skips with a message otherwise.
+test-fresh:
+	./scripts/test-fresh.sh all
 
 fmt:
 	$(CARGO) fmt --all

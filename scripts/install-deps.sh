@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs what building and testing Capstan needs, if it is missing:
-# protoc (to compile the .proto files), etcdctl and etcd (real etcd clients
-# and a reference server for tests and benchmarks), all from Debian.
+# Installs what testing and benchmarking Capstan needs, if it is missing:
+# etcdctl and etcd (a real etcd client and a reference server) and kubectl,
+# all from Debian. Building needs nothing from the system besides a Rust
+# toolchain and a C compiler: protoc comes from the protoc-bin-vendored crate
+# (see scripts/protoc and .cargo/config.toml).
 set -euo pipefail
 
 need=()
-command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v kubectl >/dev/null 2>&1 || need+=(kubectl)
 
 if ((${#need[@]})); then
   echo "installing: ${need[*]}"

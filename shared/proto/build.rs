@@ -1,6 +1,11 @@
-//! Compiles the etcd v3 API and Capstan's internal records with protoc.
+//! Compiles the etcd v3 API and Capstan's internal records with the protoc
+//! shipped by the protoc-bin-vendored crate: no system protobuf is needed.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::var_os("PROTOC").is_none() {
+        // Build scripts run single-threaded, so setting our own variable is sound.
+        std::env::set_var("PROTOC", protoc_bin_vendored::protoc_bin_path()?);
+    }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
     let etcd = root.join("etcd");
     let capstan = root.join("capstan");
