@@ -60,6 +60,11 @@ chaos: deps
 test-fresh:
 	./scripts/test-fresh.sh all
 
+## compose.yaml for real: kills, restarts and scaling under a kubectl writer
+## and a REST watch through the load balancer. Needs a Docker engine.
+compose-test: deps
+	./scripts/compose-test.sh
+
 fmt:
 	$(CARGO) fmt --all
 
