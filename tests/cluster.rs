@@ -29,6 +29,59 @@ struct History {
     acked: Vec<(String, i64, Instant, Instant)>,
     /// Keys whose put failed, with the error.
     failed: Vec<(String, String)>,
+    /// Failures by class, for the report.
+    classes: HashMap<&'static str, usize>,
+    /// Failures no member kill or pause explains (see [`classify`]).
+    unexpected: Vec<(String, String)>,
+}
+
+impl History {
+    fn fail(&mut self, key: String, err: &etcd_client::Error) {
+        let class = classify(err);
+        *self.classes.entry(class).or_default() += 1;
+        if class == "unexpected" {
+            self.unexpected.push((key.clone(), err.to_string()));
+        }
+        self.failed.push((key, err.to_string()));
+    }
+
+    /// Some puts were acknowledged, and every failure is one that killing
+    /// or pausing a member explains; panics with the counts otherwise.
+    fn check_failures(&self, what: &str) {
+        assert!(
+            !self.acked.is_empty(),
+            "{what}: no put was acknowledged (failures {:?})",
+            self.classes
+        );
+        assert!(
+            self.unexpected.is_empty(),
+            "{what}: {} acknowledged, failures {:?}, unexpected: {:?}",
+            self.acked.len(),
+            self.classes,
+            self.unexpected
+        );
+    }
+}
+
+/// A failed put, read as a client of a cluster losing a member must:
+/// "leader changed" is a definite failure (the entry was overwritten);
+/// unavailability, a time-out, or a connection cut by the kill leave the
+/// outcome unknown; anything else (a refused argument, an internal error)
+/// is a bug.
+fn classify(err: &etcd_client::Error) -> &'static str {
+    use etcd_client::Error;
+    use tonic::Code;
+    match err {
+        Error::GRpcStatus(status) if status.message().contains("leader changed") => "definite",
+        Error::GRpcStatus(status) => match status.code() {
+            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => "ambiguous",
+            // A connection reset mid-call surfaces as Unknown in tonic.
+            Code::Unknown if status.message().contains("transport") => "ambiguous",
+            _ => "unexpected",
+        },
+        Error::TransportError(_) | Error::IoError(_) => "ambiguous",
+        _ => "unexpected",
+    }
 }
 
 /// Writers putting distinct keys `prefix-<writer>-<n>` until `stop`.
@@ -60,7 +113,7 @@ fn spawn_writers(
                             history.lock().await.acked.push((key, rev, sent, answered));
                         }
                         Err(err) => {
-                            history.lock().await.failed.push((key, err.to_string()));
+                            history.lock().await.fail(key, &err);
                             tokio::time::sleep(Duration::from_millis(20)).await;
                         }
                     }
@@ -190,6 +243,7 @@ async fn kill_leader_under_writes(cluster: &mut Cluster, prefix: &str) -> Durati
         writer.await.unwrap();
     }
     let history = history.lock().await;
+    history.check_failures(prefix);
     // The first write *sent* after the kill that succeeded: writes already
     // committed before the kill may still be answered just after it.
     let first_after = history
@@ -243,6 +297,7 @@ async fn a_paused_leader_commits_nothing_and_its_failed_writes_stay_failed() {
     );
 
     let history = history.lock().await;
+    history.check_failures("paused leader");
     let stored = stored(&others, "p-").await;
     for (key, rev, _, _) in &history.acked {
         assert_eq!(stored.get(key), Some(rev), "acknowledged put of {key} lost");
@@ -378,6 +433,10 @@ async fn a_watch_on_a_follower_sees_every_event_once_in_order_across_a_leader_ki
     for writer in writers {
         writer.await.unwrap();
     }
+    history
+        .lock()
+        .await
+        .check_failures("watch across a leader kill");
     let acked: HashMap<String, i64> = history
         .lock()
         .await
