@@ -7,6 +7,17 @@ use std::time::{Duration, Instant};
 use super::watchdog::{self, Watchdog};
 use super::{binary, free_port};
 
+/// A flag of `capstan-store` as the server under test spells it: etcd 3.4
+/// still calls some of them experimental.
+fn flag_for_server(flag: &str) -> &str {
+    match flag {
+        "--watch-progress-notify-interval" if on_reference_etcd() => {
+            "--experimental-watch-progress-notify-interval"
+        }
+        other => other,
+    }
+}
+
 /// Whether the store tests run against the reference etcd
 /// (`CAPSTAN_TEST_SERVER=etcd`, found on PATH) instead of `capstan-store`.
 pub fn on_reference_etcd() -> bool {
@@ -67,7 +78,7 @@ impl StoreProcess {
             .expect("open store log");
         let child = self
             .command()
-            .args(&self.extra_args)
+            .args(self.extra_args.iter().map(|a| flag_for_server(a)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
