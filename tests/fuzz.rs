@@ -120,7 +120,7 @@ fn mutated_requests_get_a_status_and_refused_ones_write_nothing() {
 
 fn fuzz_rest() {
     let seed = setting("CAPSTAN_FUZZ_SEED", 14);
-    let count = setting("CAPSTAN_FUZZ_REQUESTS", 150) as usize;
+    let count = setting("CAPSTAN_FUZZ_REQUESTS", 250) as usize;
     eprintln!("REST fuzz: seed {seed} (CAPSTAN_FUZZ_SEED), {count} requests");
     let server = Embedded::start();
     setup(server.port);

@@ -125,8 +125,18 @@ impl Mutator {
             json!({"nested": {"deeper": []}}),
             json!("\u{0}\u{7f}\u{202e}"),
         ];
-        let field = ["metadata", "data", "kind", "apiVersion", "labels", "name"]
-            [self.rng.random_range(0..6)];
+        let fields = [
+            "metadata",
+            "data",
+            "kind",
+            "apiVersion",
+            "metadata.name",
+            "metadata.namespace",
+            "metadata.labels",
+            "metadata.resourceVersion",
+            "data.fuzz",
+        ];
+        let field = fields[self.rng.random_range(0..fields.len())];
         match self.rng.random_range(0..4) {
             0 => {
                 let replacement = odd[self.rng.random_range(0..odd.len())].clone();
@@ -140,7 +150,7 @@ impl Mutator {
                 format!("field named {name:?} in metadata")
             }
             2 => {
-                let depth = self.rng.random_range(50..3000);
+                let depth = self.rng.random_range(50..700);
                 let mut nest = json!("bottom");
                 for _ in 0..depth {
                     nest = json!({ "n": nest });
@@ -149,9 +159,7 @@ impl Mutator {
                 format!("{field} nested {depth} deep")
             }
             _ => {
-                if let Some(map) = object.as_object_mut() {
-                    map.remove(field);
-                }
+                remove_field(object, field);
                 format!("{field} removed")
             }
         }
@@ -179,6 +187,24 @@ impl Mutator {
                 format!("{length} random bytes")
             }
         }
+    }
+}
+
+/// Removes `path` (dot-separated) from `object`, if it is there.
+fn remove_field(object: &mut Value, path: &str) {
+    let (parent, last) = match path.rsplit_once('.') {
+        Some((parent, last)) => (parent.split('.').collect::<Vec<_>>(), last),
+        None => (Vec::new(), path),
+    };
+    let mut at = object;
+    for part in parent {
+        match at.get_mut(part) {
+            Some(next) => at = next,
+            None => return,
+        }
+    }
+    if let Some(map) = at.as_object_mut() {
+        map.remove(last);
     }
 }
 
@@ -259,6 +285,14 @@ mod tests {
             let (x, y) = (a.next("t", &i.to_string()), b.next("t", &i.to_string()));
             assert_eq!((x.path, x.body), (y.path, y.body));
         }
+    }
+
+    #[test]
+    fn remove_field_follows_the_path() {
+        let mut object = json!({"metadata": {"name": "a", "labels": {}}});
+        remove_field(&mut object, "metadata.name");
+        remove_field(&mut object, "data.missing");
+        assert_eq!(object, json!({"metadata": {"labels": {}}}));
     }
 
     #[test]
