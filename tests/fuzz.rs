@@ -32,21 +32,32 @@ fn setting(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// The ConfigMaps of the fuzz namespace: name -> (resourceVersion, data).
-fn listing(port: u16) -> BTreeMap<String, (String, Value)> {
-    let path = format!("/api/v1/namespaces/{NAMESPACE}/configmaps");
+/// Every ConfigMap in every namespace (a mutated body may name another
+/// one): namespace/name -> (resourceVersion, labels, data).
+fn listing(port: u16) -> BTreeMap<String, (String, Value, Value)> {
     let (status, list) = Connection::connect(port)
-        .and_then(|mut c| c.json("GET", &path, None))
-        .unwrap_or_else(|e| panic!("listing the fuzz namespace: {e}"));
+        .and_then(|mut c| c.json("GET", "/api/v1/configmaps", None))
+        .unwrap_or_else(|e| panic!("listing the ConfigMaps: {e}"));
     assert_eq!(status, 200, "list: {list}");
     let items = list["items"].as_array().expect("a list has items");
     items
         .iter()
         .map(|item| {
             let meta = &item["metadata"];
-            let name = meta["name"].as_str().expect("a name").to_string();
+            let key = format!(
+                "{}/{}",
+                meta["namespace"].as_str().unwrap_or_default(),
+                meta["name"].as_str().expect("a name")
+            );
             let version = meta["resourceVersion"].as_str().expect("a version");
-            (name, (version.to_string(), item["data"].clone()))
+            (
+                key,
+                (
+                    version.to_string(),
+                    meta["labels"].clone(),
+                    item["data"].clone(),
+                ),
+            )
         })
         .collect()
 }
