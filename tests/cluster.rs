@@ -27,8 +27,8 @@ async fn connect_with_timeout(urls: &[String], timeout: Duration) -> Client {
 struct History {
     /// Key, revision, and when the put was sent and answered.
     acked: Vec<(String, i64, Instant, Instant)>,
-    /// Keys whose put failed, with the error.
-    failed: Vec<(String, String)>,
+    /// Keys whose put failed, with the error and its class.
+    failed: Vec<(String, String, &'static str)>,
     /// Failures by class, for the report.
     classes: HashMap<&'static str, usize>,
     /// Failures no member kill or pause explains (see [`classify`]).
@@ -42,7 +42,7 @@ impl History {
         if class == "unexpected" {
             self.unexpected.push((key.clone(), err.to_string()));
         }
-        self.failed.push((key, err.to_string()));
+        self.failed.push((key, err.to_string(), class));
     }
 
     /// Some puts were acknowledged, and every failure is one that killing
@@ -64,15 +64,20 @@ impl History {
 }
 
 /// A failed put, read as a client of a cluster losing a member must:
-/// "leader changed" is a definite failure (the entry was overwritten);
-/// unavailability, a time-out, or a connection cut by the kill leave the
-/// outcome unknown; anything else (a refused argument, an internal error)
-/// is a bug.
+/// "leader changed" (the entry was overwritten) and a refused connection
+/// (the put never left the client) are definite failures; unavailability,
+/// a time-out, or a connection cut by the kill leave the outcome unknown;
+/// anything else (a refused argument, an internal error) is a bug.
 fn classify(err: &etcd_client::Error) -> &'static str {
     use etcd_client::Error;
     use tonic::Code;
     match err {
-        Error::GRpcStatus(status) if status.message().contains("leader changed") => "definite",
+        Error::GRpcStatus(status)
+            if status.message().contains("leader changed")
+                || status.message().contains("Connection refused") =>
+        {
+            "definite"
+        }
         Error::GRpcStatus(status) => match status.code() {
             Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => "ambiguous",
             // A connection reset mid-call surfaces as Unknown in tonic.
@@ -302,13 +307,12 @@ async fn a_paused_leader_commits_nothing_and_its_failed_writes_stay_failed() {
     for (key, rev, _, _) in &history.acked {
         assert_eq!(stored.get(key), Some(rev), "acknowledged put of {key} lost");
     }
-    // "leader changed" means the entry was overwritten by the new leader: a
-    // definite failure, which must never show up later. A time-out is, as
-    // in etcd, an unknown outcome and may have committed.
+    // A definite failure (see `classify`) must never show up later. A
+    // time-out is, as in etcd, an unknown outcome and may have committed.
     let definite: Vec<_> = history
         .failed
         .iter()
-        .filter(|(_, err)| err.contains("etcdserver: leader changed"))
+        .filter(|(_, _, class)| *class == "definite")
         .collect();
     println!(
         "paused leader: {} acknowledged, {} failed ({} definitely)",
@@ -316,7 +320,7 @@ async fn a_paused_leader_commits_nothing_and_its_failed_writes_stay_failed() {
         history.failed.len(),
         definite.len()
     );
-    for (key, err) in definite {
+    for (key, err, _) in definite {
         assert!(
             !stored.contains_key(key),
             "failed put of {key} ({err}) resurrected"
