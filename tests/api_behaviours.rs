@@ -1,18 +1,28 @@
 //! Kubernetes API behaviours checked through raw HTTP against
-//! `capstan-apiserver` on `capstan-store`: `fieldValidation`, `generateName`,
+//! `capstan-apiserver`, on `capstan-store` and on a real etcd: `fieldValidation`, `generateName`,
 //! delete preconditions, `/status` subresources, watches that end at
 //! `timeoutSeconds` or carry periodic BOOKMARKs, and deletecollection
 //! with a field selector.
 
 use std::time::Duration;
 
-use capstan_tests::apiserver::{ApiCluster, Http, WatchEvents};
+use capstan_tests::apiserver::{ApiCluster, Backend, Http, WatchEvents};
 use capstan_tests::http::Connection;
 use serde_json::{json, Value};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 /// A guard against hanging, not a measure of speed.
 const PATIENCE: Duration = Duration::from_secs(60);
+
+capstan_tests::on_both_backends!(
+    field_validation_strict_warn_ignore_and_a_bad_value,
+    generate_name_makes_distinct_names_from_the_prefix,
+    delete_preconditions_on_uid_and_resource_version,
+    the_status_subresource_changes_only_status,
+    a_watch_ends_at_its_timeout_seconds,
+    deletecollection_with_a_field_selector_deletes_only_the_match,
+    watches_get_periodic_bookmarks,
+);
 
 fn config_map(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
@@ -37,9 +47,8 @@ fn names(http: &mut Http) -> Vec<String> {
     names
 }
 
-#[test]
-fn field_validation_strict_warn_ignore_and_a_bad_value() {
-    let cluster = ApiCluster::start();
+fn field_validation_strict_warn_ignore_and_a_bad_value(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let post = |query: &str, name: &str| {
         let mut body = config_map(name);
         body["bogus"] = json!(1);
@@ -87,9 +96,8 @@ fn field_validation_strict_warn_ignore_and_a_bad_value() {
     assert!(stored.get("bogus").is_none(), "{stored}");
 }
 
-#[test]
-fn generate_name_makes_distinct_names_from_the_prefix() {
-    let cluster = ApiCluster::start();
+fn generate_name_makes_distinct_names_from_the_prefix(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let mut http = Http::connect(cluster.port);
     let body =
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}});
@@ -108,9 +116,8 @@ fn generate_name_makes_distinct_names_from_the_prefix() {
     assert_eq!(names(&mut http), made);
 }
 
-#[test]
-fn delete_preconditions_on_uid_and_resource_version() {
-    let cluster = ApiCluster::start();
+fn delete_preconditions_on_uid_and_resource_version(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let mut http = Http::connect(cluster.port);
     let object = create(&mut http, "guarded");
     let uid = object["metadata"]["uid"].as_str().unwrap();
@@ -134,9 +141,8 @@ fn delete_preconditions_on_uid_and_resource_version() {
     assert_eq!(http.get(&path).0, 404);
 }
 
-#[test]
-fn the_status_subresource_changes_only_status() {
-    let cluster = ApiCluster::start();
+fn the_status_subresource_changes_only_status(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let mut http = Http::connect(cluster.port);
     let services = "/api/v1/namespaces/default/services";
     let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
@@ -163,9 +169,8 @@ fn the_status_subresource_changes_only_status() {
     assert_eq!(replaced["metadata"]["labels"]["touched"], "yes");
 }
 
-#[test]
-fn a_watch_ends_at_its_timeout_seconds() {
-    let cluster = ApiCluster::start();
+fn a_watch_ends_at_its_timeout_seconds(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let mut http = Http::connect(cluster.port);
     create(&mut http, "before");
     let mut watch = WatchEvents::open(cluster.port, &format!("{CMS}?watch=1&timeoutSeconds=2"));
@@ -176,9 +181,8 @@ fn a_watch_ends_at_its_timeout_seconds() {
     assert_eq!(added, ["ADDED"], "{events:?}");
 }
 
-#[test]
-fn deletecollection_with_a_field_selector_deletes_only_the_match() {
-    let cluster = ApiCluster::start();
+fn deletecollection_with_a_field_selector_deletes_only_the_match(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let mut http = Http::connect(cluster.port);
     for name in ["a", "b", "c"] {
         create(&mut http, name);
@@ -195,9 +199,8 @@ fn deletecollection_with_a_field_selector_deletes_only_the_match() {
 /// Besides the one that ends the initial events, a watch that allows
 /// bookmarks gets them periodically, at a revision not behind the writes
 /// it has seen.
-#[test]
-fn watches_get_periodic_bookmarks() {
-    let cluster = ApiCluster::start();
+fn watches_get_periodic_bookmarks(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
     let mut http = Http::connect(cluster.port);
     let created = create(&mut http, "seen");
     let rv: i64 = created["metadata"]["resourceVersion"]
