@@ -15,6 +15,7 @@ pub mod poll;
 pub mod store;
 pub mod watch;
 pub mod watchdog;
+pub mod writers;
 
 use std::path::PathBuf;
 use std::process::Command;
