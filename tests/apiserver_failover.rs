@@ -218,11 +218,11 @@ fn with_no_member_answering_requests_fail_with_a_status_not_a_hang() {
     let started = Instant::now();
     let (code, status) = Http::connect(api.port).get(&format!("{CMS}/before"));
     let read_took = started.elapsed();
+    // Which timeout answers first (the store client's or the wait for a
+    // linearizable read) depends on load; either is this Status.
     assert_eq!(code, 503, "{status}");
-    assert!(
-        status["message"].as_str().unwrap().contains("store"),
-        "{status}"
-    );
+    assert_eq!(status["kind"], "Status", "{status}");
+    assert_eq!(status["reason"], "ServiceUnavailable", "{status}");
     // A hang fails at the client's read timeout; how fast the answer
     // comes is reported, not asserted (speed belongs in `make bench`).
     eprintln!("no member: the write failed after {write_took:?}, the read after {read_took:?}");
