@@ -4,7 +4,7 @@ CARGO ?= cargo
 DATA_DIR ?= data
 CLIENT_URL ?= http://127.0.0.1:2379
 
-.PHONY: all deps build run cluster test unit integration bench bench-short chaos test-fresh compose-test fmt clippy clean
+.PHONY: all deps build run cluster test unit integration test-store-on-etcd fuzz bench bench-short chaos test-fresh compose-test fmt clippy clean
 
 all: build
 
@@ -25,11 +25,13 @@ cluster: deps
 	$(CARGO) build --release --bins
 	./scripts/cluster.sh
 
-## Every test: unit tests next to the code, process-level tests in tests/,
-## and a short benchmark run so the load generator keeps working.
+## Every test: unit tests next to the code, process-level tests in tests/
+## (among them a short seeded fuzz run), the store suite once more against
+## a real etcd, and a short benchmark run so the load generator keeps working.
 test: deps
 	$(CARGO) build --bins
 	$(CARGO) test --workspace
+	$(MAKE) test-store-on-etcd
 	$(MAKE) bench-short
 
 unit: deps
@@ -38,6 +40,21 @@ unit: deps
 integration: deps
 	$(CARGO) build --bins
 	$(CARGO) test -p capstan-tests
+	$(MAKE) test-store-on-etcd
+
+## The process tests of the store, run against the reference etcd instead of
+## capstan-store: the proof that they encode etcd's behaviour, not ours.
+STORE_SUITE = --test etcdctl --test etcd_client --test backup --test bad_input --test durability --test history
+test-store-on-etcd: deps
+	CAPSTAN_TEST_SERVER=etcd $(CARGO) test -p capstan-tests $(STORE_SUITE)
+
+## A long fuzz run of the REST and gRPC decoders, on a new seed each time
+## (printed; rerun one with `make fuzz FUZZ_SEED=<seed>`).
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: deps
+	$(CARGO) build --bins
+	CAPSTAN_FUZZ_SEED=$(FUZZ_SEED) CAPSTAN_FUZZ_REQUESTS=20000 CAPSTAN_FUZZ_CONNECTIONS=3000 \
+	CAPSTAN_TEST_BUDGET_SECS=7200 $(CARGO) test -p capstan-tests --test fuzz -- --nocapture
 
 ## Throughput and latency of capstan-store next to a real etcd, in one run.
 bench: deps

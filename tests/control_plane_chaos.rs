@@ -5,7 +5,7 @@
 //! watch opened before the first kill sees every one of them once, in
 //! order. Rounds: `CAPSTAN_CHAOS_ROUNDS` (`make chaos`), else 1.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use capstan_tests::apiserver::{ApiServer, Http, WatchEvents};
 use capstan_tests::cluster::Cluster;
+use capstan_tests::http::HttpError;
 use capstan_tests::poll::wait_for;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const WRITERS: usize = 4;
@@ -31,7 +32,32 @@ fn rounds() -> usize {
 #[derive(Default)]
 struct Ledger {
     acked: Vec<(String, i64, Instant)>,
-    failed: usize,
+    /// Failures whose outcome is unknown, by class: the store electing
+    /// (503, 504) or a response that did not come in time.
+    ambiguous: BTreeMap<String, usize>,
+    /// Failures that are bugs here: the API servers stay up, names are
+    /// new, so a refused connection, a 409 or a 500 should never happen.
+    unexpected: Vec<String>,
+}
+
+impl Ledger {
+    fn record(&mut self, name: String, answer: Result<(u16, Value), HttpError>) {
+        match answer {
+            Ok((201, object)) => {
+                let rv = object["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|rv| rv.parse().ok())
+                    .unwrap_or_else(|| panic!("a created object has a resourceVersion: {object}"));
+                self.acked.push((name, rv, Instant::now()));
+            }
+            Ok((code @ (503 | 504), _)) => {
+                *self.ambiguous.entry(code.to_string()).or_default() += 1
+            }
+            Err(HttpError::Timeout(_)) => *self.ambiguous.entry("timeout".into()).or_default() += 1,
+            Ok((code, status)) => self.unexpected.push(format!("{name}: {code} {status}")),
+            Err(err) => self.unexpected.push(format!("{name}: {err}")),
+        }
+    }
 }
 
 fn writer(id: usize, ports: [u16; 2], stop: Arc<AtomicBool>, ledger: Arc<Mutex<Ledger>>) {
@@ -41,20 +67,14 @@ fn writer(id: usize, ports: [u16; 2], stop: Arc<AtomicBool>, ledger: Arc<Mutex<L
         let name = format!("w{id}-{i}");
         let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
                           "data": {"writer": id.to_string()}});
-        let (code, answer) = clients[i % 2].request("POST", CMS, Some(&body));
-        let mut ledger = ledger.lock().unwrap();
-        if code == 201 {
-            let rv = answer["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap()
-                .parse()
-                .unwrap();
-            ledger.acked.push((name, rv, Instant::now()));
-        } else {
-            // 503/504 while the store elects: the outcome is unknown, so
-            // such a name is neither required nor forbidden later.
-            ledger.failed += 1;
+        let answer = clients[i % 2].try_request("POST", CMS, Some(&body));
+        if answer.is_err() {
+            // The connection is in an unknown state after a failure.
+            clients[i % 2] = Http::connect(ports[i % 2]);
         }
+        // An ambiguous outcome leaves the name neither required nor
+        // forbidden later.
+        ledger.lock().unwrap().record(name, answer);
         i += 1;
     }
 }
@@ -138,26 +158,42 @@ fn nothing_acknowledged_is_lost_when_the_store_leader_dies() {
         ledger.acked.len()
     );
     eprintln!(
-        "{} creates acknowledged, {} failed",
+        "{} creates acknowledged, ambiguous failures {:?}, unexpected {}",
         ledger.acked.len(),
-        ledger.failed
+        ledger.ambiguous,
+        ledger.unexpected.len()
+    );
+    assert!(
+        ledger.unexpected.is_empty(),
+        "{} unexpected failures (acknowledged {}, ambiguous {:?}): {:#?}",
+        ledger.unexpected.len(),
+        ledger.acked.len(),
+        ledger.ambiguous,
+        ledger.unexpected
     );
 
     // Every acknowledged create is there, read through either API server.
     for port in [first.port, second.port] {
         let (code, list) = Http::connect(port).get(CMS);
         assert_eq!(code, 200, "{list}");
-        let present: HashSet<&str> = list["items"]
+        let present: HashMap<&str, &Value> = list["items"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .map(|o| (o["metadata"]["name"].as_str().unwrap(), o))
             .collect();
         for (name, rv, _) in &ledger.acked {
-            assert!(
-                present.contains(name.as_str()),
-                "acknowledged {name} (rv {rv}) is missing via port {port}"
+            let object = present.get(name.as_str()).unwrap_or_else(|| {
+                panic!("acknowledged {name} (rv {rv}) is missing via port {port}")
+            });
+            // Unchanged since its create: the same version and data.
+            assert_eq!(
+                object["metadata"]["resourceVersion"],
+                rv.to_string(),
+                "{name} via port {port}: {object}"
             );
+            let writer = name[1..].split('-').next().unwrap();
+            assert_eq!(object["data"]["writer"], writer, "{name} via port {port}");
         }
     }
 

@@ -566,6 +566,29 @@ async fn watch_prev_kv_and_filters() {
         .is_none());
 }
 
+/// With `progress_notify`, an idle watch gets empty responses of its own
+/// at the server's interval, carrying the current revision (etcd 3.4 calls
+/// the interval flag experimental; the support code spells it for each).
+#[tokio::test]
+async fn an_idle_watch_with_progress_notify_gets_progress_notifications() {
+    let store = TempStore::start(&["--watch-progress-notify-interval", "500ms"]);
+    let mut client = connect(&store).await;
+    let options = WatchOptions::new().with_progress_notify();
+    let (mut stream, id) = open_watch(&mut client, "quiet", options).await;
+    let revision = put(&mut client, "elsewhere", "1").await;
+    // Notifications from before the put may come first; a bounded number.
+    for _ in 0..40 {
+        let progress = next_response(&mut stream).await;
+        assert!(progress.events().is_empty(), "{progress:?}");
+        assert!(!progress.created() && !progress.canceled(), "{progress:?}");
+        assert_eq!(progress.watch_id(), id, "{progress:?}");
+        if progress.header().expect("a header").revision() >= revision {
+            return;
+        }
+    }
+    panic!("40 progress notifications and none at revision {revision}");
+}
+
 #[tokio::test]
 async fn watch_progress_request_reports_the_current_revision() {
     let (_store, mut client) = start().await;
@@ -581,9 +604,10 @@ async fn watch_progress_request_reports_the_current_revision() {
         revision,
         "{progress:?}"
     );
-    assert_ne!(
+    assert_ne!(id, -1, "a real watch has an id of its own");
+    assert_eq!(
         progress.watch_id(),
-        id,
+        -1,
         "progress is for the whole stream (id -1): {progress:?}"
     );
 }
@@ -821,8 +845,8 @@ async fn lease_keep_alive_stream_keeps_keys_past_the_ttl() {
         .await
         .unwrap();
     let (mut keeper, mut responses) = client.lease_keep_alive(id).await.unwrap();
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_millis(3500) {
+    // Seven renewals half a second apart: the key outlives its 2 s TTL.
+    for _ in 0..7 {
         keeper.keep_alive().await.unwrap();
         let response = tokio::time::timeout(Duration::from_secs(5), responses.message())
             .await
@@ -841,7 +865,6 @@ async fn lease_keep_alive_stream_keeps_keys_past_the_ttl() {
     let (mut watch, watch_id) = open_watch(&mut client, "kept", WatchOptions::new()).await;
     drop(keeper);
     drop(responses);
-    let stopped = Instant::now();
     wait_for_async(Duration::from_secs(10), "the key to expire", || {
         let mut client = client.clone();
         async move {
@@ -855,11 +878,6 @@ async fn lease_keep_alive_stream_keeps_keys_past_the_ttl() {
         }
     })
     .await;
-    assert!(
-        stopped.elapsed() >= Duration::from_millis(1500),
-        "expired too early: {:?}",
-        stopped.elapsed()
-    );
     assert_eq!(client.lease_time_to_live(id, None).await.unwrap().ttl(), -1);
     // Expiry is a replicated delete: one new revision and a DELETE event.
     let expired = events_of(&mut watch, watch_id, 1).await;
@@ -878,6 +896,7 @@ async fn lease_keep_alive_stream_keeps_keys_past_the_ttl() {
 #[tokio::test]
 async fn lease_time_to_live_lists_attached_keys() {
     let (_store, mut client) = start().await;
+    let granted_at = Instant::now();
     let id = client.lease_grant(60, None).await.unwrap().id();
     for key in ["t/2", "t/1"] {
         client
@@ -890,7 +909,13 @@ async fn lease_time_to_live_lists_attached_keys() {
         .await
         .unwrap();
     assert_eq!((info.id(), info.granted_ttl()), (id, 60));
-    assert!((58..=60).contains(&info.ttl()), "remaining {}", info.ttl());
+    // No more than the time since the grant has run off (plus rounding).
+    let lowest = 60 - granted_at.elapsed().as_secs() as i64 - 1;
+    assert!(
+        (lowest..=60).contains(&info.ttl()),
+        "remaining {} with at least {lowest} due",
+        info.ttl()
+    );
     let mut keys = info.keys().to_vec();
     keys.sort();
     assert_eq!(keys, [b"t/1".to_vec(), b"t/2".to_vec()]);

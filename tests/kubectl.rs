@@ -1,11 +1,15 @@
 //! kubectl 1.32, used as a person would, against the real binaries:
 //! `capstan-apiserver` on `capstan-store`, and the embedded `capstan`.
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
 use capstan_tests::apiserver::{ApiCluster, Backend, Embedded};
+use capstan_tests::kubectl::Lines;
+use capstan_tests::store::http_get;
+
+/// A guard against hanging: how long an expected line may take.
+const PATIENCE: Duration = Duration::from_secs(30);
 
 const APP: &str = r#"
 apiVersion: v1
@@ -90,7 +94,10 @@ fn embedded_capstan_serves_namespaces_from_its_own_kubeconfig() {
         !leftovers.contains("inside"),
         "namespace contents are removed: {leftovers}"
     );
-    assert!(capstan.pid() > 0);
+    assert!(
+        http_get(capstan.port, "/readyz").is_some(),
+        "the embedded server still serves after the namespace deletion"
+    );
 }
 
 fn apply_then_apply_again_and_read_back_in_every_form(backend: Backend) {
@@ -234,27 +241,31 @@ fn apply_then_apply_again_and_read_back_in_every_form(backend: Backend) {
 fn get_watch_sees_added_modified_deleted(backend: Backend) {
     let cluster = ApiCluster::start_on(backend);
     let kubectl = &cluster.kubectl;
+    kubectl.ok(&["create", "configmap", "marker"]);
     let mut watch = kubectl
         .command(&["get", "configmaps", "-w", "--output-watch-events"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
-    // kubectl prints nothing until the first event; give it time to list
-    // and open its watch first.
-    std::thread::sleep(Duration::from_millis(1500));
+    let lines = Lines::of(watch.stdout.take().unwrap());
+    // kubectl watches from the revision of its list, so once the marker
+    // (created first) is printed, no later write can be missed.
+    while !lines
+        .next(PATIENCE, "the marker's ADDED line")
+        .contains("marker")
+    {}
     kubectl.ok(&["create", "configmap", "watched", "--from-literal=a=1"]);
     kubectl.ok(&["label", "configmap", "watched", "seen=yes"]);
     kubectl.ok(&["delete", "configmap", "watched"]);
     let mut seen = Vec::new();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
+    while seen.len() < 3 {
+        let line = lines.next(
+            PATIENCE,
+            &format!("the 3 events of 'watched' after {seen:?}"),
+        );
         if line.contains("watched") {
             seen.push(line.split_whitespace().next().unwrap_or("").to_string());
-        }
-        if seen.len() == 3 {
-            break;
         }
     }
     let _ = watch.kill();

@@ -23,6 +23,7 @@ capstan_tests::on_both_backends!(
 );
 
 const PATIENCE: Duration = Duration::from_secs(20);
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 fn service(name: &str, kind: &str, cluster_ip: Option<&str>, node_port: Option<i64>) -> Value {
     let mut port = json!({"port": 80});
@@ -231,9 +232,43 @@ fn deletion_propagates_to_dependents(backend: Backend) {
         names(kubectl, "cm").is_empty().then_some(())
     });
 
-    // Foreground: the dependents go first, the owner once they are gone.
+    // Foreground: the owner is marked (deletionTimestamp and the
+    // foregroundDeletion finalizer), the dependents go, then the owner,
+    // in that order on a watch opened before the delete.
     owned_pair(kubectl);
+    let (code, list) = Http::connect(cluster.port).get(CMS);
+    assert_eq!(code, 200, "{list}");
+    let from = list["metadata"]["resourceVersion"].as_str().unwrap();
+    let mut watch = WatchEvents::open(
+        cluster.port,
+        &format!("{CMS}?watch=1&resourceVersion={from}"),
+    );
     kubectl.ok(&["delete", "cm", "owner", "--cascade=foreground"]);
+    let mut order = Vec::new();
+    while !order.contains(&"DELETED owner".to_string()) {
+        let event = watch
+            .next(PATIENCE)
+            .unwrap_or_else(|| panic!("no event after {order:?}"));
+        let object = &event["object"];
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let marked = object["metadata"]["deletionTimestamp"].is_string()
+            && object["metadata"]["finalizers"] == json!(["foregroundDeletion"]);
+        match event["type"].as_str() {
+            Some("DELETED") => order.push(format!("DELETED {name}")),
+            Some("MODIFIED") if name == "owner" && marked && order.is_empty() => {
+                order.push("marked owner".into())
+            }
+            _ => {}
+        }
+    }
+    if order.len() == 4 {
+        order[1..3].sort();
+    }
+    assert_eq!(
+        order,
+        ["marked owner", "DELETED d1", "DELETED d2", "DELETED owner"],
+        "foreground order"
+    );
     assert!(
         names(kubectl, "cm").is_empty(),
         "{:?}",

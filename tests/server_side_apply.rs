@@ -3,14 +3,13 @@
 //! `patch`, `--force-conflicts`, `--dry-run=server`, the migration from
 //! client-side apply) and by kube-rs (`Patch::Apply`).
 
-use std::io::{Read, Write};
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{json, Value};
 
 use capstan_tests::apiserver::{ApiCluster, Backend, Kubectl};
+use capstan_tests::http::Connection;
 
 const DEPLOYMENT: &str = r#"
 apiVersion: apps/v1
@@ -338,20 +337,20 @@ fn client_side_apply_then_server_side_apply_migrates(backend: Backend) {
     assert!(!last.contains("size"), "kept up to date: {last}");
 }
 
-/// A raw request, answered with the status and the JSON body.
+/// A raw request, answered with the status and the JSON body; a dropped
+/// connection or a body that is not JSON fails the test.
 fn raw(port: u16, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: {content_type}\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    let status = text[9..12].parse().unwrap();
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    let headers = [
+        ("Accept", "application/json"),
+        ("Content-Type", content_type),
+    ];
+    let response = Connection::connect(port)
+        .and_then(|mut c| c.send(method, path, &headers, body.as_bytes()))
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    let json = response
+        .json()
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    (response.status, json)
 }
 
 fn kube_client(port: u16) -> kube::Client {

@@ -1,12 +1,14 @@
 //! `capstan-apiserver` and `capstan` run as real child processes, and
 //! kubectl driven against them with an isolated kubeconfig and cache.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::http::{parse_json, read_chunk, read_head, Connection, HttpError};
+pub use super::kubectl::Kubectl;
 use super::store::{http_get, StoreProcess};
+use super::watchdog::{self, Watchdog};
 use super::{binary, free_port};
 
 /// Waits until `/readyz` answers 200 (the store is reachable and the
@@ -34,13 +36,22 @@ fn spawn_logged(command: &mut Command, log: &Path) -> Child {
         .expect("start the server under test")
 }
 
-/// A child process killed when dropped.
-struct Killed(Child);
+/// A child process killed when dropped; its test is under the watchdog
+/// while it lives.
+struct Killed(Child, #[allow(dead_code)] Watchdog);
+
+impl Killed {
+    fn new(child: Child) -> Killed {
+        watchdog::track(child.id());
+        Killed(child, watchdog::arm())
+    }
+}
 
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        watchdog::untrack(self.0.id());
     }
 }
 
@@ -49,7 +60,7 @@ impl Drop for Killed {
 pub enum Backend {
     /// This workspace's `capstan-store`.
     Capstan,
-    /// Debian's etcd 3.4 at /usr/bin/etcd.
+    /// A real etcd 3.4 (`etcd` on PATH, as scripts/install-deps.sh finds it).
     Etcd,
 }
 
@@ -84,7 +95,7 @@ impl EtcdProcess {
     fn spawn(data_dir: &Path, client_port: u16, peer_port: u16, log: &Path) -> Killed {
         let client = format!("http://127.0.0.1:{client_port}");
         let peer = format!("http://127.0.0.1:{peer_port}");
-        let mut command = Command::new("/usr/bin/etcd");
+        let mut command = Command::new("etcd");
         command
             .arg("--name")
             .arg("default")
@@ -105,7 +116,7 @@ impl EtcdProcess {
             .stderr(file)
             .spawn()
             .expect("start etcd");
-        let mut process = Killed(child);
+        let mut process = Killed::new(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if http_get(client_port, "/health").is_some_and(|b| b.contains("true")) {
@@ -201,7 +212,7 @@ impl ApiServer {
             "--log-level",
             "warn",
         ]);
-        let process = Killed(spawn_logged(&mut command, &log));
+        let process = Killed::new(spawn_logged(&mut command, &log));
         wait_ready(port, &log);
         ApiServer { process, port, log }
     }
@@ -220,7 +231,7 @@ impl ApiServer {
             .args(["--etcd-servers", &urls.join(",")])
             .args(["--port", &port.to_string(), "--log-level", "info"])
             .args(extra);
-        let process = Killed(spawn_logged(&mut command, &log));
+        let process = Killed::new(spawn_logged(&mut command, &log));
         wait_ready(port, &log);
         ApiServer { process, port, log }
     }
@@ -278,6 +289,8 @@ pub struct Embedded {
     process: Killed,
     pub dir: tempfile::TempDir,
     pub port: u16,
+    /// The store member's client (gRPC) port.
+    pub store_port: u16,
     pub kubectl: Kubectl,
 }
 
@@ -287,6 +300,7 @@ impl Embedded {
         let port = free_port();
         let data = dir.path().join("data");
         let log = dir.path().join("capstan.log");
+        let store_port = free_port();
         let mut command = Command::new(binary("capstan"));
         command
             .arg("--data-dir")
@@ -294,13 +308,13 @@ impl Embedded {
             .args(["--port", &port.to_string()]);
         command.args([
             "--store-port",
-            &free_port().to_string(),
+            &store_port.to_string(),
             "--peer-port",
             &free_port().to_string(),
             "--log-level",
             "warn",
         ]);
-        let process = Killed(spawn_logged(&mut command, &log));
+        let process = Killed::new(spawn_logged(&mut command, &log));
         wait_ready(port, &log);
         let kubectl = Kubectl {
             kubeconfig: data.join("kubeconfig"),
@@ -310,6 +324,7 @@ impl Embedded {
             process,
             dir,
             port,
+            store_port,
             kubectl,
         }
     }
@@ -319,152 +334,54 @@ impl Embedded {
     }
 }
 
-/// kubectl with its own kubeconfig and discovery cache.
-pub struct Kubectl {
-    pub kubeconfig: PathBuf,
-    pub cache_dir: PathBuf,
-}
-
-impl Kubectl {
-    pub fn new(dir: &Path, port: u16) -> Kubectl {
-        let kubeconfig = dir.join("kubeconfig");
-        let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\n\
-contexts:\n- name: t\n  context: {{cluster: t, user: t, namespace: default}}\ncurrent-context: t\nusers:\n- name: t\n  user: {{}}\n"
-        );
-        std::fs::write(&kubeconfig, text).expect("write a kubeconfig");
-        Kubectl {
-            kubeconfig,
-            cache_dir: dir.join("kube-cache"),
-        }
-    }
-
-    pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("kubectl");
-        command
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache_dir)
-            .args(args);
-        command
-    }
-
-    pub fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("run kubectl")
-    }
-
-    /// Runs kubectl, feeding `stdin`.
-    pub fn run_with_input(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kubectl");
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(stdin.as_bytes())
-            .expect("write stdin");
-        child.wait_with_output().expect("wait for kubectl")
-    }
-
-    /// stdout of a command that must succeed.
-    pub fn ok(&self, args: &[&str]) -> String {
-        checked(args, self.run(args))
-    }
-
-    /// `kubectl apply -f -` (or any `-f -` command) with `yaml`.
-    pub fn ok_with_input(&self, args: &[&str], yaml: &str) -> String {
-        checked(args, self.run_with_input(args, yaml))
-    }
-
-    /// stderr of a command that must fail.
-    pub fn fails(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        assert!(
-            !output.status.success(),
-            "kubectl {args:?} should have failed; stdout:\n{}",
-            String::from_utf8_lossy(&output.stdout)
-        );
-        String::from_utf8_lossy(&output.stderr).to_string()
-    }
-}
-
-fn checked(args: &[&str], output: Output) -> String {
-    assert!(
-        output.status.success(),
-        "kubectl {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).to_string()
-}
-
-/// A minimal HTTP/1.1 client on one kept-alive loopback connection, for
-/// tests that need tight timing (kubectl's process start would hide a
-/// lagging cache).
+/// A kept-alive loopback connection for JSON requests, for tests that need
+/// tight timing (kubectl's process start would hide a lagging cache). A
+/// dropped connection or a body that is not JSON fails the test.
 pub struct Http {
-    reader: std::io::BufReader<std::net::TcpStream>,
+    connection: Connection,
 }
 
 impl Http {
     pub fn connect(port: u16) -> Http {
-        let stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("set a read timeout");
-        stream.set_nodelay(true).expect("no Nagle");
-        Http {
-            reader: std::io::BufReader::new(stream),
-        }
+        let connection = Connection::connect(port).unwrap_or_else(|e| panic!("{e}"));
+        Http { connection }
     }
 
-    /// Sends a request with an optional JSON body (`patch` sets the merge
-    /// patch content type); the status and the JSON body.
+    /// Sends a request with an optional JSON body (`PATCH` as a merge
+    /// patch); the status and the JSON body (null when there is none).
     pub fn request(
         &mut self,
         method: &str,
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> (u16, serde_json::Value) {
-        use std::io::Write;
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        self.try_request(method, path, body)
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+    }
+
+    /// [`Http::request`], handing failures to the caller.
+    pub fn try_request(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<(u16, serde_json::Value), HttpError> {
         let content_type = match method {
             "PATCH" => "application/merge-patch+json",
             _ => "application/json",
         };
-        let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\
-             Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        self.reader
-            .get_mut()
-            .write_all(request.as_bytes())
-            .expect("send a request");
-        let (status, headers) = read_head(&mut self.reader);
-        let bytes = if headers.contains("transfer-encoding: chunked") {
-            let mut all = Vec::new();
-            while let Some(chunk) = read_chunk(&mut self.reader) {
-                all.extend(chunk);
-            }
-            all
-        } else {
-            let length = headers
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map_or(0, |v| v.trim().parse().expect("a length"));
-            let mut bytes = vec![0; length];
-            std::io::Read::read_exact(&mut self.reader, &mut bytes).expect("read a body");
-            bytes
-        };
-        let json = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-        (status, json)
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let headers = [
+            ("Accept", "application/json"),
+            ("Content-Type", content_type),
+        ];
+        let response = self
+            .connection
+            .send(method, path, &headers, body.as_bytes())?;
+        if response.body.is_empty() {
+            return Ok((response.status, serde_json::Value::Null));
+        }
+        Ok((response.status, response.json()?))
     }
 
     pub fn get(&mut self, path: &str) -> (u16, serde_json::Value) {
@@ -472,42 +389,19 @@ impl Http {
     }
 }
 
-/// The status line's code and the lower-cased header block.
-fn read_head(reader: &mut impl BufRead) -> (u16, String) {
-    let mut status = String::new();
-    reader.read_line(&mut status).expect("read a status line");
-    let code = status
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP status line: {status:?}"));
-    let mut headers = String::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).expect("read a header");
-        if line.trim().is_empty() {
-            return (code, headers.to_lowercase());
-        }
-        headers.push_str(&line);
-    }
-}
-
-/// One chunk of a chunked body; None after the last.
-fn read_chunk(reader: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut size = String::new();
-    if reader.read_line(&mut size).ok()? == 0 {
-        return None;
-    }
-    let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
-    let mut chunk = vec![0; size + 2];
-    reader.read_exact(&mut chunk).ok()?;
-    chunk.truncate(size);
-    (size > 0).then_some(chunk)
+/// What reading a watch stream gave.
+#[derive(Debug)]
+pub enum WatchRead {
+    Event(serde_json::Value),
+    /// Nothing within the wait; the stream is still open.
+    Quiet,
+    /// The server ended the stream.
+    Ended,
 }
 
 /// A watch request's event stream, one JSON event per line.
 pub struct WatchEvents {
-    reader: std::io::BufReader<std::net::TcpStream>,
+    connection: Connection,
     pending: Vec<u8>,
     ended: bool,
 }
@@ -522,7 +416,7 @@ impl WatchEvents {
     /// connect first and ask right after a write.
     pub fn connect(port: u16) -> WatchEvents {
         WatchEvents {
-            reader: Http::connect(port).reader,
+            connection: Connection::connect(port).unwrap_or_else(|e| panic!("{e}")),
             pending: Vec::new(),
             ended: false,
         }
@@ -530,21 +424,27 @@ impl WatchEvents {
 
     pub fn start(mut self, path: &str) -> WatchEvents {
         use std::io::Write;
-        write!(
-            self.reader.get_mut(),
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\r\n"
-        )
-        .expect("send the watch");
-        let (code, headers) = read_head(&mut self.reader);
+        watchdog::waiting_for(format!("the head of watch {path}"));
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\r\n");
+        let reader = &mut self.connection.reader;
+        reader
+            .get_mut()
+            .write_all(request.as_bytes())
+            .unwrap_or_else(|e| panic!("send watch {path}: {e}"));
+        let (code, headers) = read_head(reader).unwrap_or_else(|e| panic!("watch {path}: {e}"));
         assert_eq!(code, 200, "watch {path}");
-        if !headers.contains("transfer-encoding: chunked") {
+        let chunked = headers
+            .iter()
+            .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+        if !chunked {
             // A watch that ended before it began: one body, then nothing.
             let length = headers
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map_or(0, |v| v.trim().parse().expect("a length"));
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .map_or(0, |(_, v)| v.parse().expect("a length"));
             let mut body = vec![0; length];
-            std::io::Read::read_exact(&mut self.reader, &mut body).expect("read a body");
+            std::io::Read::read_exact(reader, &mut body).expect("read a body");
             self.pending = body;
             self.pending.push(b'\n');
             self.ended = true;
@@ -552,26 +452,55 @@ impl WatchEvents {
         self
     }
 
-    /// The next event, or None if the stream ends or stays quiet for
-    /// `timeout`.
-    pub fn next(&mut self, timeout: Duration) -> Option<serde_json::Value> {
-        self.reader
-            .get_mut()
-            .set_read_timeout(Some(timeout))
-            .expect("set a read timeout");
+    /// The next event, or `Quiet` once `timeout` passes without one, or
+    /// `Ended`; a broken connection or an event that is not JSON is an
+    /// error.
+    pub fn read(&mut self, timeout: Duration) -> Result<WatchRead, HttpError> {
+        watchdog::waiting_for(format!("a watch event within {timeout:?}"));
+        let reader = &mut self.connection.reader;
+        reader.get_mut().set_read_timeout(Some(timeout))?;
         loop {
             if let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=end).collect();
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                return Some(serde_json::from_slice(&line).expect("a JSON watch event"));
+                return parse_json(&line).map(WatchRead::Event);
             }
             if self.ended {
-                return None;
+                return Ok(WatchRead::Ended);
             }
-            let chunk = read_chunk(&mut self.reader)?;
-            self.pending.extend(chunk);
+            match read_chunk(reader) {
+                Ok(Some(chunk)) => self.pending.extend(chunk),
+                Ok(None) => self.ended = true,
+                Err(HttpError::Timeout(_)) => return Ok(WatchRead::Quiet),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The next event, or None if the stream stays quiet for `timeout`.
+    /// A stream that ends or breaks fails the test: "no event came" must
+    /// not pass because the connection dropped.
+    pub fn next(&mut self, timeout: Duration) -> Option<serde_json::Value> {
+        match self.read(timeout) {
+            Ok(WatchRead::Event(event)) => Some(event),
+            Ok(WatchRead::Quiet) => None,
+            Ok(WatchRead::Ended) => panic!("the watch stream ended"),
+            Err(e) => panic!("reading the watch stream: {e}"),
+        }
+    }
+
+    /// The stream's end (after any events left), within `timeout`.
+    pub fn ends_within(&mut self, timeout: Duration) -> Result<Vec<serde_json::Value>, String> {
+        let mut events = Vec::new();
+        loop {
+            match self.read(timeout) {
+                Ok(WatchRead::Event(event)) => events.push(event),
+                Ok(WatchRead::Ended) => return Ok(events),
+                Ok(WatchRead::Quiet) => return Err(format!("still open after {events:?}")),
+                Err(e) => return Err(format!("{e} after {events:?}")),
+            }
         }
     }
 }

@@ -5,6 +5,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::store::http_get;
+use super::watchdog::{self, Watchdog};
 use super::{binary, free_port};
 
 /// One member: its ports, data dir and (while running) its process.
@@ -17,6 +18,7 @@ pub struct Member {
     state: &'static str,
     extra: Vec<String>,
     child: Option<Child>,
+    _watchdog: Watchdog,
 }
 
 impl Member {
@@ -55,6 +57,7 @@ impl Member {
             .stderr(log)
             .spawn()
             .expect("start capstan-store");
+        watchdog::track(child.id());
         self.child = Some(child);
     }
 
@@ -63,6 +66,7 @@ impl Member {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            watchdog::untrack(child.id());
         }
     }
 
@@ -135,6 +139,7 @@ impl Cluster {
                 state: "new",
                 extra: extra.clone(),
                 child: None,
+                _watchdog: watchdog::arm(),
             })
             .collect();
         let mut cluster = Cluster {
@@ -201,6 +206,7 @@ impl Cluster {
             state: "existing",
             extra: vec!["--initial-cluster-token".into(), self.token.clone()],
             child: None,
+            _watchdog: watchdog::arm(),
         }
     }
 }

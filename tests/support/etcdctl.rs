@@ -22,6 +22,7 @@ impl From<Output> for Run {
 
 /// `etcdctl --endpoints <endpoint> args...`, with `stdin` piped in if given.
 pub fn etcdctl(endpoint: &str, args: &[&str], stdin: Option<&str>) -> Run {
+    super::watchdog::waiting_for(format!("etcdctl {args:?}"));
     let mut child = Command::new("etcdctl")
         .env("ETCDCTL_API", "3")
         .arg(format!("--endpoints={endpoint}"))

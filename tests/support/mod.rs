@@ -6,10 +6,16 @@ pub mod client;
 pub mod cluster;
 pub mod etcdctl;
 pub mod etcdctl_watch;
+pub mod grpc_raw;
+pub mod http;
 pub mod keyspace;
+pub mod kubectl;
+pub mod mutate;
 pub mod poll;
 pub mod store;
 pub mod watch;
+pub mod watchdog;
+pub mod writers;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -8,6 +8,7 @@ const STEP: Duration = Duration::from_millis(50);
 /// Calls `probe` every 50 ms until it returns `Some`, or panics with `what`
 /// once `timeout` has passed.
 pub fn wait_for<T>(timeout: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    super::watchdog::waiting_for(what);
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(value) = probe() {
@@ -26,6 +27,7 @@ pub async fn wait_for_async<T, F>(timeout: Duration, what: &str, mut probe: impl
 where
     F: Future<Output = Option<T>>,
 {
+    super::watchdog::waiting_for(what);
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(value) = probe().await {

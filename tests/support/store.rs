@@ -4,7 +4,25 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::watchdog::{self, Watchdog};
 use super::{binary, free_port};
+
+/// A flag of `capstan-store` as the server under test spells it: etcd 3.4
+/// still calls some of them experimental.
+fn flag_for_server(flag: &str) -> &str {
+    match flag {
+        "--watch-progress-notify-interval" if on_reference_etcd() => {
+            "--experimental-watch-progress-notify-interval"
+        }
+        other => other,
+    }
+}
+
+/// Whether the store tests run against the reference etcd
+/// (`CAPSTAN_TEST_SERVER=etcd`, found on PATH) instead of `capstan-store`.
+pub fn on_reference_etcd() -> bool {
+    std::env::var("CAPSTAN_TEST_SERVER").as_deref() == Ok("etcd")
+}
 
 pub struct StoreProcess {
     pub data_dir: PathBuf,
@@ -13,22 +31,35 @@ pub struct StoreProcess {
     extra_args: Vec<String>,
     child: Option<Child>,
     log_path: PathBuf,
+    _watchdog: Watchdog,
 }
 
 impl StoreProcess {
     /// Starts a single-member store in `data_dir` with extra flags, and
     /// waits until it serves requests.
     pub fn start(data_dir: &Path, extra_args: &[&str]) -> StoreProcess {
-        let mut process = StoreProcess {
+        let mut process = StoreProcess::unstarted(data_dir, extra_args);
+        process.spawn();
+        process
+    }
+
+    /// A member with its ports chosen but not running yet (so that its
+    /// data can be prepared for those ports first); [`StoreProcess::restart`]
+    /// starts it.
+    pub fn unstarted(data_dir: &Path, extra_args: &[&str]) -> StoreProcess {
+        StoreProcess {
             data_dir: data_dir.to_path_buf(),
             client_port: free_port(),
             peer_port: free_port(),
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
             child: None,
             log_path: data_dir.with_extension("log"),
-        };
-        process.spawn();
-        process
+            _watchdog: watchdog::arm(),
+        }
+    }
+
+    pub fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
     }
 
     pub fn endpoint(&self) -> String {
@@ -47,11 +78,12 @@ impl StoreProcess {
             .expect("open store log");
         let child = self
             .command()
-            .args(&self.extra_args)
+            .args(self.extra_args.iter().map(|a| flag_for_server(a)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("start the server under test");
+        watchdog::track(child.id());
         self.child = Some(child);
         self.wait_healthy();
     }
@@ -60,8 +92,8 @@ impl StoreProcess {
     /// reference etcd when `CAPSTAN_TEST_SERVER=etcd` (to check that the
     /// tests themselves expect exactly etcd's behaviour).
     fn command(&self) -> Command {
-        let peer_url = format!("http://127.0.0.1:{}", self.peer_port);
-        if std::env::var("CAPSTAN_TEST_SERVER").as_deref() == Ok("etcd") {
+        let peer_url = self.peer_url();
+        if on_reference_etcd() {
             let mut command = Command::new("etcd");
             command
                 .arg("--data-dir")
@@ -122,6 +154,7 @@ impl StoreProcess {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            watchdog::untrack(child.id());
         }
     }
 

@@ -10,6 +10,7 @@ pub const WATCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// The next response on `stream`; panics if none comes in time or the
 /// stream ends.
 pub async fn next_response(stream: &mut WatchStream) -> WatchResponse {
+    super::watchdog::waiting_for("a watch response");
     match tokio::time::timeout(WATCH_TIMEOUT, stream.message()).await {
         Ok(Ok(Some(response))) => response,
         Ok(Ok(None)) => panic!("the watch stream ended"),

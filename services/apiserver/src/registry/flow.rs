@@ -145,7 +145,7 @@ impl Handle {
         let unknown: Vec<String> = decoded
             .unknown_fields
             .iter()
-            .map(|f| format!("unknown field \"{f}\""))
+            .map(|f| format!("unknown field {}", go_quoted(f)))
             .collect();
         match options.field_validation {
             FieldValidation::Strict if !unknown.is_empty() => Err(ApiError::BadRequest(format!(
@@ -213,6 +213,26 @@ impl Handle {
             Some(_) => Ok(()),
         }
     }
+}
+
+/// Quotes a field name as Go's `%q` does in kube-apiserver's strict decoding
+/// errors: control characters become escapes, so the text can go into a
+/// `Warning` header (a raw DEL or newline is not a valid header value).
+fn go_quoted(name: &str) -> String {
+    let mut quoted = String::from("\"");
+    for c in name.chars() {
+        match c {
+            '"' | '\\' => quoted.extend(['\\', c]),
+            '\n' => quoted.push_str("\\n"),
+            '\r' => quoted.push_str("\\r"),
+            '\t' => quoted.push_str("\\t"),
+            c if c.is_ascii_control() => quoted.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 /// `generateName` + 5 characters from Kubernetes' vowel-free alphabet.

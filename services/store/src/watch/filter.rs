@@ -69,8 +69,25 @@ mod tests {
             event(EventType::Delete, "a2"),
             event(EventType::Put, "b"),
         ];
-        let selected = filter.select(&events);
-        assert_eq!(selected.len(), 1);
-        assert!(selected[0].prev_kv.is_none());
+        // Only the put inside the range is kept, without its previous kv.
+        let mut expected = event(EventType::Put, "a1");
+        expected.prev_kv = None;
+        assert_eq!(filter.select(&events), vec![expected]);
+    }
+
+    #[test]
+    fn keeps_prev_kv_when_asked_and_filters_puts() {
+        let filter = WatchFilter {
+            range: KeyRange::new(b"a", b"b"),
+            no_put: true,
+            no_delete: false,
+            prev_kv: true,
+        };
+        let events = vec![
+            event(EventType::Put, "a1"),
+            event(EventType::Delete, "a2"),
+            event(EventType::Delete, "c"),
+        ];
+        assert_eq!(filter.select(&events), vec![event(EventType::Delete, "a2")]);
     }
 }

@@ -1,0 +1,130 @@
+//! kubectl (found on PATH, as scripts/install-deps.sh finds it) driven
+//! against an API server with an isolated kubeconfig and discovery cache.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use super::watchdog;
+
+/// kubectl with its own kubeconfig and discovery cache.
+pub struct Kubectl {
+    pub kubeconfig: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+impl Kubectl {
+    pub fn new(dir: &Path, port: u16) -> Kubectl {
+        let kubeconfig = dir.join("kubeconfig");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\n\
+contexts:\n- name: t\n  context: {{cluster: t, user: t, namespace: default}}\ncurrent-context: t\nusers:\n- name: t\n  user: {{}}\n"
+        );
+        std::fs::write(&kubeconfig, text).expect("write a kubeconfig");
+        Kubectl {
+            kubeconfig,
+            cache_dir: dir.join("kube-cache"),
+        }
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        watchdog::waiting_for(format!("kubectl {args:?}"));
+        let mut command = Command::new("kubectl");
+        command
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache_dir)
+            .args(args);
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run kubectl")
+    }
+
+    /// Runs kubectl, feeding `stdin`.
+    pub fn run_with_input(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(stdin.as_bytes())
+            .expect("write stdin");
+        child.wait_with_output().expect("wait for kubectl")
+    }
+
+    /// stdout of a command that must succeed.
+    pub fn ok(&self, args: &[&str]) -> String {
+        checked(args, self.run(args))
+    }
+
+    /// `kubectl apply -f -` (or any `-f -` command) with `yaml`.
+    pub fn ok_with_input(&self, args: &[&str], yaml: &str) -> String {
+        checked(args, self.run_with_input(args, yaml))
+    }
+
+    /// stderr of a command that must fail.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(
+            !output.status.success(),
+            "kubectl {args:?} should have failed; stdout:\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        String::from_utf8_lossy(&output.stderr).to_string()
+    }
+}
+
+fn checked(args: &[&str], output: Output) -> String {
+    assert!(
+        output.status.success(),
+        "kubectl {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+/// The lines a child process prints, read on a thread so that every read
+/// has a deadline (a missed event fails the test instead of hanging it).
+pub struct Lines {
+    receiver: std::sync::mpsc::Receiver<std::io::Result<String>>,
+}
+
+impl Lines {
+    pub fn of(output: impl std::io::Read + Send + 'static) -> Lines {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(output).lines() {
+                if sender.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Lines { receiver }
+    }
+
+    /// The next line within `timeout`; `what` names it in the failure.
+    pub fn next(&self, timeout: std::time::Duration, what: &str) -> String {
+        watchdog::waiting_for(what);
+        match self.receiver.recv_timeout(timeout) {
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => panic!("reading the output while waiting for {what}: {e}"),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("no output within {timeout:?} while waiting for {what}")
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("the output ended while waiting for {what}")
+            }
+        }
+    }
+}
