@@ -15,6 +15,7 @@ mod logger;
 mod node;
 mod storage;
 mod transport;
+mod wal;
 
 pub use handle::{RaftHandle, RaftStatus};
 pub use node::{start_node, NodeConfig};
