@@ -54,6 +54,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(&config.data_dir.join("db"))?);
     let cluster = Cluster::bootstrap(config, &*backend)?;
     let log = RaftLog::open(&config.data_dir.join("raft.wal"))?;
+    log.import_legacy(&*backend)?;
     let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
     let mvcc = Arc::new(MvccStore::open(backend.clone())?);
     if new_cluster {

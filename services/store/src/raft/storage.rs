@@ -291,6 +291,43 @@ impl RaftLog {
         self.cached.read().truncated_index + 1
     }
 
+    /// Brings over the log an earlier version kept in the backend's raft
+    /// space, once, when this file is still empty.
+    pub fn import_legacy(&self, backend: &dyn Backend) -> Result<()> {
+        if self.is_initialized() {
+            return Ok(());
+        }
+        let Some(conf_state) = backend.get(Space::Raft, b"s/conf_state")? else {
+            return Ok(());
+        };
+        let mut cached = self.cached.write();
+        cached.conf_state = decode(&conf_state)?;
+        if let Some(bytes) = backend.get(Space::Raft, b"s/hard_state")? {
+            cached.hard_state = decode(&bytes)?;
+        }
+        if let Some(bytes) = backend.get(Space::Raft, b"s/truncated")? {
+            let position = |at: usize| bytes.get(at..at + 8).and_then(|b| b.try_into().ok());
+            let (Some(index), Some(term)) = (position(0), position(8)) else {
+                return Err(StoreError::Corrupt("legacy truncation marker".into()));
+            };
+            cached.truncated_index = u64::from_be_bytes(index);
+            cached.truncated_term = u64::from_be_bytes(term);
+        }
+        let mut start = vec![b'e'];
+        start.extend_from_slice(&(cached.truncated_index + 1).to_be_bytes());
+        let stored = backend.scan(Space::Raft, &start, Some(b"f"))?;
+        let entries = stored
+            .iter()
+            .map(|(_, value)| decode::<Entry>(value))
+            .collect::<Result<Vec<_>>>()?;
+        cached.splice(entries)?;
+        tracing::info!(
+            last = cached.last_index(),
+            "imported the raft log from the backend"
+        );
+        self.wal.lock().rewrite(&cached.full_record())
+    }
+
     /// Stages a snapshot's metadata in the backend's raft space, to be
     /// flushed with the state machine the snapshot restored.
     pub fn record_snapshot_meta(backend: &dyn Backend, meta: &SnapshotMetadata) -> Result<()> {
@@ -472,6 +509,35 @@ mod tests {
         assert_eq!(Storage::first_index(&log).unwrap(), 3);
         assert_eq!(log.term(3).unwrap(), 2);
         assert_eq!(all_terms(&log), vec![2, 2]);
+    }
+
+    #[test]
+    fn a_log_kept_in_the_backend_is_imported_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = crate::storage::SledBackend::open(&dir.path().join("db")).unwrap();
+        let mut conf_state = ConfState::default();
+        conf_state.voters = vec![3];
+        let mut batch = WriteBatch::default();
+        batch.put(b"s/conf_state".to_vec(), encode(&conf_state));
+        let mut marker = 1u64.to_be_bytes().to_vec();
+        marker.extend_from_slice(&1u64.to_be_bytes());
+        batch.put(b"s/truncated".to_vec(), marker);
+        for e in [entry(2, 1), entry(3, 2)] {
+            let mut key = vec![b'e'];
+            key.extend_from_slice(&e.index.to_be_bytes());
+            batch.put(key, encode(&e));
+        }
+        backend.write(Space::Raft, batch).unwrap();
+        let path = dir.path().join("wal");
+        let log = RaftLog::open(&path).unwrap();
+        log.import_legacy(&backend).unwrap();
+        let log = RaftLog::open(&path).unwrap();
+        assert_eq!(log.conf_state().voters, vec![3]);
+        assert_eq!(all_terms(&log), vec![1, 2]);
+        log.append(&[entry(4, 2)]).unwrap();
+        log.sync().unwrap();
+        log.import_legacy(&backend).unwrap();
+        assert_eq!(Storage::last_index(&log).unwrap(), 4);
     }
 
     #[test]
