@@ -2,7 +2,7 @@
 //! that persists, applies and answers.
 //!
 //! Every write — even on a single member — is proposed, appended to the log
-//! in the backend, committed, and applied from the committed entries. The
+//! file and synced, committed, and applied from the committed entries. The
 //! Ready loop runs on its own thread and owns the node; clients talk to it
 //! through a [`RaftHandle`].
 

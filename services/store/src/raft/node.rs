@@ -3,8 +3,10 @@
 //! Each turn it takes every queued proposal and read request (so one Ready —
 //! and one fsync — covers many client requests), ticks the clock, and handles
 //! the Ready in the order raft-rs documents: send messages, apply committed
-//! entries, append new entries and hard state, flush once, send persisted
-//! messages, advance, apply what `advance` committed, advance the apply index.
+//! entries, append new entries and hard state, sync the log file once (one
+//! fdatasync), send persisted messages, advance, apply what `advance`
+//! committed, advance the apply index. The state machine is flushed only
+//! before the log is truncated (see `truncate_log`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
