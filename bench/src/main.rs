@@ -16,6 +16,8 @@ mod checks;
 mod cli;
 mod report;
 mod servers;
+mod txn;
+mod verify;
 mod workload;
 
 use std::process::ExitCode;
@@ -226,7 +228,7 @@ async fn run_workloads(
     let mut dead: Vec<ServerKind> = Vec::new();
     for &clients in &args.clients.0 {
         for server in servers.iter_mut() {
-            for workload in [Workload::Put, Workload::Get] {
+            for workload in [Workload::Put, Workload::Txn, Workload::Get] {
                 if dead.contains(&server.kind) {
                     continue;
                 }
@@ -259,7 +261,7 @@ async fn run_workloads(
                 if !args.quiet {
                     eprintln!("running {label} for {:?}", args.duration);
                 }
-                match workload::run(spec, checks).await {
+                match workload::run(spec, checks, || server.cpu_seconds()).await {
                     Ok(outcome) => {
                         let row = RunStats::from_outcome(&outcome);
                         if !args.quiet {

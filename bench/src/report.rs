@@ -28,6 +28,10 @@ pub struct RunStats {
     pub p99_us: u64,
     pub p999_us: u64,
     pub max_us: u64,
+    /// Server CPU seconds (all its processes) while the clients ran.
+    pub server_cpu_s: Option<f64>,
+    /// Server CPU seconds per 1,000 successful operations.
+    pub cpu_s_per_1k_ops: Option<f64>,
 }
 
 impl RunStats {
@@ -54,6 +58,11 @@ impl RunStats {
             p99_us: quantile(0.99),
             p999_us: quantile(0.999),
             max_us: if empty { 0 } else { hist.max() },
+            server_cpu_s: outcome.server_cpu_s,
+            cpu_s_per_1k_ops: outcome
+                .server_cpu_s
+                .filter(|_| outcome.ok > 0)
+                .map(|cpu| cpu * 1000.0 / outcome.ok as f64),
         }
     }
 }
@@ -67,6 +76,8 @@ pub struct Ratio {
     pub throughput: f64,
     /// capstan p99 ÷ etcd p99: above 1 means capstan's tail is slower.
     pub p99: f64,
+    /// capstan CPU per operation ÷ etcd's: below 1 means capstan is cheaper.
+    pub cpu_per_op: f64,
 }
 
 pub fn ratios(stats: &[RunStats]) -> Vec<Ratio> {
@@ -83,6 +94,10 @@ pub fn ratios(stats: &[RunStats]) -> Vec<Ratio> {
                 clients: capstan.clients,
                 throughput: divide(capstan.ops_per_sec, etcd.ops_per_sec),
                 p99: divide(capstan.p99_us as f64, etcd.p99_us as f64),
+                cpu_per_op: match (capstan.cpu_s_per_1k_ops, etcd.cpu_s_per_1k_ops) {
+                    (Some(c), Some(e)) => divide(c, e),
+                    _ => f64::NAN,
+                },
             });
         }
     }
@@ -118,7 +133,7 @@ pub fn table(stats: &[RunStats]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<8} {:>7} {:>5} {:<8} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+        "{:<8} {:>7} {:>5} {:<8} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9}",
         "workload",
         "clients",
         "conns",
@@ -131,7 +146,9 @@ pub fn table(stats: &[RunStats]) -> String {
         "max ms",
         "errors",
         "ops/s c/e",
-        "p99 c/e"
+        "p99 c/e",
+        "cpu s/1k",
+        "cpu c/e"
     );
     for s in rows {
         let ratio = (s.server == ServerKind::Capstan)
@@ -143,7 +160,7 @@ pub fn table(stats: &[RunStats]) -> String {
             .flatten();
         let _ = writeln!(
             out,
-            "{:<8} {:>7} {:>5} {:<8} {:>9} {:>10.1} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+            "{:<8} {:>7} {:>5} {:<8} {:>9} {:>10.1} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9}",
             s.workload.to_string(),
             s.clients,
             s.conns,
@@ -157,6 +174,9 @@ pub fn table(stats: &[RunStats]) -> String {
             s.errors,
             ratio.map_or("-".into(), |r| times(r.throughput)),
             ratio.map_or("-".into(), |r| times(r.p99)),
+            s.cpu_s_per_1k_ops
+                .map_or("-".into(), |cpu| format!("{cpu:.3}")),
+            ratio.map_or("-".into(), |r| times(r.cpu_per_op)),
         );
     }
     out

@@ -184,6 +184,15 @@ impl ServerProcess {
             })
     }
 
+    /// CPU seconds (user + system) all of the server's processes have used
+    /// so far, from `/proc/PID/stat`; None where that cannot be read.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        self.children
+            .iter()
+            .map(|child| process_cpu_seconds(child.id()))
+            .sum()
+    }
+
     pub fn log(&self) -> String {
         let mut text = String::new();
         for path in &self.log_paths {
@@ -227,6 +236,25 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// User plus system CPU time of process `pid`, in seconds.
+fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ticks = cpu_ticks(&stat)?;
+    // SAFETY: sysconf only reads a system constant.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (per_second > 0).then(|| ticks as f64 / per_second as f64)
+}
+
+/// utime + stime (fields 14 and 15) of a `/proc/PID/stat` line. The command
+/// name (field 2) may hold spaces, so fields are counted after its `)`.
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
 }
 
 enum StartError {
@@ -411,6 +439,14 @@ mod tests {
             dechunk("5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
             "hello world"
         );
+    }
+
+    #[test]
+    fn cpu_ticks_skip_a_spaced_command_name() {
+        let stat = "42 (a b) S 1 42 42 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 1 0";
+        assert_eq!(cpu_ticks(stat), Some(281));
+        assert_eq!(cpu_ticks("42 (x) S 1"), None);
+        assert!(process_cpu_seconds(std::process::id()).is_some());
     }
 
     #[test]

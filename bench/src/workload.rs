@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, ConnectOptions, GetOptions, KvClient};
+use etcd_client::{Client, ConnectOptions, KvClient};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::checks::Checks;
 use crate::servers::ServerKind;
+use crate::{txn, verify};
 
 /// Upper bound on requests per client in one workload, whatever the duration.
 const MAX_OPS_PER_CLIENT: u64 = 20_000_000;
@@ -31,6 +32,8 @@ pub enum Workload {
     Put,
     /// Linearizable gets of one key.
     Get,
+    /// Compare-and-swap txns, one key per client.
+    Txn,
 }
 
 impl fmt::Display for Workload {
@@ -38,6 +41,7 @@ impl fmt::Display for Workload {
         f.write_str(match self {
             Workload::Put => "put",
             Workload::Get => "get",
+            Workload::Txn => "txn",
         })
     }
 }
@@ -80,24 +84,27 @@ pub struct RunOutcome {
     pub error_samples: Vec<String>,
     pub elapsed: Duration,
     pub latency_us: Histogram<u64>,
+    /// CPU seconds the server used while the clients ran.
+    pub server_cpu_s: Option<f64>,
 }
 
 /// One client's share of a run.
-struct ClientResult {
-    ok: u64,
-    errors: u64,
-    error_samples: Vec<String>,
-    latency_us: Histogram<u64>,
-    /// Put: the revision of every acknowledged put, in order.
+pub(crate) struct ClientResult {
+    pub(crate) ok: u64,
+    pub(crate) errors: u64,
+    pub(crate) error_samples: Vec<String>,
+    pub(crate) latency_us: Histogram<u64>,
+    /// Put, txn: the revision of every acknowledged write, in order.
     /// Get: the header revision of every read, in order.
-    revisions: Vec<i64>,
+    pub(crate) revisions: Vec<i64>,
     /// Get: reads that returned something other than the value written.
-    wrong_reads: u64,
-    wrong_samples: Vec<String>,
+    /// Txn: compare-and-swaps whose compare failed.
+    pub(crate) wrong_reads: u64,
+    pub(crate) wrong_samples: Vec<String>,
 }
 
 impl ClientResult {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         ClientResult {
             ok: 0,
             errors: 0,
@@ -109,7 +116,7 @@ impl ClientResult {
         }
     }
 
-    fn error(&mut self, message: String) {
+    pub(crate) fn error(&mut self, message: String) {
         self.errors += 1;
         if self.error_samples.len() < MAX_ERROR_SAMPLES {
             self.error_samples.push(message);
@@ -123,14 +130,19 @@ pub fn new_histogram() -> Histogram<u64> {
 
 /// Counters the progress printer reads while a run goes.
 #[derive(Default)]
-struct Progress {
-    ok: AtomicU64,
-    errors: AtomicU64,
+pub(crate) struct Progress {
+    pub(crate) ok: AtomicU64,
+    pub(crate) errors: AtomicU64,
     done: AtomicBool,
 }
 
 /// Runs one workload and checks its results; returns its measurements.
-pub async fn run(spec: RunSpec, checks: &mut Checks) -> Result<RunOutcome, String> {
+/// `server_cpu` reads the server's CPU seconds so far.
+pub async fn run(
+    spec: RunSpec,
+    checks: &mut Checks,
+    server_cpu: impl Fn() -> Option<f64>,
+) -> Result<RunOutcome, String> {
     let label = spec.label();
     let conns = spec.clients.min(spec.max_conns);
     let pool = connect_pool(&spec.endpoint, conns, spec.request_timeout)
@@ -139,11 +151,23 @@ pub async fn run(spec: RunSpec, checks: &mut Checks) -> Result<RunOutcome, Strin
     let prefix = spec.run_prefix();
     let value: Arc<Vec<u8>> = Arc::new(make_value(spec.value_size, spec.run_id));
 
-    // Before the clients start: the store's revision (put), or the key the
-    // get clients read (get).
+    // Before the clients start: the store's revision (put, txn), the key
+    // the get clients read (get), the revisions of the keys to swap (txn).
     let mut admin = pool[0].clone();
+    let mut txn_revisions = Vec::new();
+    if spec.workload == Workload::Txn {
+        txn_revisions = txn::prepare_keys(
+            &mut admin,
+            &prefix,
+            spec.clients,
+            &value,
+            spec.request_timeout,
+        )
+        .await
+        .map_err(|err| format!("{label}: write the keys to swap: {err}"))?;
+    }
     let (start_revision, get_key) = match spec.workload {
-        Workload::Put => {
+        Workload::Put | Workload::Txn => {
             let resp = within(spec.request_timeout, admin.get(prefix.clone(), None))
                 .await
                 .map_err(|err| format!("{label}: read the start revision: {err}"))?;
@@ -170,6 +194,7 @@ pub async fn run(spec: RunSpec, checks: &mut Checks) -> Result<RunOutcome, Strin
         ))
     });
 
+    let cpu_before = server_cpu();
     let start = Instant::now();
     let deadline = start + spec.duration;
     let mut tasks = Vec::with_capacity(spec.clients);
@@ -179,6 +204,15 @@ pub async fn run(spec: RunSpec, checks: &mut Checks) -> Result<RunOutcome, Strin
         let value = value.clone();
         let timeout = spec.request_timeout;
         let task = match &get_key {
+            None if spec.workload == Workload::Txn => tokio::spawn(txn::cas_client(
+                kv,
+                txn::key(&prefix, client),
+                txn_revisions[client],
+                value,
+                deadline,
+                timeout,
+                progress,
+            )),
             None => {
                 let key_prefix = format!("{prefix}put/{client:05}/");
                 tokio::spawn(put_client(
@@ -201,6 +235,7 @@ pub async fn run(spec: RunSpec, checks: &mut Checks) -> Result<RunOutcome, Strin
     let join_limit = spec.duration + spec.request_timeout + Duration::from_secs(30);
     let joined = tokio::time::timeout(join_limit, futures::future::join_all(tasks)).await;
     let elapsed = start.elapsed();
+    let server_cpu_s = cpu_before.zip(server_cpu()).map(|(a, b)| b - a);
     progress.done.store(true, Ordering::Relaxed);
     if let Some(printer) = printer {
         printer.abort();
@@ -220,6 +255,7 @@ pub async fn run(spec: RunSpec, checks: &mut Checks) -> Result<RunOutcome, Strin
         error_samples: Vec::new(),
         elapsed,
         latency_us: new_histogram(),
+        server_cpu_s,
         spec: spec.clone(),
     };
     for result in &results {
@@ -252,177 +288,24 @@ pub async fn run(spec: RunSpec, checks: &mut Checks) -> Result<RunOutcome, Strin
     );
     match spec.workload {
         Workload::Put => {
-            verify_puts(&spec, &mut admin, &prefix, start_revision, &results, checks).await
+            verify::puts(&spec, &mut admin, &prefix, start_revision, &results, checks).await
         }
-        Workload::Get => verify_gets(&spec, start_revision, &results, checks),
+        Workload::Get => verify::gets(&spec, start_revision, &results, checks),
+        Workload::Txn => {
+            let (admin, revisions) = (&mut admin, &txn_revisions);
+            txn::verify(
+                &spec,
+                admin,
+                &prefix,
+                start_revision,
+                revisions,
+                &results,
+                checks,
+            )
+            .await
+        }
     }
     Ok(outcome)
-}
-
-/// After a put run: the store holds exactly the acknowledged keys, and the
-/// acknowledged revisions are unique, increasing per client, and exactly
-/// the revisions after the start (nothing else writes meanwhile).
-async fn verify_puts(
-    spec: &RunSpec,
-    admin: &mut KvClient,
-    prefix: &str,
-    start_revision: i64,
-    results: &[ClientResult],
-    checks: &mut Checks,
-) {
-    let label = spec.label();
-    let acked: u64 = results.iter().map(|r| r.ok).sum();
-    let put_prefix = format!("{prefix}put/");
-    let counted = within(
-        spec.request_timeout,
-        admin.get(
-            put_prefix.clone(),
-            Some(GetOptions::new().with_prefix().with_count_only()),
-        ),
-    )
-    .await;
-    let (count_ok, count_detail, end_revision) = match counted {
-        Ok(resp) => (
-            u64::try_from(resp.count()).ok() == Some(acked),
-            format!(
-                "{} keys under {put_prefix}, {acked} puts acknowledged",
-                resp.count()
-            ),
-            Some(header_revision(resp.header())),
-        ),
-        Err(err) => (false, format!("count range failed: {err}"), None),
-    };
-    checks.record(
-        format!("{label}: key count equals acknowledged puts"),
-        count_ok,
-        count_detail,
-    );
-
-    let per_client: Vec<&[i64]> = results.iter().map(|r| r.revisions.as_slice()).collect();
-    let duplicates = repeated_revisions(&per_client);
-    checks.record(
-        format!("{label}: put revisions are unique"),
-        duplicates.is_none() && acked > 0,
-        duplicates.unwrap_or_else(|| format!("{acked} distinct revisions")),
-    );
-
-    let disorder = first_disorder(&per_client);
-    checks.record(
-        format!("{label}: each client's put revisions increase"),
-        disorder.is_none(),
-        disorder.unwrap_or_else(|| format!("{} clients in order", results.len())),
-    );
-
-    let expected_last = start_revision + acked as i64;
-    let gap = revision_gap(&per_client, start_revision, end_revision);
-    checks.record(
-        format!(
-            "{label}: put revisions are exactly {}..={expected_last}",
-            start_revision + 1
-        ),
-        gap.is_none(),
-        gap.unwrap_or_else(|| format!("store revision afterwards {expected_last}")),
-    );
-}
-
-/// After a get run: every read returned the value written before the run,
-/// at a revision no older than that write, never going back per client.
-fn verify_gets(spec: &RunSpec, write_revision: i64, results: &[ClientResult], checks: &mut Checks) {
-    let label = spec.label();
-    let wrong: u64 = results.iter().map(|r| r.wrong_reads).sum();
-    let reads: u64 = results.iter().map(|r| r.ok).sum();
-    let sample = results.iter().flat_map(|r| r.wrong_samples.iter()).next();
-    checks.record(
-        format!("{label}: every read returned the written value"),
-        wrong == 0 && reads > 0,
-        match sample {
-            None => format!("{reads} reads"),
-            Some(sample) => format!("{wrong} of {reads} reads wrong, e.g. {sample}"),
-        },
-    );
-
-    let per_client: Vec<&[i64]> = results.iter().map(|r| r.revisions.as_slice()).collect();
-    let problem = read_regression(&per_client, write_revision);
-    checks.record(
-        format!("{label}: read revisions never go back"),
-        problem.is_none(),
-        problem.unwrap_or_else(|| format!("all reads at revision >= {write_revision}")),
-    );
-}
-
-/// Revisions acknowledged more than once, described; None if all differ.
-fn repeated_revisions(per_client: &[&[i64]]) -> Option<String> {
-    let mut all: Vec<i64> = per_client.iter().flat_map(|r| r.iter().copied()).collect();
-    all.sort_unstable();
-    let repeats: Vec<i64> = all
-        .windows(2)
-        .filter(|w| w[0] == w[1])
-        .map(|w| w[0])
-        .collect();
-    (!repeats.is_empty()).then(|| {
-        format!(
-            "{} of {} acknowledgements repeat a revision, e.g. {:?}",
-            repeats.len(),
-            all.len(),
-            &repeats[..repeats.len().min(5)]
-        )
-    })
-}
-
-/// The first place a client's acknowledged put revisions fail to increase.
-fn first_disorder(per_client: &[&[i64]]) -> Option<String> {
-    per_client
-        .iter()
-        .enumerate()
-        .find_map(|(client, revisions)| {
-            revisions
-                .windows(2)
-                .find(|w| w[1] <= w[0])
-                .map(|w| format!("client {client}: revision {} after {}", w[1], w[0]))
-        })
-}
-
-/// With nothing else writing, N acknowledged puts after `start` must hold
-/// exactly revisions start+1..=start+N, and the store must be at start+N.
-fn revision_gap(per_client: &[&[i64]], start: i64, end: Option<i64>) -> Option<String> {
-    let mut all: Vec<i64> = per_client.iter().flat_map(|r| r.iter().copied()).collect();
-    all.sort_unstable();
-    all.dedup();
-    let acked: usize = per_client.iter().map(|r| r.len()).sum();
-    let expected_last = start + acked as i64;
-    let exact = all.len() == acked
-        && all.first().is_none_or(|&first| first == start + 1)
-        && all.last().is_none_or(|&last| last == expected_last);
-    let store_ok = end.is_none_or(|end| end == expected_last);
-    if exact && store_ok {
-        return None;
-    }
-    Some(format!(
-        "start revision {start}, {acked} acknowledged puts with {} distinct revisions {:?}..={:?}, \
-         store revision afterwards {}",
-        all.len(),
-        all.first(),
-        all.last(),
-        end.map_or("unknown".into(), |r| r.to_string())
-    ))
-}
-
-/// The first read whose revision is below the write it must see or below
-/// the same client's previous read.
-fn read_regression(per_client: &[&[i64]], write_revision: i64) -> Option<String> {
-    for (client, revisions) in per_client.iter().enumerate() {
-        let mut previous = write_revision;
-        for &revision in revisions.iter() {
-            if revision < previous {
-                return Some(format!(
-                    "client {client}: read at revision {revision} after {previous} \
-                     (the key was written at {write_revision})"
-                ));
-            }
-            previous = revision;
-        }
-    }
-    None
 }
 
 async fn put_client(
@@ -531,7 +414,7 @@ async fn connect_pool(
 }
 
 /// Runs a request with a time limit, flattening both failures to text.
-async fn within<T>(
+pub(crate) async fn within<T>(
     limit: Duration,
     request: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
 ) -> Result<T, String> {
@@ -542,7 +425,7 @@ async fn within<T>(
     }
 }
 
-fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {
+pub(crate) fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {
     header.map_or(-1, |h| h.revision())
 }
 
@@ -581,37 +464,6 @@ async fn print_progress(label: String, duration: Duration, progress: Arc<Progres
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn repeated_revisions_are_found() {
-        assert!(repeated_revisions(&[&[2, 4], &[3, 5]]).is_none());
-        let found = repeated_revisions(&[&[2, 4], &[4, 5]]).unwrap();
-        assert!(found.contains("[4]"), "{found}");
-    }
-
-    #[test]
-    fn per_client_order() {
-        assert!(first_disorder(&[&[2, 4, 9], &[3]]).is_none());
-        let found = first_disorder(&[&[2, 4], &[5, 3]]).unwrap();
-        assert!(found.starts_with("client 1"), "{found}");
-        assert!(first_disorder(&[&[2, 2]]).is_some());
-    }
-
-    #[test]
-    fn revisions_must_follow_the_start_without_gaps() {
-        assert!(revision_gap(&[&[11, 13], &[12]], 10, Some(13)).is_none());
-        assert!(revision_gap(&[&[11, 14], &[12]], 10, Some(14)).is_some()); // gap at 13
-        assert!(revision_gap(&[&[11, 13], &[12]], 10, Some(14)).is_some()); // store moved on
-        assert!(revision_gap(&[&[11, 12], &[12]], 10, Some(13)).is_some()); // repeat
-        assert!(revision_gap(&[&[], &[]], 10, Some(10)).is_none());
-    }
-
-    #[test]
-    fn reads_never_go_back() {
-        assert!(read_regression(&[&[5, 5, 7], &[6]], 5).is_none());
-        assert!(read_regression(&[&[4]], 5).is_some()); // older than the write
-        assert!(read_regression(&[&[6], &[7, 6]], 5).is_some()); // went back
-    }
 
     #[test]
     fn values_differ_per_run() {

@@ -53,7 +53,8 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         .map_err(|err| StoreError::Storage(format!("{}: {err}", config.data_dir.display())))?;
     let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(&config.data_dir.join("db"))?);
     let cluster = Cluster::bootstrap(config, &*backend)?;
-    let log = RaftLog::open(backend.clone())?;
+    let log = RaftLog::open(&config.data_dir.join("raft.wal"))?;
+    log.import_legacy(&*backend)?;
     let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
     let mvcc = Arc::new(MvccStore::open(backend.clone())?);
     if new_cluster {
@@ -146,8 +147,10 @@ fn spawn_jobs(ctx: &Arc<Context>, config: &StoreConfig) -> Result<()> {
 fn bootstrap_new_cluster(cluster: &Cluster, log: &RaftLog, mvcc: &MvccStore) -> Result<()> {
     apply::members::write_initial_members(&**mvcc.backend(), &cluster.initial_records())?;
     mvcc.write().finish(raft::BOOTSTRAP_INDEX)?;
-    log.bootstrap(cluster.initial_voter_ids())?;
-    mvcc.backend().flush()
+    // The state machine is durable before the log says it is initialised,
+    // or a crash in between would leave a log the state machine is behind.
+    mvcc.backend().flush()?;
+    log.bootstrap(cluster.initial_voter_ids())
 }
 
 /// Binds `url` and returns, with the listener, a future that resolves when

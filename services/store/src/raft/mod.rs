@@ -2,7 +2,7 @@
 //! that persists, applies and answers.
 //!
 //! Every write — even on a single member — is proposed, appended to the log
-//! in the backend, committed, and applied from the committed entries. The
+//! file and synced, committed, and applied from the committed entries. The
 //! Ready loop runs on its own thread and owns the node; clients talk to it
 //! through a [`RaftHandle`].
 
@@ -15,6 +15,7 @@ mod logger;
 mod node;
 mod storage;
 mod transport;
+mod wal;
 
 pub use handle::{RaftHandle, RaftStatus};
 pub use node::{start_node, NodeConfig};

@@ -3,8 +3,10 @@
 //! Each turn it takes every queued proposal and read request (so one Ready —
 //! and one fsync — covers many client requests), ticks the clock, and handles
 //! the Ready in the order raft-rs documents: send messages, apply committed
-//! entries, append new entries and hard state, flush once, send persisted
-//! messages, advance, apply what `advance` committed, advance the apply index.
+//! entries, append new entries and hard state, sync the log file once (one
+//! fdatasync), send persisted messages, advance, apply what `advance`
+//! committed, advance the apply index. The state machine is flushed only
+//! before the log is truncated (see `truncate_log`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,6 +102,7 @@ pub fn start_node(
 ) -> Result<RaftHandle> {
     // An entry is applied only once committed, so the commit index is at
     // least the applied one even if its own write was lost in a crash.
+    log.finish_interrupted_snapshot(&*backend, applied)?;
     log.set_commit(applied)?;
     let raft_config = Config {
         id: config.member_id,
@@ -213,6 +216,7 @@ impl Node {
                 std::process::exit(2);
             }
         }
+        let _ = self.log.sync();
         let _ = self.backend.flush();
         tracing::info!("raft loop stopped");
     }
@@ -348,7 +352,6 @@ impl Node {
         }
         self.answer_reads(ready.take_read_states());
         self.apply(ready.take_committed_entries())?;
-        let durable_applied = self.applied;
         let must_flush = !ready.entries().is_empty() || ready.hs().is_some();
         if !ready.entries().is_empty() {
             let entries = ready.entries().len() as f64;
@@ -364,7 +367,7 @@ impl Node {
         }
         if must_flush {
             let started = Instant::now();
-            self.backend.flush()?;
+            self.log.sync()?;
             let metrics = &self.config.metrics;
             metrics
                 .flush_seconds
@@ -381,7 +384,7 @@ impl Node {
         self.raw.advance_apply();
         self.publish_progress();
         if must_flush {
-            self.truncate_log(durable_applied)?;
+            self.truncate_log()?;
         }
         Ok(())
     }
@@ -419,8 +422,13 @@ impl Node {
             "installing snapshot"
         );
         self.applier.restore_snapshot(&snapshot.data)?;
-        self.log.apply_snapshot(&snapshot)?;
+        // The state machine goes to disk first, with the snapshot's position
+        // beside it: the log cannot replay what the snapshot replaces, so it
+        // drops its entries only after; a crash in between is finished by
+        // `RaftLog::finish_interrupted_snapshot` on the next start.
+        RaftLog::record_snapshot_meta(&*self.backend, meta)?;
         self.backend.flush()?;
+        self.log.apply_snapshot(&snapshot)?;
         self.applied = meta.index;
         self.transport
             .set_peers(peer_list(&self.applier.members()?));
@@ -517,15 +525,20 @@ impl Node {
         });
     }
 
-    /// Drops log entries that are applied, flushed, and older than the
-    /// catch-up window, once `snapshot_count` of them have piled up.
-    fn truncate_log(&mut self, durable_applied: u64) -> Result<()> {
+    /// Drops log entries that are applied and older than the catch-up
+    /// window, once `snapshot_count` of them have piled up. The state
+    /// machine is not synced per Ready but replayed from the log after a
+    /// crash, so it is flushed first: no entry goes before what it built
+    /// is on disk.
+    fn truncate_log(&mut self) -> Result<()> {
         let first = self.log.first_index();
         let keep = CATCH_UP_ENTRIES.min(self.config.snapshot_count);
-        if durable_applied < first + self.config.snapshot_count + keep {
+        let applied = self.applied;
+        if applied < first + self.config.snapshot_count + keep {
             return Ok(());
         }
-        let upto = durable_applied - keep;
+        self.backend.flush()?;
+        let upto = applied - keep;
         tracing::info!(upto, "truncating the raft log");
         self.log.truncate_front(upto)
     }

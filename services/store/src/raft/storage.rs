@@ -1,34 +1,33 @@
-//! The raft log, hard state and conf state, kept in the backend's raft space.
+//! The raft log, hard state and conf state of this member.
 //!
-//! Implements raft-rs's [`Storage`]. Writes go through [`RaftLog::append`]
-//! and friends, which only stage them in the backend; the node's Ready loop
-//! makes them durable with one flush per Ready before acknowledging anything.
+//! Implements raft-rs's [`Storage`]. The log lives in memory (as etcd's
+//! `MemoryStorage` does) and in an append-only file ([`WalFile`]): writes
+//! through [`RaftLog::append`] and [`RaftLog::set_hard_state`] are only staged
+//! there; the Ready loop makes them durable with one [`RaftLog::sync`] (one
+//! write, one fdatasync) per Ready before anything is acknowledged.
+//!
+//! The state machine is not synced per Ready: after a crash it is replayed
+//! from this log, from its own durable applied index on. So entries are
+//! dropped from the front only after the state machine has been flushed past
+//! them (see the node's `truncate_log`).
 
 use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
-use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
+use parking_lot::{Mutex, RwLock};
+use raft::eraftpb::{ConfState, Entry, EntryType, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError};
 
+use super::wal::{Position, WalEntry, WalFile, WalRecord};
 use crate::error::{Result, StoreError};
 use crate::mvcc::MvccStore;
 use crate::storage::{Backend, Space, WriteBatch};
 
-const ENTRY_PREFIX: u8 = b'e';
 /// Where the log of a new cluster starts (see [`RaftLog::bootstrap`]).
 pub const BOOTSTRAP_INDEX: u64 = 1;
-const HARD_STATE_KEY: &[u8] = b"s/hard_state";
-const CONF_STATE_KEY: &[u8] = b"s/conf_state";
-/// Index and term of the last entry dropped from the front of the log.
-const TRUNCATED_KEY: &[u8] = b"s/truncated";
-
-fn entry_key(index: u64) -> [u8; 9] {
-    let mut key = [0u8; 9];
-    key[0] = ENTRY_PREFIX;
-    key[1..].copy_from_slice(&index.to_be_bytes());
-    key
-}
+/// The last installed snapshot's metadata, in the backend's raft space.
+const SNAPSHOT_META_KEY: &[u8] = b"s/snapshot_meta";
 
 fn encode<M: protobuf::Message>(message: &M) -> Vec<u8> {
     message
@@ -40,73 +39,128 @@ fn decode<M: protobuf::Message>(bytes: &[u8]) -> Result<M> {
     M::parse_from_bytes(bytes).map_err(|err| StoreError::Corrupt(err.to_string()))
 }
 
-/// What the log keeps in memory: state, bounds and the terms of its entries
-/// (raft asks for terms constantly; they are 8 bytes each).
+fn to_wal(entry: &Entry) -> WalEntry {
+    WalEntry {
+        term: entry.term,
+        index: entry.index,
+        entry_type: entry.get_entry_type() as i32,
+        data: entry.data.clone(),
+        context: entry.context.clone(),
+    }
+}
+
+fn from_wal(entry: WalEntry) -> Result<Entry> {
+    let entry_type = match entry.entry_type {
+        0 => EntryType::EntryNormal,
+        1 => EntryType::EntryConfChange,
+        2 => EntryType::EntryConfChangeV2,
+        other => return Err(StoreError::Corrupt(format!("raft entry type {other}"))),
+    };
+    let mut out = Entry::default();
+    out.set_entry_type(entry_type);
+    out.term = entry.term;
+    out.index = entry.index;
+    out.data = entry.data;
+    out.context = entry.context;
+    Ok(out)
+}
+
+/// The log as raft sees it.
+#[derive(Default)]
 struct Cached {
     hard_state: HardState,
     conf_state: ConfState,
     truncated_index: u64,
     truncated_term: u64,
-    /// `terms[i]` is the term of entry `truncated_index + 1 + i`.
-    terms: VecDeque<u64>,
+    /// `entries[i]` is entry `truncated_index + 1 + i`.
+    entries: VecDeque<Entry>,
 }
 
 impl Cached {
     fn last_index(&self) -> u64 {
-        self.truncated_index + self.terms.len() as u64
+        self.truncated_index + self.entries.len() as u64
+    }
+
+    /// Drops entries up to and including `position.index`.
+    fn truncate(&mut self, position: Position) {
+        let drop = position.index.saturating_sub(self.truncated_index) as usize;
+        self.entries.drain(..drop.min(self.entries.len()));
+        self.truncated_index = position.index;
+        self.truncated_term = position.term;
+    }
+
+    /// Puts `entries` in place, replacing any conflicting suffix.
+    fn splice(&mut self, entries: impl IntoIterator<Item = Entry>) -> Result<()> {
+        let mut entries = entries.into_iter().peekable();
+        let Some(first) = entries.peek() else {
+            return Ok(());
+        };
+        if first.index <= self.truncated_index || first.index > self.last_index() + 1 {
+            return Err(StoreError::Corrupt(format!(
+                "raft entry {} does not fit a log holding {}..={}",
+                first.index,
+                self.truncated_index + 1,
+                self.last_index()
+            )));
+        }
+        let keep = (first.index - self.truncated_index - 1) as usize;
+        self.entries.truncate(keep);
+        self.entries.extend(entries);
+        Ok(())
+    }
+
+    fn replay(&mut self, record: WalRecord) -> Result<()> {
+        if let Some(position) = record.truncated {
+            self.truncate(position);
+        }
+        if let Some(bytes) = record.hard_state {
+            self.hard_state = decode(&bytes)?;
+        }
+        if let Some(bytes) = record.conf_state {
+            self.conf_state = decode(&bytes)?;
+        }
+        let entries = record
+            .entries
+            .into_iter()
+            .map(from_wal)
+            .collect::<Result<Vec<_>>>()?;
+        self.splice(entries)
+    }
+
+    /// One record holding the whole log, to rewrite the file with.
+    fn full_record(&self) -> WalRecord {
+        WalRecord {
+            entries: self.entries.iter().map(to_wal).collect(),
+            hard_state: Some(encode(&self.hard_state)),
+            conf_state: Some(encode(&self.conf_state)),
+            truncated: Some(Position {
+                index: self.truncated_index,
+                term: self.truncated_term,
+            }),
+        }
     }
 }
 
 /// The raft log of this member. Cheap to clone; clones share state.
 #[derive(Clone)]
 pub struct RaftLog {
-    backend: Arc<dyn Backend>,
     cached: Arc<RwLock<Cached>>,
+    wal: Arc<Mutex<WalFile>>,
     /// The state machine a snapshot for a lagging peer is cut from.
     state_machine: Option<Arc<MvccStore>>,
 }
 
 impl RaftLog {
-    pub fn open(backend: Arc<dyn Backend>) -> Result<Self> {
-        let hard_state = match backend.get(Space::Raft, HARD_STATE_KEY)? {
-            Some(bytes) => decode(&bytes)?,
-            None => HardState::default(),
-        };
-        let conf_state = match backend.get(Space::Raft, CONF_STATE_KEY)? {
-            Some(bytes) => decode(&bytes)?,
-            None => ConfState::default(),
-        };
-        let (truncated_index, truncated_term) = match backend.get(Space::Raft, TRUNCATED_KEY)? {
-            Some(bytes) if bytes.len() == 16 => (
-                u64::from_be_bytes(bytes[..8].try_into().expect("8 bytes")),
-                u64::from_be_bytes(bytes[8..].try_into().expect("8 bytes")),
-            ),
-            _ => (0, 0),
-        };
-        let mut terms = VecDeque::new();
-        let start = entry_key(truncated_index + 1);
-        let end = [ENTRY_PREFIX + 1];
-        let stored = backend.scan(Space::Raft, &start, Some(&end))?;
-        for (expected, (_, value)) in (truncated_index + 1..).zip(stored) {
-            let entry: Entry = decode(&value)?;
-            if entry.index != expected {
-                return Err(StoreError::Corrupt(format!(
-                    "raft log gap: expected entry {expected}, found {}",
-                    entry.index
-                )));
-            }
-            terms.push_back(entry.term);
+    /// Opens the log file at `path`, replaying it into memory.
+    pub fn open(path: &Path) -> Result<Self> {
+        let (wal, records) = WalFile::open(path)?;
+        let mut cached = Cached::default();
+        for record in records {
+            cached.replay(record)?;
         }
-        let cached = Cached {
-            hard_state,
-            conf_state,
-            truncated_index,
-            truncated_term,
-            terms,
-        };
         Ok(RaftLog {
-            backend,
             cached: Arc::new(RwLock::new(cached)),
+            wal: Arc::new(Mutex::new(wal)),
             state_machine: None,
         })
     }
@@ -137,29 +191,18 @@ impl RaftLog {
     }
 
     /// Replaces the whole log with a snapshot's position: every entry goes,
-    /// the log now starts right after the snapshot.
+    /// the log now starts right after the snapshot. Durable on return.
     pub fn apply_snapshot(&self, snapshot: &Snapshot) -> Result<()> {
         let meta = snapshot.get_metadata();
         let mut cached = self.cached.write();
-        let mut batch = WriteBatch::default();
-        for index in (cached.truncated_index + 1)..=cached.last_index() {
-            batch.delete(entry_key(index).to_vec());
-        }
-        let mut marker = meta.index.to_be_bytes().to_vec();
-        marker.extend_from_slice(&meta.term.to_be_bytes());
-        batch.put(TRUNCATED_KEY.to_vec(), marker);
-        batch.put(CONF_STATE_KEY.to_vec(), encode(meta.get_conf_state()));
-        let mut hard_state = cached.hard_state.clone();
-        hard_state.commit = hard_state.commit.max(meta.index);
-        hard_state.term = hard_state.term.max(meta.term);
-        batch.put(HARD_STATE_KEY.to_vec(), encode(&hard_state));
-        self.backend.write(Space::Raft, batch)?;
-        cached.terms.clear();
+        let mut wal = self.wal.lock();
+        cached.entries.clear();
         cached.truncated_index = meta.index;
         cached.truncated_term = meta.term;
         cached.conf_state = meta.get_conf_state().clone();
-        cached.hard_state = hard_state;
-        Ok(())
+        cached.hard_state.commit = cached.hard_state.commit.max(meta.index);
+        cached.hard_state.term = cached.hard_state.term.max(meta.term);
+        wal.rewrite(&cached.full_record())
     }
 
     pub fn is_initialized(&self) -> bool {
@@ -180,37 +223,26 @@ impl RaftLog {
 
     /// Stages entries, replacing any conflicting suffix of the log.
     pub fn append(&self, entries: &[Entry]) -> Result<()> {
-        let Some(first) = entries.first() else {
+        if entries.is_empty() {
             return Ok(());
-        };
+        }
         let mut cached = self.cached.write();
-        if first.index <= cached.truncated_index {
-            return Err(StoreError::Corrupt(format!(
-                "append at {} behind truncated log {}",
-                first.index, cached.truncated_index
-            )));
-        }
-        let mut batch = WriteBatch::default();
-        let old_last = cached.last_index();
-        let new_last = entries.last().expect("non-empty").index;
-        for index in (new_last + 1)..=old_last {
-            batch.delete(entry_key(index).to_vec());
-        }
-        for entry in entries {
-            batch.put(entry_key(entry.index).to_vec(), encode(entry));
-        }
-        self.backend.write(Space::Raft, batch)?;
-        let keep = (first.index - cached.truncated_index - 1) as usize;
-        cached.terms.truncate(keep);
-        cached.terms.extend(entries.iter().map(|e| e.term));
+        cached.splice(entries.iter().cloned())?;
+        self.wal.lock().stage(&WalRecord {
+            entries: entries.iter().map(to_wal).collect(),
+            ..Default::default()
+        });
         Ok(())
     }
 
+    /// Stages the hard state.
     pub fn set_hard_state(&self, hard_state: &HardState) -> Result<()> {
-        let mut batch = WriteBatch::default();
-        batch.put(HARD_STATE_KEY.to_vec(), encode(hard_state));
-        self.backend.write(Space::Raft, batch)?;
-        self.cached.write().hard_state = hard_state.clone();
+        let mut cached = self.cached.write();
+        cached.hard_state = hard_state.clone();
+        self.wal.lock().stage(&WalRecord {
+            hard_state: Some(encode(hard_state)),
+            ..Default::default()
+        });
         Ok(())
     }
 
@@ -223,44 +255,109 @@ impl RaftLog {
         self.set_hard_state(&hard_state)
     }
 
+    /// Records the conf state durably at once: the state machine may
+    /// persist the membership change on its own before the next sync, and
+    /// it must never be ahead of the log's idea of the voters.
     pub fn set_conf_state(&self, conf_state: &ConfState) -> Result<()> {
-        let mut batch = WriteBatch::default();
-        batch.put(CONF_STATE_KEY.to_vec(), encode(conf_state));
-        self.backend.write(Space::Raft, batch)?;
-        self.cached.write().conf_state = conf_state.clone();
-        Ok(())
+        let mut cached = self.cached.write();
+        cached.conf_state = conf_state.clone();
+        let mut wal = self.wal.lock();
+        wal.stage(&WalRecord {
+            conf_state: Some(encode(conf_state)),
+            ..Default::default()
+        });
+        wal.sync()
     }
 
-    /// Drops entries up to and including `index` (already applied and
-    /// flushed), keeping the log from growing without bound.
+    /// Writes everything staged and waits until it is on disk.
+    pub fn sync(&self) -> Result<()> {
+        self.wal.lock().sync()
+    }
+
+    /// Drops entries up to and including `index`. The caller has made the
+    /// state machine durable past `index`, so they are never replayed again.
+    /// The file is rewritten with what remains.
     pub fn truncate_front(&self, index: u64) -> Result<()> {
         let mut cached = self.cached.write();
         if index <= cached.truncated_index || index > cached.last_index() {
             return Ok(());
         }
-        let term = cached.terms[(index - cached.truncated_index - 1) as usize];
-        let mut batch = WriteBatch::default();
-        for i in (cached.truncated_index + 1)..=index {
-            batch.delete(entry_key(i).to_vec());
-        }
-        let mut marker = index.to_be_bytes().to_vec();
-        marker.extend_from_slice(&term.to_be_bytes());
-        batch.put(TRUNCATED_KEY.to_vec(), marker);
-        self.backend.write(Space::Raft, batch)?;
-        let drop = (index - cached.truncated_index) as usize;
-        cached.terms.drain(..drop);
-        cached.truncated_index = index;
-        cached.truncated_term = term;
-        Ok(())
+        let term = cached.entries[(index - cached.truncated_index - 1) as usize].term;
+        cached.truncate(Position { index, term });
+        self.wal.lock().rewrite(&cached.full_record())
     }
 
     pub fn first_index(&self) -> u64 {
         self.cached.read().truncated_index + 1
     }
-}
 
-fn storage_err(err: StoreError) -> raft::Error {
-    raft::Error::Store(StorageError::Other(Box::new(err)))
+    /// Brings over the log an earlier version kept in the backend's raft
+    /// space, once, when this file is still empty.
+    pub fn import_legacy(&self, backend: &dyn Backend) -> Result<()> {
+        if self.is_initialized() {
+            return Ok(());
+        }
+        let Some(conf_state) = backend.get(Space::Raft, b"s/conf_state")? else {
+            return Ok(());
+        };
+        let mut cached = self.cached.write();
+        cached.conf_state = decode(&conf_state)?;
+        if let Some(bytes) = backend.get(Space::Raft, b"s/hard_state")? {
+            cached.hard_state = decode(&bytes)?;
+        }
+        if let Some(bytes) = backend.get(Space::Raft, b"s/truncated")? {
+            let position = |at: usize| bytes.get(at..at + 8).and_then(|b| b.try_into().ok());
+            let (Some(index), Some(term)) = (position(0), position(8)) else {
+                return Err(StoreError::Corrupt("legacy truncation marker".into()));
+            };
+            cached.truncated_index = u64::from_be_bytes(index);
+            cached.truncated_term = u64::from_be_bytes(term);
+        }
+        let mut start = vec![b'e'];
+        start.extend_from_slice(&(cached.truncated_index + 1).to_be_bytes());
+        let stored = backend.scan(Space::Raft, &start, Some(b"f"))?;
+        let entries = stored
+            .iter()
+            .map(|(_, value)| decode::<Entry>(value))
+            .collect::<Result<Vec<_>>>()?;
+        cached.splice(entries)?;
+        tracing::info!(
+            last = cached.last_index(),
+            "imported the raft log from the backend"
+        );
+        self.wal.lock().rewrite(&cached.full_record())
+    }
+
+    /// Stages a snapshot's metadata in the backend's raft space, to be
+    /// flushed with the state machine the snapshot restored.
+    pub fn record_snapshot_meta(backend: &dyn Backend, meta: &SnapshotMetadata) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        batch.put(SNAPSHOT_META_KEY.to_vec(), encode(meta));
+        backend.write(Space::Raft, batch)
+    }
+
+    /// If the state machine is ahead of the log, a snapshot was installed
+    /// and flushed but the process died before the log dropped its entries:
+    /// finishes that, from the metadata kept beside the state machine.
+    pub fn finish_interrupted_snapshot(&self, backend: &dyn Backend, applied: u64) -> Result<()> {
+        if applied <= self.last_index() {
+            return Ok(());
+        }
+        let meta: SnapshotMetadata = match backend.get(Space::Raft, SNAPSHOT_META_KEY)? {
+            Some(bytes) => decode(&bytes)?,
+            None => SnapshotMetadata::default(),
+        };
+        if meta.index != applied {
+            return Err(StoreError::Corrupt(format!(
+                "state machine applied {applied}, beyond the raft log's last entry {}",
+                self.last_index()
+            )));
+        }
+        tracing::info!(index = applied, "finishing an interrupted snapshot install");
+        let mut snapshot = Snapshot::default();
+        snapshot.set_metadata(meta);
+        self.apply_snapshot(&snapshot)
+    }
 }
 
 impl Storage for RaftLog {
@@ -279,29 +376,25 @@ impl Storage for RaftLog {
         max_size: impl Into<Option<u64>>,
         _context: GetEntriesContext,
     ) -> raft::Result<Vec<Entry>> {
-        {
-            let cached = self.cached.read();
-            if low <= cached.truncated_index {
-                return Err(raft::Error::Store(StorageError::Compacted));
-            }
-            if high > cached.last_index() + 1 {
-                return Err(raft::Error::Store(StorageError::Unavailable));
-            }
+        let cached = self.cached.read();
+        if low <= cached.truncated_index {
+            return Err(raft::Error::Store(StorageError::Compacted));
+        }
+        if high > cached.last_index() + 1 {
+            return Err(raft::Error::Store(StorageError::Unavailable));
         }
         let max_size = max_size.into().unwrap_or(u64::MAX);
-        let pairs = self
-            .backend
-            .scan(Space::Raft, &entry_key(low), Some(&entry_key(high)))
-            .map_err(storage_err)?;
-        let mut entries = Vec::with_capacity(pairs.len());
+        let from = (low - cached.truncated_index - 1) as usize;
+        let to = (high - cached.truncated_index - 1) as usize;
+        let mut entries = Vec::with_capacity(to - from);
         let mut size = 0u64;
-        for (_, value) in pairs {
-            size += value.len() as u64;
+        for entry in cached.entries.range(from..to) {
+            size += (entry.data.len() + entry.context.len()) as u64;
             // Always return at least one entry, as raft requires.
             if !entries.is_empty() && size > max_size {
                 break;
             }
-            entries.push(decode::<Entry>(&value).map_err(storage_err)?);
+            entries.push(entry.clone());
         }
         Ok(entries)
     }
@@ -316,9 +409,9 @@ impl Storage for RaftLog {
         }
         let offset = (index - cached.truncated_index - 1) as usize;
         cached
-            .terms
+            .entries
             .get(offset)
-            .copied()
+            .map(|entry| entry.term)
             .ok_or(raft::Error::Store(StorageError::Unavailable))
     }
 
@@ -336,9 +429,13 @@ impl Storage for RaftLog {
     fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
         let unavailable = || raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable);
         let mvcc = self.state_machine.as_ref().ok_or_else(unavailable)?;
-        let applied = mvcc.applied_index().map_err(storage_err)?;
+        let applied = mvcc
+            .applied_index()
+            .map_err(|err| raft::Error::Store(StorageError::Other(Box::new(err))))?;
         let term = self.term(applied).map_err(|_| unavailable())?;
-        let data = mvcc.dump().map_err(storage_err)?;
+        let data = mvcc
+            .dump()
+            .map_err(|err| raft::Error::Store(StorageError::Other(Box::new(err))))?;
         let mut snapshot = Snapshot::default();
         snapshot.data = data.into();
         let meta = snapshot.mut_metadata();
@@ -352,7 +449,6 @@ impl Storage for RaftLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::SledBackend;
 
     fn entry(index: u64, term: u64) -> Entry {
         let mut e = Entry::default();
@@ -362,11 +458,21 @@ mod tests {
         e
     }
 
+    fn all_terms(log: &RaftLog) -> Vec<u64> {
+        let low = Storage::first_index(log).unwrap();
+        let high = Storage::last_index(log).unwrap() + 1;
+        log.entries(low, high, None, GetEntriesContext::empty(false))
+            .unwrap()
+            .iter()
+            .map(|e| e.term)
+            .collect()
+    }
+
     #[test]
     fn append_replaces_conflicting_suffix_and_survives_reopen() {
         let dir = tempfile::tempdir().unwrap();
-        let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(dir.path()).unwrap());
-        let log = RaftLog::open(backend.clone()).unwrap();
+        let path = dir.path().join("wal");
+        let log = RaftLog::open(&path).unwrap();
         log.append(&[entry(1, 1), entry(2, 1), entry(3, 1)])
             .unwrap();
         log.append(&[entry(2, 2)]).unwrap();
@@ -376,33 +482,83 @@ mod tests {
         hs.term = 2;
         hs.commit = 2;
         log.set_hard_state(&hs).unwrap();
-        backend.flush().unwrap();
+        log.sync().unwrap();
+        // Staged but never synced: lost, as after a crash.
+        log.append(&[entry(3, 2)]).unwrap();
         drop(log);
-        let log = RaftLog::open(backend).unwrap();
+        let log = RaftLog::open(&path).unwrap();
         assert_eq!(Storage::last_index(&log).unwrap(), 2);
         assert_eq!(log.hard_state().commit, 2);
-        let entries = log
-            .entries(1, 3, None, GetEntriesContext::empty(false))
-            .unwrap();
-        assert_eq!(
-            entries.iter().map(|e| e.term).collect::<Vec<_>>(),
-            vec![1, 2]
-        );
+        assert_eq!(all_terms(&log), vec![1, 2]);
     }
 
     #[test]
     fn truncating_the_front_keeps_the_boundary_term() {
         let dir = tempfile::tempdir().unwrap();
-        let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(dir.path()).unwrap());
-        let log = RaftLog::open(backend.clone()).unwrap();
+        let path = dir.path().join("wal");
+        let log = RaftLog::open(&path).unwrap();
         log.append(&[entry(1, 1), entry(2, 1), entry(3, 2)])
             .unwrap();
         log.truncate_front(2).unwrap();
         assert_eq!(Storage::first_index(&log).unwrap(), 3);
         assert_eq!(log.term(2).unwrap(), 1);
         assert!(log.term(1).is_err());
-        let log = RaftLog::open(backend).unwrap();
+        log.append(&[entry(4, 2)]).unwrap();
+        log.sync().unwrap();
+        let log = RaftLog::open(&path).unwrap();
         assert_eq!(Storage::first_index(&log).unwrap(), 3);
         assert_eq!(log.term(3).unwrap(), 2);
+        assert_eq!(all_terms(&log), vec![2, 2]);
+    }
+
+    #[test]
+    fn a_log_kept_in_the_backend_is_imported_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = crate::storage::SledBackend::open(&dir.path().join("db")).unwrap();
+        let mut conf_state = ConfState::default();
+        conf_state.voters = vec![3];
+        let mut batch = WriteBatch::default();
+        batch.put(b"s/conf_state".to_vec(), encode(&conf_state));
+        let mut marker = 1u64.to_be_bytes().to_vec();
+        marker.extend_from_slice(&1u64.to_be_bytes());
+        batch.put(b"s/truncated".to_vec(), marker);
+        for e in [entry(2, 1), entry(3, 2)] {
+            let mut key = vec![b'e'];
+            key.extend_from_slice(&e.index.to_be_bytes());
+            batch.put(key, encode(&e));
+        }
+        backend.write(Space::Raft, batch).unwrap();
+        let path = dir.path().join("wal");
+        let log = RaftLog::open(&path).unwrap();
+        log.import_legacy(&backend).unwrap();
+        let log = RaftLog::open(&path).unwrap();
+        assert_eq!(log.conf_state().voters, vec![3]);
+        assert_eq!(all_terms(&log), vec![1, 2]);
+        log.append(&[entry(4, 2)]).unwrap();
+        log.sync().unwrap();
+        log.import_legacy(&backend).unwrap();
+        assert_eq!(Storage::last_index(&log).unwrap(), 4);
+    }
+
+    #[test]
+    fn a_snapshot_replaces_the_log_and_the_conf_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wal");
+        let log = RaftLog::open(&path).unwrap();
+        assert!(!log.is_initialized());
+        log.bootstrap(vec![7]).unwrap();
+        log.append(&[entry(2, 1), entry(3, 1)]).unwrap();
+        log.sync().unwrap();
+        let mut snapshot = Snapshot::default();
+        let meta = snapshot.mut_metadata();
+        meta.index = 10;
+        meta.term = 3;
+        meta.mut_conf_state().voters = vec![7, 8];
+        log.apply_snapshot(&snapshot).unwrap();
+        let log = RaftLog::open(&path).unwrap();
+        assert_eq!(log.conf_state().voters, vec![7, 8]);
+        assert_eq!(Storage::first_index(&log).unwrap(), 11);
+        assert_eq!(log.term(10).unwrap(), 3);
+        assert_eq!(log.hard_state().commit, 10);
     }
 }

@@ -15,7 +15,8 @@ use crate::error::Result;
 /// The separate keyspaces the store keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Space {
-    /// Raft log entries, hard state, conf state and snapshot metadata.
+    /// This member's identity and the metadata of the last installed
+    /// snapshot (the raft log itself is in its own file, `raft::wal`).
     Raft,
     /// MVCC revisions, leases and the applied index, written together.
     Mvcc,
