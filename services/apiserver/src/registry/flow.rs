@@ -15,7 +15,7 @@ use super::kinds::{workload, NAMESPACES};
 pub use super::listing::{check_fields, encode_token, list, list_metadata, matches};
 use super::options::{FieldValidation, WriteOptions};
 use super::strategy::Strategy;
-use crate::error::ApiError;
+use crate::error::{ApiError, Reading};
 use crate::object::apply;
 use crate::object::managed_fields::{self, Writer};
 use crate::object::meta::{self, validate_metadata};
@@ -92,16 +92,7 @@ impl Handle {
     }
 
     pub(crate) fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
-        match err {
-            StorageError::Exists => ApiError::AlreadyExists(self.def().target(name)),
-            StorageError::Conflict => ApiError::stale(self.def().target(name)),
-            StorageError::Compacted(_) => {
-                ApiError::Expired("The resourceVersion for the provided list is too old.".into())
-            }
-            StorageError::FutureRevision(rv) => ApiError::TooLargeResourceVersion(rv, 0),
-            StorageError::Corrupt { .. } => ApiError::Internal(err.to_string()),
-            StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
-        }
+        ApiError::from_storage(err, self.def().target(name), Reading::Plain)
     }
 
     /// The lease a write of this type goes under, if its objects expire.
@@ -308,7 +299,7 @@ async fn create_as(
             meta::set_resource_version(&mut obj, revision);
             obj
         }
-        Err(ClaimFailure::Store(StorageError::Exists)) => {
+        Err(ClaimFailure::Store(StorageError::Exists(_))) => {
             return own_retried_create(h, namespace, &name, &unpicked).await
         }
         Err(failure) => return Err(h.claim_error(&name, failure)),
