@@ -16,7 +16,7 @@ use crate::cache::{Event, EventType, WatchCache, WatchItem, Watcher};
 use crate::error::ApiError;
 use crate::object::meta;
 use crate::object::patch::PatchType;
-use crate::storage::{Change, Connection, EventStream, Freshness, StorageError, StoreEvent};
+use crate::storage::{Change, EventStream, Freshness, ListRequest, StorageError, StoreEvent};
 
 /// Events kept for watches that resume from a past revision.
 const WINDOW: usize = 4096;
@@ -45,7 +45,6 @@ type Respond = Box<dyn FnOnce(&mut ResourceActor, Result<i64, ApiError>)>;
 
 pub struct ResourceActor {
     handle: Handle,
-    client: Connection,
     cache: WatchCache,
     /// Where the store watch was opened, before the first event arrives.
     watch_stream: Option<EventStream>,
@@ -60,14 +59,12 @@ impl ResourceActor {
     /// revision, and starts the actor on `arbiter`.
     pub async fn start(
         handle: Handle,
-        client: Connection,
         arbiter: &actix::ArbiterHandle,
     ) -> Result<Addr<ResourceActor>, StorageError> {
         let (cache, stream) = Self::prime(&handle).await?;
         Ok(ResourceActor::start_in_arbiter(arbiter, move |_| {
             ResourceActor {
                 handle,
-                client,
                 cache,
                 watch_stream: Some(stream),
                 stream: None,
@@ -78,7 +75,10 @@ impl ResourceActor {
 
     async fn prime(handle: &Handle) -> Result<(WatchCache, EventStream), StorageError> {
         let prefix = handle.collection(None);
-        let listing = handle.store.list(&prefix, None, 0, 0).await?;
+        let listing = handle
+            .store
+            .get_list(&prefix, ListRequest::default())
+            .await?;
         let objects = listing
             .items
             .into_iter()
@@ -142,12 +142,7 @@ impl ResourceActor {
             let resource = actor.handle.strategy.def().resource;
             match result {
                 Ok(Ok(stream)) => {
-                    tracing::info!(
-                        resource,
-                        from,
-                        endpoint = actor.client.current_url(),
-                        "store watch resumed"
-                    );
+                    tracing::info!(resource, from, "store watch resumed");
                     actor.stream = Some(ctx.add_stream(stream));
                 }
                 Ok(Err((cache, stream))) => {

@@ -10,7 +10,7 @@ use super::actor::ResourceActor;
 use super::flow::Handle;
 use super::kinds;
 use super::Strategy;
-use crate::storage::{Leases, StorageError, Store};
+use crate::storage::{Interface, StorageError, Store};
 
 pub struct Entry {
     pub strategy: Arc<dyn Strategy>,
@@ -34,15 +34,15 @@ impl Catalog {
         arbiters: &[actix::ArbiterHandle],
     ) -> Result<Catalog, StorageError> {
         let deletions = Arc::new(tokio::sync::Notify::new());
-        let leases = Arc::new(Leases::new(client));
+        let store: Arc<dyn Interface> = Arc::new(Store::new(client));
         let handle_of = |strategy: &Arc<dyn Strategy>| Handle {
             strategy: strategy.clone(),
-            store: Store::new(client),
+            store: store.clone(),
             prefix: prefix.to_string(),
             namespace_contents: Vec::new(),
             deletions: deletions.clone(),
             expiry: (strategy.def().group.is_empty() && strategy.def().resource == "events")
-                .then(|| (leases.clone(), event_ttl)),
+                .then_some(event_ttl),
         };
         let strategies = kinds::all();
         let contents: Vec<Handle> = strategies
@@ -56,8 +56,7 @@ impl Catalog {
             if strategy.def().resource == "namespaces" && strategy.def().group.is_empty() {
                 handle.namespace_contents = contents.clone();
             }
-            let actor =
-                ResourceActor::start(handle, client.clone(), &arbiters[i % arbiters.len()]).await?;
+            let actor = ResourceActor::start(handle, &arbiters[i % arbiters.len()]).await?;
             entries.push(Entry { strategy, actor });
         }
         let index = entries

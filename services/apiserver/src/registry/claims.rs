@@ -82,12 +82,8 @@ pub async fn create(
 ) -> Result<(Value, i64), ClaimFailure> {
     let requested = h.strategy.claims(unpicked);
     for _ in 0..PICKS {
-        let lease = h.lease().await.map_err(ClaimFailure::Store)?;
-        match h
-            .store
-            .create_claiming(key, &obj, &keys(h, &obj), lease)
-            .await
-        {
+        let claims = keys(h, &obj);
+        match h.store.create_claiming(key, &obj, &claims, h.expiry).await {
             Ok(revision) => return Ok((obj, revision)),
             Err(ClaimError::Taken(taken)) => {
                 if let Some(err) = refuse_requested(h, &obj, &requested, &taken) {
@@ -126,10 +122,9 @@ pub async fn update(
         .filter(|k| !holding.contains(k))
         .cloned()
         .collect();
-    let lease = h.lease().await.map_err(ClaimFailure::Store)?;
     match h
         .store
-        .update_claiming(key, new, mod_revision, &take, &release, lease)
+        .update_claiming(key, new, mod_revision, &take, &release, h.expiry)
         .await
     {
         Ok(revision) => Ok(revision),
@@ -148,7 +143,6 @@ pub async fn delete(
     obj: &Value,
     mod_revision: i64,
 ) -> Result<i64, StorageError> {
-    h.store
-        .delete_releasing(key, mod_revision, &keys(h, obj))
-        .await
+    let releases = keys(h, obj);
+    h.store.delete_releasing(key, mod_revision, &releases).await
 }

@@ -228,7 +228,11 @@ pub async fn finish_namespace(h: &Handle, name: &str) -> Result<bool, ApiError> 
     if !marked || meta::has_finalizers(&current.object) {
         return Ok(false);
     }
-    match h.store.delete(&h.key("", name), current.mod_revision).await {
+    match h
+        .store
+        .delete_at(&h.key("", name), current.mod_revision)
+        .await
+    {
         Ok(_) | Err(StorageError::Conflict) => Ok(true),
         Err(e) => Err(h.storage_error(name, e)),
     }

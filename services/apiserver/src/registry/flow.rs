@@ -21,13 +21,13 @@ use crate::object::managed_fields::{self, Writer};
 use crate::object::meta::{self, validate_metadata};
 use crate::object::patch::{self, PatchType};
 use crate::object::time::now_rfc3339;
-use crate::storage::{Leases, StorageError, Store, Stored};
+use crate::storage::{Interface, StorageError, Stored};
 
 /// Everything a flow needs about one resource type.
 #[derive(Clone)]
 pub struct Handle {
     pub strategy: Arc<dyn Strategy>,
-    pub store: Store,
+    pub store: Arc<dyn Interface>,
     /// The storage prefix, `/registry`.
     pub prefix: String,
     /// For namespaces only: every namespaced type, whose objects in a
@@ -36,9 +36,8 @@ pub struct Handle {
     /// Told after every delete, so the controllers that finish deletions
     /// (garbage collection, namespace contents) look soon.
     pub deletions: Arc<tokio::sync::Notify>,
-    /// For types whose objects expire (events): the leases to write them
-    /// under and how long they live.
-    pub expiry: Option<(Arc<Leases>, std::time::Duration)>,
+    /// For types whose objects expire (events): how long they live.
+    pub expiry: Option<std::time::Duration>,
 }
 
 /// A successful write: HTTP code, body, and Warning header texts.
@@ -93,14 +92,6 @@ impl Handle {
 
     pub(crate) fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
         ApiError::from_storage(err, self.def().target(name), Reading::Plain)
-    }
-
-    /// The lease a write of this type goes under, if its objects expire.
-    pub(crate) async fn lease(&self) -> Result<Option<i64>, StorageError> {
-        match &self.expiry {
-            Some((leases, ttl)) => leases.for_ttl(*ttl).await.map(Some),
-            None => Ok(None),
-        }
     }
 
     pub(crate) fn claim_error(&self, name: &str, failure: ClaimFailure) -> ApiError {

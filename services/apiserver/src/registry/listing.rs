@@ -13,6 +13,7 @@ use super::options::ListOptions;
 use super::strategy::{field_value, supports_field, Strategy};
 use crate::error::{ApiError, Reading};
 use crate::object::meta;
+use crate::storage::ListRequest;
 
 /// The opaque continue token: the snapshot revision and the next key.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -74,10 +75,12 @@ pub async fn list(
             Some(_) => Reading::Continue,
             None => Reading::Plain,
         };
-        let listing = h
-            .store
-            .list(&prefix, start.as_deref(), revision, want)
-            .await;
+        let request = ListRequest {
+            start: start.as_deref(),
+            revision,
+            limit: want,
+        };
+        let listing = h.store.get_list(&prefix, request).await;
         let listing =
             listing.map_err(|e| ApiError::from_storage(e, h.strategy.def().target(""), reading))?;
         // A read at a past revision is reported at that revision (the

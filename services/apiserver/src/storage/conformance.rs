@@ -13,7 +13,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::interface::{Change, GuaranteedUpdate, Interface, ListRequest, Preconditions};
-use super::{EventStream, MemoryStorage, StorageError, StoreEvent};
+use super::{ClaimError, EventStream, MemoryStorage, StorageError, StoreEvent};
 
 /// A store under test, and how to compact it (not part of the interface:
 /// compaction belongs to the store's operator, see `compactor.rs`).
@@ -49,6 +49,9 @@ pub const CASES: &[(&str, Case)] = &[
     }),
     ("count and freshness", |b, p| {
         Box::pin(count_and_freshness(b, p))
+    }),
+    ("claims are taken and released with their object", |b, p| {
+        Box::pin(claims(b, p))
     }),
 ];
 
@@ -370,6 +373,53 @@ async fn count_and_freshness(b: &Backend, p: String) {
     let one = s.freshness(&format!("{p}a"), false).await.unwrap();
     assert_eq!(one.count, 1);
     assert_eq!(s.current_revision().await.unwrap(), fresh.revision);
+}
+
+async fn claims(b: &Backend, p: String) {
+    let s = b.storage.as_ref();
+    let claim = vec![format!("{p}claims/ip-10.0.0.1")];
+    let (a, other) = (format!("{p}a"), format!("{p}b"));
+    let created = s
+        .create_claiming(&a, &object("a", "1"), &claim, None)
+        .await
+        .unwrap();
+    let taken = s
+        .create_claiming(&other, &object("b", "1"), &claim, None)
+        .await;
+    assert!(
+        matches!(&taken, Err(ClaimError::Taken(t)) if *t == claim),
+        "{taken:?}"
+    );
+    assert_eq!(
+        s.get(&other).await.unwrap(),
+        None,
+        "nothing of a refused write is kept"
+    );
+    let again = s.create_claiming(&a, &object("a", "2"), &[], None).await;
+    assert!(matches!(
+        again,
+        Err(ClaimError::Storage(StorageError::Exists(_)))
+    ));
+    let stale = s
+        .update_claiming(&a, &object("a", "2"), created - 1, &[], &claim, None)
+        .await;
+    assert!(matches!(
+        stale,
+        Err(ClaimError::Storage(StorageError::Conflict))
+    ));
+    let released = s
+        .update_claiming(&a, &object("a", "2"), created, &[], &claim, None)
+        .await
+        .unwrap();
+    let b_rev = s
+        .create_claiming(&other, &object("b", "1"), &claim, None)
+        .await
+        .unwrap();
+    assert!(b_rev > released);
+    s.delete_releasing(&other, b_rev, &claim).await.unwrap();
+    s.create_claiming(&format!("{p}c"), &object("c", "1"), &claim, None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::connection::{Call, Connection};
 use super::interface::{
-    EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, Stored,
+    ClaimFuture, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, Stored,
 };
 use super::{Leases, StorageError};
 use crate::object::meta;
@@ -28,6 +28,14 @@ impl Store {
         Store {
             connection: connection.clone(),
             leases: Arc::new(Leases::new(connection)),
+        }
+    }
+
+    /// The lease to write under for objects that live `ttl`.
+    async fn lease(&self, ttl: Option<Duration>) -> Result<Option<i64>, StorageError> {
+        match ttl {
+            Some(ttl) => self.leases.for_ttl(ttl).await.map(Some),
+            None => Ok(None),
         }
     }
 
@@ -261,10 +269,7 @@ impl Interface for Store {
         ttl: Option<Duration>,
     ) -> StorageFuture<'a, i64> {
         Box::pin(async move {
-            let lease = match ttl {
-                Some(ttl) => Some(self.leases.for_ttl(ttl).await?),
-                None => None,
-            };
+            let lease = self.lease(ttl).await?;
             let txn = Txn::new()
                 .when([Compare::create_revision(key, CompareOp::Equal, 0)])
                 .and_then([TxnOp::put(
@@ -313,5 +318,42 @@ impl Interface for Store {
 
     fn watch<'a>(&'a self, prefix: &'a str, from: i64) -> StorageFuture<'a, EventStream> {
         Box::pin(Store::watch(self, prefix, from))
+    }
+
+    fn create_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        claims: &'a [String],
+        ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64> {
+        Box::pin(async move {
+            let lease = self.lease(ttl).await?;
+            Store::create_claiming(self, key, object, claims, lease).await
+        })
+    }
+
+    fn update_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        mod_revision: i64,
+        claims: &'a [String],
+        releases: &'a [String],
+        ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64> {
+        Box::pin(async move {
+            let lease = self.lease(ttl).await?;
+            Store::update_claiming(self, key, object, mod_revision, claims, releases, lease).await
+        })
+    }
+
+    fn delete_releasing<'a>(
+        &'a self,
+        key: &'a str,
+        mod_revision: i64,
+        releases: &'a [String],
+    ) -> StorageFuture<'a, i64> {
+        Box::pin(Store::delete_releasing(self, key, mod_revision, releases))
     }
 }

@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-use super::StorageError;
+use super::{ClaimError, StorageError};
 use crate::object::meta;
 
 /// One object read from the store with the revision of its last write
@@ -122,6 +122,7 @@ pub struct StoreEvent {
 pub type EventStream = BoxStream<'static, Result<Vec<StoreEvent>, StorageError>>;
 
 pub type StorageFuture<'a, T> = BoxFuture<'a, Result<T, StorageError>>;
+pub type ClaimFuture<'a, T> = BoxFuture<'a, Result<T, ClaimError>>;
 
 pub trait Interface: Send + Sync {
     /// The object at `key`, by a linearizable read.
@@ -166,6 +167,36 @@ pub trait Interface: Send + Sync {
     /// `Compacted` when that history is gone, from here or (etcd checks
     /// after confirming the watch) as the stream's first item.
     fn watch<'a>(&'a self, prefix: &'a str, from: i64) -> StorageFuture<'a, EventStream>;
+
+    /// [`Interface::create`] that also takes the claim keys `claims` (see
+    /// `claims.rs`) in the same transaction: `Taken` when another object
+    /// holds some of them.
+    fn create_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        claims: &'a [String],
+        ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64>;
+
+    /// [`Interface::update`] that also takes `claims` and drops `releases`.
+    fn update_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        mod_revision: i64,
+        claims: &'a [String],
+        releases: &'a [String],
+        ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64>;
+
+    /// [`Interface::delete_at`] that also drops the claims in `releases`.
+    fn delete_releasing<'a>(
+        &'a self,
+        key: &'a str,
+        mod_revision: i64,
+        releases: &'a [String],
+    ) -> StorageFuture<'a, i64>;
 
     /// Deletes `key` if `preconditions` hold for it as it is now, retrying
     /// when it changes in between; the object as it was deleted.

@@ -13,12 +13,13 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::claims::owner_of;
 use super::etcd::{decode, encode};
 use super::interface::{
-    Change, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, StoreEvent,
-    Stored,
+    Change, ClaimFuture, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture,
+    StoreEvent, Stored,
 };
-use super::StorageError;
+use super::{ClaimError, StorageError};
 
 #[derive(Default)]
 pub struct MemoryStorage {
@@ -36,6 +37,9 @@ struct State {
     /// Every event from `compacted` on, in revision order.
     events: Vec<StoreEvent>,
     watchers: Vec<(String, mpsc::UnboundedSender<Batch>)>,
+    /// Claim keys and their owners (see `claims.rs`); written with the
+    /// objects that take them, but not watched or listed.
+    claims: BTreeMap<String, String>,
 }
 
 struct Version {
@@ -103,6 +107,50 @@ impl State {
             !key.starts_with(prefix.as_str()) || sender.send(Ok(vec![event.clone()])).is_ok()
         });
         Ok(vec![event])
+    }
+
+    /// Writes an object with its claims, as etcd's transaction does: the
+    /// object's own expectation first, then the claims another holds.
+    fn write_claiming(
+        &mut self,
+        key: &str,
+        value: Option<&Value>,
+        expect: Expect,
+        claims: &[String],
+        releases: &[String],
+    ) -> Result<i64, ClaimError> {
+        let otherwise = match expect {
+            Expect::Absent => StorageError::Exists(key.to_string()),
+            Expect::At(_) => StorageError::Conflict,
+        };
+        let current = self.check(key, expect)?;
+        let owner = value
+            .or(current.as_ref().map(|c| &c.object))
+            .map_or(String::new(), |o| owner_of(key, o));
+        let held: Vec<&String> = claims
+            .iter()
+            .filter(|c| self.claims.contains_key(*c))
+            .collect();
+        if !held.is_empty() {
+            let taken: Vec<String> = held
+                .into_iter()
+                .filter(|c| self.claims[*c] != owner)
+                .cloned()
+                .collect();
+            return Err(match taken.is_empty() {
+                true => ClaimError::Storage(otherwise),
+                false => ClaimError::Taken(taken),
+            });
+        }
+        let expect = Expect::At(current.map_or(0, |c| c.mod_revision));
+        let events = self.write(key, value.map(encode), expect)?;
+        for claim in claims {
+            self.claims.insert(claim.clone(), owner.clone());
+        }
+        for release in releases {
+            self.claims.remove(release);
+        }
+        Ok(events.first().map_or(0, |e| e.revision))
     }
 
     /// Live keys in `[from, end of prefix)` at `revision`.
@@ -281,5 +329,52 @@ impl Interface for MemoryStorage {
     fn watch<'a>(&'a self, prefix: &'a str, from: i64) -> StorageFuture<'a, EventStream> {
         let opened = self.open(prefix, from);
         Box::pin(async move { opened })
+    }
+
+    fn create_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        claims: &'a [String],
+        _ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64> {
+        let written = self
+            .state()
+            .write_claiming(key, Some(object), Expect::Absent, claims, &[]);
+        Box::pin(async move { written })
+    }
+
+    fn update_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        mod_revision: i64,
+        claims: &'a [String],
+        releases: &'a [String],
+        _ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64> {
+        let expect = Expect::At(mod_revision);
+        let written = self
+            .state()
+            .write_claiming(key, Some(object), expect, claims, releases);
+        Box::pin(async move { written })
+    }
+
+    fn delete_releasing<'a>(
+        &'a self,
+        key: &'a str,
+        mod_revision: i64,
+        releases: &'a [String],
+    ) -> StorageFuture<'a, i64> {
+        let expect = Expect::At(mod_revision);
+        let written = self
+            .state()
+            .write_claiming(key, None, expect, &[], releases)
+            .map_err(|e| match e {
+                ClaimError::Storage(e) => e,
+                // A delete takes no claims, so none can be taken.
+                ClaimError::Taken(_) => StorageError::Conflict,
+            });
+        Box::pin(async move { written })
     }
 }
