@@ -258,7 +258,11 @@ impl Handler<Get> for ResourceActor {
         let key = self.handle.key(&msg.namespace, &name);
         let read_key = key.clone();
         let answer = move |actor: &mut ResourceActor, _: i64| match actor.cache.get(&key) {
-            Some(object) => Ok(flow::render(object.as_ref().clone(), part)),
+            Some(object) => Ok(flow::render(
+                actor.handle.strategy.as_ref(),
+                object.as_ref().clone(),
+                part,
+            )),
             None => Err(actor.handle.not_found(&name)),
         };
         let min = match msg.resource_version.as_deref() {

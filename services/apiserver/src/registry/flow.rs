@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 
 use super::claims::{self, ClaimFailure};
 pub use super::deletion::{delete, delete_collection};
-use super::kinds::{workload, NAMESPACES};
 pub use super::listing::{check_fields, encode_token, list, list_metadata, matches};
 use super::options::{FieldValidation, WriteOptions};
 use super::strategy::Strategy;
@@ -30,9 +29,13 @@ pub struct Handle {
     pub store: Arc<dyn Interface>,
     /// The storage prefix, `/registry`.
     pub prefix: String,
-    /// For namespaces only: every namespaced type, whose objects in a
-    /// namespace are deleted when the namespace goes.
+    /// For the type that holds contents (namespaces) only: every
+    /// namespaced type, whose objects in a namespace are deleted when the
+    /// namespace goes.
     pub namespace_contents: Vec<Handle>,
+    /// For namespaced types: the type of their namespaces, which must
+    /// exist and not be going for an object to be created in one.
+    pub namespaces: Option<Arc<Handle>>,
     /// Told after every delete, so the controllers that finish deletions
     /// (garbage collection, namespace contents) look soon.
     pub deletions: Arc<tokio::sync::Notify>,
@@ -178,18 +181,18 @@ impl Handle {
 
     /// A namespaced write needs its namespace to exist and not be going.
     async fn check_namespace(&self, namespace: &str) -> Result<(), ApiError> {
-        if !self.def().namespaced {
+        let Some(namespaces) = self.namespaces.as_deref() else {
             return Ok(());
-        }
-        let key = format!("{}/namespaces/{namespace}", self.prefix);
-        let found = self
+        };
+        let key = namespaces.key("", namespace);
+        let found = namespaces
             .store
             .get(&key)
             .await
-            .map_err(|e| self.storage_error(namespace, e))?;
+            .map_err(|e| namespaces.storage_error(namespace, e))?;
         match found {
-            None => Err(ApiError::NotFound(NAMESPACES.target(namespace))),
-            Some(ns) if ns.object["status"]["phase"] == "Terminating" => Err(ApiError::Forbidden(format!(
+            None => Err(namespaces.not_found(namespace)),
+            Some(ns) if !ns.object["metadata"]["deletionTimestamp"].is_null() => Err(ApiError::Forbidden(format!(
                 "unable to create new content in namespace {namespace} because it is being terminated"
             ))),
             Some(_) => Ok(()),
@@ -208,10 +211,7 @@ fn generate_name(base: &str) -> String {
 
 pub async fn get(h: &Handle, namespace: &str, name: &str, part: Part) -> Result<Value, ApiError> {
     let stored = h.read(namespace, name).await?;
-    Ok(match part {
-        Part::Scale => workload::scale_of(&stored.object),
-        _ => stored.object,
-    })
+    Ok(render(h.strategy.as_ref(), stored.object, part))
 }
 
 pub async fn create(
@@ -409,7 +409,7 @@ where
         if same_content(&new, &current.object) {
             return Ok(Reply {
                 code: 200,
-                body: render(current.object, part),
+                body: render(h.strategy.as_ref(), current.object, part),
                 warnings,
             });
         }
@@ -417,7 +417,7 @@ where
         if options.dry_run {
             return Ok(Reply {
                 code: 200,
-                body: render(new, part),
+                body: render(h.strategy.as_ref(), new, part),
                 warnings,
             });
         }
@@ -431,7 +431,7 @@ where
                 Ok(_) => {
                     return Ok(Reply {
                         code: 200,
-                        body: render(new, part),
+                        body: render(h.strategy.as_ref(), new, part),
                         warnings,
                     })
                 }
@@ -453,7 +453,7 @@ where
                 meta::set_resource_version(&mut new, revision);
                 return Ok(Reply {
                     code: 200,
-                    body: render(new, part),
+                    body: render(h.strategy.as_ref(), new, part),
                     warnings,
                 });
             }
@@ -488,9 +488,10 @@ fn record_fields(
     managed_fields::keep_old_times(old, new);
 }
 
-pub fn render(obj: Value, part: Part) -> Value {
+/// The part of `obj` a request addresses.
+pub fn render(strategy: &dyn Strategy, obj: Value, part: Part) -> Value {
     match part {
-        Part::Scale => workload::scale_of(&obj),
+        Part::Scale => strategy.scale_of(&obj).unwrap_or(obj),
         _ => obj,
     }
 }
@@ -604,7 +605,7 @@ pub async fn patch(
         .pointer("/metadata/resourceVersion")
         .is_some_and(|rv| !rv.is_null());
     guaranteed_update(h, namespace, name, part, &options, true, |current| {
-        let base = render(current.object.clone(), part);
+        let base = render(h.strategy.as_ref(), current.object.clone(), part);
         let patched = patch::apply(kind, &base, &patch)?;
         let rv_changed = meta::resource_version(&patched) != current.mod_revision.to_string();
         let new = match part {

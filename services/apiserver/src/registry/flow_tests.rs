@@ -17,17 +17,24 @@ use crate::storage::MemoryStorage;
 
 /// The core type `resource` on `store`.
 fn handle(store: &Arc<MemoryStorage>, resource: &str) -> Handle {
-    let strategy = kinds::all()
-        .into_iter()
-        .find(|s| s.def().group.is_empty() && s.def().resource == resource)
-        .expect("a core type");
-    Handle {
+    let bare = |strategy| Handle {
         strategy,
         store: store.clone(),
         prefix: "/registry".into(),
         namespace_contents: Vec::new(),
+        namespaces: None,
         deletions: Arc::new(tokio::sync::Notify::new()),
         expiry: None,
+    };
+    let namespaces = kinds::all().into_iter().find(|s| s.holds_contents());
+    let strategy = kinds::all()
+        .into_iter()
+        .find(|s| s.def().group.is_empty() && s.def().resource == resource)
+        .expect("a core type");
+    let namespaced = strategy.def().namespaced;
+    Handle {
+        namespaces: namespaces.filter(|_| namespaced).map(|s| Arc::new(bare(s))),
+        ..bare(strategy)
     }
 }
 

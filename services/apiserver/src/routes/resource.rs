@@ -118,13 +118,13 @@ async fn dispatch(
         .catalog
         .find(&info.group, &info.version, &info.resource)
         .ok_or(ApiError::UnknownPath)?;
-    if info.group.is_empty() && info.resource == "pods" {
-        match info.subresource.as_deref() {
-            Some(sub @ ("log" | "exec" | "attach" | "portforward")) => {
-                return super::kubelet::refuse(entry, info, query, sub).await
-            }
-            Some("binding") => return pod_binding(req, payload, state, info, query).await,
-            _ => {}
+    if let Some(sub) = info.subresource.as_deref() {
+        let kubelet = entry.strategy.kubelet_subresources();
+        if kubelet.iter().any(|(s, _)| *s == sub) {
+            return super::kubelet::refuse(entry, info, query, sub).await;
+        }
+        if sub == "binding" && entry.strategy.binds() {
+            return pod_binding(req, payload, state, info, query).await;
         }
     }
     let part = check_path(entry, info)?;
@@ -368,9 +368,12 @@ async fn pod_binding(
         true => crate::object::meta::name(&binding).to_string(),
         false => info.name.clone().unwrap_or_default(),
     };
+    // The core type that binds (pods), for `bindings` and `<pods>/binding`.
     let pods = state
         .catalog
-        .find("", "v1", "pods")
+        .entries()
+        .iter()
+        .find(|e| e.strategy.def().group.is_empty() && e.strategy.binds())
         .ok_or(ApiError::UnknownPath)?;
     let status = pods
         .actor
