@@ -232,6 +232,13 @@ impl ApiError {
     }
 }
 
+/// A resource actor that stopped answering (its arbiter is gone).
+impl From<actix::MailboxError> for ApiError {
+    fn from(err: actix::MailboxError) -> ApiError {
+        ApiError::Internal(format!("resource actor unavailable: {err}"))
+    }
+}
+
 /// What a failed store read was doing, where that changes the answer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Reading {

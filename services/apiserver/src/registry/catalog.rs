@@ -7,7 +7,7 @@ use std::sync::Arc;
 use actix::Addr;
 
 use super::actor::ResourceActor;
-use super::flow::Handle;
+use super::handle::Handle;
 use super::kinds;
 use super::Strategy;
 use crate::storage::{Interface, StorageError, Store};

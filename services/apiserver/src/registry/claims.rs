@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::flow::Handle;
+use super::handle::Handle;
 use super::strategy::Claim;
 use crate::error::{ApiError, Cause};
 use crate::object::meta;
@@ -27,6 +27,16 @@ impl From<ClaimError> for ClaimFailure {
         match err {
             ClaimError::Storage(e) => ClaimFailure::Store(e),
             ClaimError::Taken(_) => ClaimFailure::Repick,
+        }
+    }
+}
+
+impl Handle {
+    pub(crate) fn claim_error(&self, name: &str, failure: ClaimFailure) -> ApiError {
+        match failure {
+            ClaimFailure::Store(e) => self.storage_error(name, e),
+            ClaimFailure::Refused(e) => e,
+            ClaimFailure::Repick => ApiError::Internal("a unique value could not be picked".into()),
         }
     }
 }

@@ -12,7 +12,8 @@
 use serde_json::{json, Value};
 
 use super::claims;
-use super::flow::{list, Handle, Reply};
+use super::handle::{Handle, Reply};
+use super::listing::list;
 use super::options::{DeleteOptions, ListOptions};
 use crate::error::ApiError;
 use crate::object::meta;

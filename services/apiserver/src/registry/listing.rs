@@ -8,7 +8,7 @@ use std::sync::Arc;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::flow::{Handle, Page};
+use super::handle::{Handle, Page};
 use super::options::ListOptions;
 use super::strategy::{field_value, supports_field, Strategy};
 use crate::error::{ApiError, Reading};

@@ -11,6 +11,7 @@ pub mod deletion;
 pub mod flow;
 #[cfg(test)]
 mod flow_tests;
+pub mod handle;
 pub mod kinds;
 pub mod listing;
 pub mod options;

@@ -62,10 +62,6 @@ fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-pub(super) fn mailbox(err: actix::MailboxError) -> ApiError {
-    ApiError::Internal(format!("resource actor unavailable: {err}"))
-}
-
 /// The scope and subresource rules that decide whether a path exists.
 fn check_path(entry: &Entry, info: &RequestInfo) -> Result<Part, ApiError> {
     let def = entry.strategy.def();
@@ -149,8 +145,7 @@ async fn dispatch(
                         .filter(|v| !v.is_empty())
                         .cloned(),
                 })
-                .await
-                .map_err(mailbox)??;
+                .await??;
             Ok(respond(
                 200,
                 form,
@@ -165,8 +160,7 @@ async fn dispatch(
                     namespace: info.namespace.clone(),
                     options,
                 })
-                .await
-                .map_err(mailbox)??;
+                .await??;
             Ok(respond(200, form, render::list(strategy, form, page), &[]))
         }
         Verb::Watch if form == Form::Yaml => Err(ApiError::NotAcceptable(
@@ -180,8 +174,7 @@ async fn dispatch(
                     namespace: info.namespace.clone(),
                     options,
                 })
-                .await
-                .map_err(mailbox)?;
+                .await?;
             // As kube-apiserver: a watch that cannot start for a reason of
             // its own (a bad field selector, a cache that cannot catch up)
             // is an HTTP error; a too old revision is a 200 stream with
@@ -207,8 +200,7 @@ async fn dispatch(
                     body,
                     options,
                 })
-                .await
-                .map_err(mailbox)??;
+                .await??;
             Ok(written(strategy, form, reply))
         }
         Verb::Update => {
@@ -222,8 +214,7 @@ async fn dispatch(
                     body,
                     options,
                 })
-                .await
-                .map_err(mailbox)??;
+                .await??;
             Ok(written(strategy, form, reply))
         }
         Verb::Patch => {
@@ -246,8 +237,7 @@ async fn dispatch(
                     patch,
                     options,
                 })
-                .await
-                .map_err(mailbox)??;
+                .await??;
             Ok(written(strategy, form, reply))
         }
         Verb::Delete => {
@@ -264,8 +254,7 @@ async fn dispatch(
                     name,
                     options,
                 })
-                .await
-                .map_err(mailbox)??;
+                .await??;
             Ok(written(strategy, form, reply))
         }
         Verb::DeleteCollection => {
@@ -277,8 +266,7 @@ async fn dispatch(
                     list,
                     options,
                 })
-                .await
-                .map_err(mailbox)??;
+                .await??;
             let page = crate::registry::flow::Page {
                 items: items.into_iter().map(std::sync::Arc::new).collect(),
                 revision: 0,
@@ -383,7 +371,6 @@ async fn pod_binding(
             binding,
             options: WriteOptions::parse(query)?,
         })
-        .await
-        .map_err(mailbox)??;
+        .await??;
     Ok(respond(201, Form::Json, status, &[]))
 }
