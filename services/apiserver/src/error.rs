@@ -114,6 +114,12 @@ pub enum ApiError {
     CacheBehind(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The request's credentials were refused.
+    #[error("Unauthorized")]
+    Unauthorized,
+    /// More requests in flight than the server serves at once.
+    #[error("Too many requests, please try again later.")]
+    TooManyRequests,
     #[error("{0}")]
     Internal(String),
 }
@@ -161,6 +167,8 @@ impl ApiError {
             ApiError::Expired(_) => 410,
             ApiError::TooLargeResourceVersion(..) | ApiError::CacheBehind(_) => 504,
             ApiError::Unavailable(_) => 503,
+            ApiError::Unauthorized => 401,
+            ApiError::TooManyRequests => 429,
             ApiError::Internal(_) => 500,
         }
     }
@@ -180,6 +188,8 @@ impl ApiError {
             ApiError::Expired(_) => "Expired",
             ApiError::TooLargeResourceVersion(..) | ApiError::CacheBehind(_) => "Timeout",
             ApiError::Unavailable(_) => "ServiceUnavailable",
+            ApiError::Unauthorized => "Unauthorized",
+            ApiError::TooManyRequests => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
         }
     }
@@ -220,6 +230,9 @@ impl ApiError {
                 "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                 "retryAfterSeconds": 1,
             });
+        }
+        if let ApiError::TooManyRequests = self {
+            status["details"] = json!({"retryAfterSeconds": 1});
         }
         if let ApiError::ApplyConflict(_, causes) = self {
             let causes: Vec<Value> = causes
