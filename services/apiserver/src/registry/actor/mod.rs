@@ -460,7 +460,7 @@ async fn store_reached(
             Ok(Err(err)) => return Err(handle.storage_error("", err)),
             Err(_) => {
                 return Err(ApiError::Unavailable(format!(
-                    "no answer to a linearizable read within {}s",
+                    "store unavailable: no answer to a linearizable read within {}s",
                     STORE_READ.as_secs()
                 )))
             }
