@@ -5,6 +5,8 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde_json::{json, Value};
 
+use crate::storage::StorageError;
+
 /// One field-level validation failure (`details.causes[]` of an Invalid).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cause {
@@ -112,6 +114,12 @@ pub enum ApiError {
     CacheBehind(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The request's credentials were refused.
+    #[error("Unauthorized")]
+    Unauthorized,
+    /// More requests in flight than the server serves at once.
+    #[error("Too many requests, please try again later.")]
+    TooManyRequests,
     #[error("{0}")]
     Internal(String),
 }
@@ -159,6 +167,8 @@ impl ApiError {
             ApiError::Expired(_) => 410,
             ApiError::TooLargeResourceVersion(..) | ApiError::CacheBehind(_) => 504,
             ApiError::Unavailable(_) => 503,
+            ApiError::Unauthorized => 401,
+            ApiError::TooManyRequests => 429,
             ApiError::Internal(_) => 500,
         }
     }
@@ -178,6 +188,8 @@ impl ApiError {
             ApiError::Expired(_) => "Expired",
             ApiError::TooLargeResourceVersion(..) | ApiError::CacheBehind(_) => "Timeout",
             ApiError::Unavailable(_) => "ServiceUnavailable",
+            ApiError::Unauthorized => "Unauthorized",
+            ApiError::TooManyRequests => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
         }
     }
@@ -219,6 +231,9 @@ impl ApiError {
                 "retryAfterSeconds": 1,
             });
         }
+        if let ApiError::TooManyRequests = self {
+            status["details"] = json!({"retryAfterSeconds": 1});
+        }
         if let ApiError::ApplyConflict(_, causes) = self {
             let causes: Vec<Value> = causes
                 .iter()
@@ -227,6 +242,48 @@ impl ApiError {
             status["details"] = json!({ "causes": causes });
         }
         status
+    }
+}
+
+/// A resource actor that stopped answering (its arbiter is gone).
+impl From<actix::MailboxError> for ApiError {
+    fn from(err: actix::MailboxError) -> ApiError {
+        ApiError::Internal(format!("resource actor unavailable: {err}"))
+    }
+}
+
+/// What a failed store read was doing, where that changes the answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reading {
+    /// A read of one object, a write, or a list from its start.
+    Plain,
+    /// A list resuming from a continue token.
+    Continue,
+}
+
+impl ApiError {
+    /// The one place a storage error becomes an API error; `target` names
+    /// the object (for lists, the collection with no name).
+    pub fn from_storage(err: StorageError, target: Target, reading: Reading) -> ApiError {
+        match err {
+            StorageError::Exists(_) => ApiError::AlreadyExists(target),
+            StorageError::NotFound(_) => ApiError::NotFound(target),
+            StorageError::Conflict => ApiError::stale(target),
+            StorageError::Precondition { .. } => ApiError::Conflict(target, err.to_string()),
+            StorageError::Compacted { .. } if reading == Reading::Continue => ApiError::Expired(
+                "The provided continue parameter is too old to display a consistent list result. \
+                 You can start a new list without the continue parameter."
+                    .into(),
+            ),
+            StorageError::Compacted { requested, .. } => {
+                ApiError::Expired(format!("too old resource version: {requested}"))
+            }
+            StorageError::FutureRevision { requested, current } => {
+                ApiError::TooLargeResourceVersion(requested, current)
+            }
+            StorageError::Corrupt { .. } => ApiError::Internal(err.to_string()),
+            StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
+        }
     }
 }
 

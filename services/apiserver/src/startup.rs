@@ -66,6 +66,7 @@ pub async fn run(
         catalog,
         metrics: Arc::new(Metrics::new(client.metrics())),
         store: Store::new(&client),
+        chain: routes::chain::Chain::allow_all(),
     });
     let server = HttpServer::new(move || {
         App::new()

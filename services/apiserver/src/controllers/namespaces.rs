@@ -8,8 +8,8 @@ use crate::registry::Catalog;
 
 pub async fn pass(catalog: &Catalog, world: &World) {
     for node in &world.nodes {
-        let def = catalog.entries()[node.entry].strategy.def();
-        if def.group.is_empty() && def.resource == "namespaces" && node.deleting() {
+        let strategy = &catalog.entries()[node.entry].strategy;
+        if strategy.holds_contents() && node.deleting() {
             world::delete(catalog, node, DeleteOptions::default()).await;
         }
     }

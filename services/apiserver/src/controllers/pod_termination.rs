@@ -9,9 +9,8 @@ use crate::registry::Catalog;
 
 pub async fn pass(catalog: &Catalog, world: &World) {
     for node in &world.nodes {
-        let def = catalog.entries()[node.entry].strategy.def();
-        let pod = def.group.is_empty() && def.resource == "pods";
-        if pod && grace_expired(&node.object) {
+        // Only types with a grace period (pods) have one that expires.
+        if grace_expired(&node.object) {
             let now = DeleteOptions {
                 grace_period: Some(0),
                 ..Default::default()

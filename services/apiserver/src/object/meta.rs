@@ -13,6 +13,10 @@ pub fn namespace(obj: &Value) -> &str {
     obj["metadata"]["namespace"].as_str().unwrap_or("")
 }
 
+pub fn uid(obj: &Value) -> &str {
+    obj["metadata"]["uid"].as_str().unwrap_or("")
+}
+
 pub fn resource_version(obj: &Value) -> &str {
     obj["metadata"]["resourceVersion"].as_str().unwrap_or("")
 }

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::flow::Handle;
+use super::handle::Handle;
 use super::options::WriteOptions;
 use crate::error::{ApiError, Cause};
 use crate::object::meta;

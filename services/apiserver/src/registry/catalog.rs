@@ -7,10 +7,10 @@ use std::sync::Arc;
 use actix::Addr;
 
 use super::actor::ResourceActor;
-use super::flow::Handle;
+use super::handle::Handle;
 use super::kinds;
 use super::Strategy;
-use crate::storage::{Leases, StorageError, Store};
+use crate::storage::{Interface, StorageError, Store};
 
 pub struct Entry {
     pub strategy: Arc<dyn Strategy>,
@@ -34,17 +34,25 @@ impl Catalog {
         arbiters: &[actix::ArbiterHandle],
     ) -> Result<Catalog, StorageError> {
         let deletions = Arc::new(tokio::sync::Notify::new());
-        let leases = Arc::new(Leases::new(client));
-        let handle_of = |strategy: &Arc<dyn Strategy>| Handle {
+        let store: Arc<dyn Interface> = Arc::new(Store::new(client));
+        let strategies = kinds::all();
+        let bare = |strategy: &Arc<dyn Strategy>| Handle {
             strategy: strategy.clone(),
-            store: Store::new(client),
+            store: store.clone(),
             prefix: prefix.to_string(),
             namespace_contents: Vec::new(),
+            namespaces: None,
             deletions: deletions.clone(),
-            expiry: (strategy.def().group.is_empty() && strategy.def().resource == "events")
-                .then(|| (leases.clone(), event_ttl)),
+            expiry: strategy.expires().then_some(event_ttl),
         };
-        let strategies = kinds::all();
+        let namespaces = strategies
+            .iter()
+            .find(|s| s.holds_contents())
+            .map(|s| Arc::new(bare(s)));
+        let handle_of = |strategy: &Arc<dyn Strategy>| Handle {
+            namespaces: namespaces.clone().filter(|_| strategy.def().namespaced),
+            ..bare(strategy)
+        };
         let contents: Vec<Handle> = strategies
             .iter()
             .filter(|s| s.def().namespaced)
@@ -53,11 +61,10 @@ impl Catalog {
         let mut entries = Vec::new();
         for (i, strategy) in strategies.into_iter().enumerate() {
             let mut handle = handle_of(&strategy);
-            if strategy.def().resource == "namespaces" && strategy.def().group.is_empty() {
+            if strategy.holds_contents() {
                 handle.namespace_contents = contents.clone();
             }
-            let actor =
-                ResourceActor::start(handle, client.clone(), &arbiters[i % arbiters.len()]).await?;
+            let actor = ResourceActor::start(handle, &arbiters[i % arbiters.len()]).await?;
             entries.push(Entry { strategy, actor });
         }
         let index = entries

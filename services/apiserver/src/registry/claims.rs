@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::flow::Handle;
+use super::handle::Handle;
 use super::strategy::Claim;
 use crate::error::{ApiError, Cause};
 use crate::object::meta;
@@ -27,6 +27,16 @@ impl From<ClaimError> for ClaimFailure {
         match err {
             ClaimError::Storage(e) => ClaimFailure::Store(e),
             ClaimError::Taken(_) => ClaimFailure::Repick,
+        }
+    }
+}
+
+impl Handle {
+    pub(crate) fn claim_error(&self, name: &str, failure: ClaimFailure) -> ApiError {
+        match failure {
+            ClaimFailure::Store(e) => self.storage_error(name, e),
+            ClaimFailure::Refused(e) => e,
+            ClaimFailure::Repick => ApiError::Internal("a unique value could not be picked".into()),
         }
     }
 }
@@ -82,12 +92,8 @@ pub async fn create(
 ) -> Result<(Value, i64), ClaimFailure> {
     let requested = h.strategy.claims(unpicked);
     for _ in 0..PICKS {
-        let lease = h.lease().await.map_err(ClaimFailure::Store)?;
-        match h
-            .store
-            .create_claiming(key, &obj, &keys(h, &obj), lease)
-            .await
-        {
+        let claims = keys(h, &obj);
+        match h.store.create_claiming(key, &obj, &claims, h.expiry).await {
             Ok(revision) => return Ok((obj, revision)),
             Err(ClaimError::Taken(taken)) => {
                 if let Some(err) = refuse_requested(h, &obj, &requested, &taken) {
@@ -126,10 +132,9 @@ pub async fn update(
         .filter(|k| !holding.contains(k))
         .cloned()
         .collect();
-    let lease = h.lease().await.map_err(ClaimFailure::Store)?;
     match h
         .store
-        .update_claiming(key, new, mod_revision, &take, &release, lease)
+        .update_claiming(key, new, mod_revision, &take, &release, h.expiry)
         .await
     {
         Ok(revision) => Ok(revision),
@@ -148,7 +153,6 @@ pub async fn delete(
     obj: &Value,
     mod_revision: i64,
 ) -> Result<i64, StorageError> {
-    h.store
-        .delete_releasing(key, mod_revision, &keys(h, obj))
-        .await
+    let releases = keys(h, obj);
+    h.store.delete_releasing(key, mod_revision, &releases).await
 }

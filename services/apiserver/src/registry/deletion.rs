@@ -5,14 +5,15 @@
 //! - propagationPolicy Foreground or Orphan: the garbage collector
 //!   (`controllers::garbage_collector`) removes the dependents or lets go
 //!   of them, then the `foregroundDeletion` or `orphan` finalizer;
-//! - a pod on a node, with a grace period: kubelet's part, played here by
-//!   `controllers::pod_termination` when the grace period ends;
-//! - a namespace: its contents are deleted first.
+//! - a grace period (the strategy's, a pod on a node's): kubelet's part,
+//!   played here by `controllers::pod_termination` when it ends;
+//! - a type that holds contents (namespaces): they are deleted first.
 
 use serde_json::{json, Value};
 
 use super::claims;
-use super::flow::{list, Handle, Reply};
+use super::handle::{Handle, Reply};
+use super::listing::list;
 use super::options::{DeleteOptions, ListOptions};
 use crate::error::ApiError;
 use crate::object::meta;
@@ -28,32 +29,6 @@ enum Plan {
     Remove,
     /// Write this marked object and keep it.
     Mark(Value),
-}
-
-fn is_namespace(h: &Handle) -> bool {
-    let def = h.strategy.def();
-    def.group.is_empty() && def.resource == "namespaces"
-}
-
-fn is_pod(h: &Handle) -> bool {
-    let def = h.strategy.def();
-    def.group.is_empty() && def.resource == "pods"
-}
-
-/// The grace period a pod's deletion gets: the request's, else the
-/// pod's own; 0 for a pod on no node (nothing runs it).
-fn pod_grace(pod: &Value, options: &DeleteOptions) -> i64 {
-    if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
-        return 0;
-    }
-    let own = pod["spec"]["terminationGracePeriodSeconds"].as_i64();
-    let grace = options.grace_period.or(own).unwrap_or(30);
-    // A negative period means "as soon as possible", which is 1 s.
-    if grace < 0 {
-        1
-    } else {
-        grace
-    }
 }
 
 fn add_finalizer(obj: &mut Value, finalizer: &str) {
@@ -75,12 +50,8 @@ fn plan(h: &Handle, obj: &Value, options: &DeleteOptions) -> Plan {
         _ => {}
     }
     let deleting = !obj["metadata"]["deletionTimestamp"].is_null();
-    let grace = if is_pod(h) {
-        pod_grace(obj, options)
-    } else {
-        0
-    };
-    let held = is_namespace(h) || meta::has_finalizers(&marked);
+    let grace = h.strategy.grace_period(obj, options.grace_period);
+    let held = h.strategy.holds_contents() || meta::has_finalizers(&marked);
     if !held && grace == 0 {
         return Plan::Remove;
     }
@@ -98,9 +69,7 @@ fn plan(h: &Handle, obj: &Value, options: &DeleteOptions) -> Plan {
             metadata.insert("generation".into(), generation.into());
         }
     }
-    if is_namespace(h) {
-        marked["status"]["phase"] = "Terminating".into();
-    }
+    h.strategy.prepare_for_delete(&mut marked);
     Plan::Mark(marked)
 }
 
@@ -147,7 +116,7 @@ pub async fn delete(
             Plan::Remove => current.object,
             Plan::Mark(mut marked) => {
                 meta::set_resource_version(&mut marked, revision);
-                if is_namespace(h) {
+                if h.strategy.holds_contents() {
                     spawn_namespace_cleanup(h, name);
                 }
                 marked
@@ -228,7 +197,11 @@ pub async fn finish_namespace(h: &Handle, name: &str) -> Result<bool, ApiError> 
     if !marked || meta::has_finalizers(&current.object) {
         return Ok(false);
     }
-    match h.store.delete(&h.key("", name), current.mod_revision).await {
+    match h
+        .store
+        .delete_at(&h.key("", name), current.mod_revision)
+        .await
+    {
         Ok(_) | Err(StorageError::Conflict) => Ok(true),
         Err(e) => Err(h.storage_error(name, e)),
     }

@@ -5,235 +5,20 @@
 //! async functions over a [`Handle`]; the resource actor runs them as
 //! futures so it never waits on the store.
 
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 
 use super::claims::{self, ClaimFailure};
 pub use super::deletion::{delete, delete_collection};
-use super::kinds::{workload, NAMESPACES};
+pub use super::handle::{render, Handle, Page, Part, Reply};
 pub use super::listing::{check_fields, encode_token, list, list_metadata, matches};
-use super::options::{FieldValidation, WriteOptions};
-use super::strategy::Strategy;
+use super::options::WriteOptions;
 use crate::error::ApiError;
 use crate::object::apply;
 use crate::object::managed_fields::{self, Writer};
-use crate::object::meta::{self, validate_metadata};
+use crate::object::meta;
 use crate::object::patch::{self, PatchType};
 use crate::object::time::now_rfc3339;
-use crate::storage::{Leases, StorageError, Store, Stored};
-
-/// Everything a flow needs about one resource type.
-#[derive(Clone)]
-pub struct Handle {
-    pub strategy: Arc<dyn Strategy>,
-    pub store: Store,
-    /// The storage prefix, `/registry`.
-    pub prefix: String,
-    /// For namespaces only: every namespaced type, whose objects in a
-    /// namespace are deleted when the namespace goes.
-    pub namespace_contents: Vec<Handle>,
-    /// Told after every delete, so the controllers that finish deletions
-    /// (garbage collection, namespace contents) look soon.
-    pub deletions: Arc<tokio::sync::Notify>,
-    /// For types whose objects expire (events): the leases to write them
-    /// under and how long they live.
-    pub expiry: Option<(Arc<Leases>, std::time::Duration)>,
-}
-
-/// A successful write: HTTP code, body, and Warning header texts.
-#[derive(Debug)]
-pub struct Reply {
-    pub code: u16,
-    pub body: Value,
-    pub warnings: Vec<String>,
-}
-
-/// One page of a list.
-#[derive(Debug)]
-pub struct Page {
-    /// Shared with the watch cache when the page comes from there.
-    pub items: Vec<Arc<Value>>,
-    pub revision: i64,
-    pub continue_token: Option<String>,
-    pub remaining: Option<i64>,
-}
-
-/// Which part of an object a request addresses.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Part {
-    Main,
-    Status,
-    Scale,
-}
-
-impl Handle {
-    fn def(&self) -> &super::ResourceDef {
-        self.strategy.def()
-    }
-
-    pub fn key(&self, namespace: &str, name: &str) -> String {
-        match self.def().namespaced {
-            true => format!("{}/{}/{namespace}/{name}", self.prefix, self.def().resource),
-            false => format!("{}/{}/{name}", self.prefix, self.def().resource),
-        }
-    }
-
-    /// Keys of a collection: one namespace's, or all of them.
-    pub fn collection(&self, namespace: Option<&str>) -> String {
-        match namespace.filter(|_| self.def().namespaced) {
-            Some(ns) => format!("{}/{}/{ns}/", self.prefix, self.def().resource),
-            None => format!("{}/{}/", self.prefix, self.def().resource),
-        }
-    }
-
-    pub(crate) fn not_found(&self, name: &str) -> ApiError {
-        ApiError::NotFound(self.def().target(name))
-    }
-
-    pub(crate) fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
-        match err {
-            StorageError::Exists => ApiError::AlreadyExists(self.def().target(name)),
-            StorageError::Conflict => ApiError::stale(self.def().target(name)),
-            StorageError::Compacted(_) => {
-                ApiError::Expired("The resourceVersion for the provided list is too old.".into())
-            }
-            StorageError::FutureRevision(rv) => ApiError::TooLargeResourceVersion(rv, 0),
-            StorageError::Corrupt { .. } => ApiError::Internal(err.to_string()),
-            StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
-        }
-    }
-
-    /// The lease a write of this type goes under, if its objects expire.
-    pub(crate) async fn lease(&self) -> Result<Option<i64>, StorageError> {
-        match &self.expiry {
-            Some((leases, ttl)) => leases.for_ttl(*ttl).await.map(Some),
-            None => Ok(None),
-        }
-    }
-
-    pub(crate) fn claim_error(&self, name: &str, failure: ClaimFailure) -> ApiError {
-        match failure {
-            ClaimFailure::Store(e) => self.storage_error(name, e),
-            ClaimFailure::Refused(e) => e,
-            ClaimFailure::Repick => ApiError::Internal("a unique value could not be picked".into()),
-        }
-    }
-
-    pub(crate) async fn read(&self, namespace: &str, name: &str) -> Result<Stored, ApiError> {
-        let found = self
-            .store
-            .get(&self.key(namespace, name))
-            .await
-            .map_err(|e| self.storage_error(name, e))?;
-        found.ok_or_else(|| self.not_found(name))
-    }
-
-    /// Decodes through the typed object and applies `fieldValidation`.
-    fn decode(
-        &self,
-        body: &Value,
-        options: &WriteOptions,
-    ) -> Result<(Value, Vec<String>), ApiError> {
-        let def = self.def();
-        let decoded = self.strategy.decode(body).map_err(|e| {
-            ApiError::BadRequest(format!(
-                "{} in version \"{}\" cannot be handled as a {}: {e}",
-                def.kind, def.version, def.kind
-            ))
-        })?;
-        let unknown: Vec<String> = decoded
-            .unknown_fields
-            .iter()
-            .map(|f| format!("unknown field {}", go_quoted(f)))
-            .collect();
-        match options.field_validation {
-            FieldValidation::Strict if !unknown.is_empty() => Err(ApiError::BadRequest(format!(
-                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
-                def.kind,
-                def.version,
-                def.kind,
-                unknown.join(", ")
-            ))),
-            FieldValidation::Warn => Ok((decoded.canonical, unknown)),
-            _ => Ok((decoded.canonical, Vec::new())),
-        }
-    }
-
-    fn check_type(&self, body: &Value) -> Result<(), ApiError> {
-        let def = self.def();
-        let kind_ok = body["kind"].as_str().is_none_or(|k| k == def.kind);
-        let version_ok = body["apiVersion"]
-            .as_str()
-            .is_none_or(|v| v == def.api_version());
-        if !body.is_object() || !kind_ok || !version_ok {
-            return Err(ApiError::BadRequest(format!(
-                "the body of the request is not a {} of {}: got kind {} apiVersion {}",
-                def.kind,
-                def.api_version(),
-                body["kind"],
-                body["apiVersion"]
-            )));
-        }
-        Ok(())
-    }
-
-    fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-        let mut causes = validate_metadata(obj, self.def().name_rule);
-        causes.extend(match old {
-            None => self.strategy.validate(obj),
-            Some(old) => self.strategy.validate_update(obj, old),
-        });
-        if causes.is_empty() {
-            return Ok(());
-        }
-        Err(ApiError::invalid(
-            self.def().target(meta::name(obj)),
-            self.def().kind,
-            causes,
-        ))
-    }
-
-    /// A namespaced write needs its namespace to exist and not be going.
-    async fn check_namespace(&self, namespace: &str) -> Result<(), ApiError> {
-        if !self.def().namespaced {
-            return Ok(());
-        }
-        let key = format!("{}/namespaces/{namespace}", self.prefix);
-        let found = self
-            .store
-            .get(&key)
-            .await
-            .map_err(|e| self.storage_error(namespace, e))?;
-        match found {
-            None => Err(ApiError::NotFound(NAMESPACES.target(namespace))),
-            Some(ns) if ns.object["status"]["phase"] == "Terminating" => Err(ApiError::Forbidden(format!(
-                "unable to create new content in namespace {namespace} because it is being terminated"
-            ))),
-            Some(_) => Ok(()),
-        }
-    }
-}
-
-/// Quotes a field name as Go's `%q` does in kube-apiserver's strict decoding
-/// errors: control characters become escapes, so the text can go into a
-/// `Warning` header (a raw DEL or newline is not a valid header value).
-fn go_quoted(name: &str) -> String {
-    let mut quoted = String::from("\"");
-    for c in name.chars() {
-        match c {
-            '"' | '\\' => quoted.extend(['\\', c]),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            c if c.is_ascii_control() => quoted.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
+use crate::storage::{StorageError, Stored};
 
 /// `generateName` + 5 characters from Kubernetes' vowel-free alphabet.
 fn generate_name(base: &str) -> String {
@@ -246,10 +31,7 @@ fn generate_name(base: &str) -> String {
 
 pub async fn get(h: &Handle, namespace: &str, name: &str, part: Part) -> Result<Value, ApiError> {
     let stored = h.read(namespace, name).await?;
-    Ok(match part {
-        Part::Scale => workload::scale_of(&stored.object),
-        _ => stored.object,
-    })
+    Ok(render(h.strategy.as_ref(), stored.object, part))
 }
 
 pub async fn create(
@@ -328,7 +110,7 @@ async fn create_as(
             meta::set_resource_version(&mut obj, revision);
             obj
         }
-        Err(ClaimFailure::Store(StorageError::Exists)) => {
+        Err(ClaimFailure::Store(StorageError::Exists(_))) => {
             return own_retried_create(h, namespace, &name, &unpicked).await
         }
         Err(failure) => return Err(h.claim_error(&name, failure)),
@@ -447,7 +229,7 @@ where
         if same_content(&new, &current.object) {
             return Ok(Reply {
                 code: 200,
-                body: render(current.object, part),
+                body: render(h.strategy.as_ref(), current.object, part),
                 warnings,
             });
         }
@@ -455,7 +237,7 @@ where
         if options.dry_run {
             return Ok(Reply {
                 code: 200,
-                body: render(new, part),
+                body: render(h.strategy.as_ref(), new, part),
                 warnings,
             });
         }
@@ -469,7 +251,7 @@ where
                 Ok(_) => {
                     return Ok(Reply {
                         code: 200,
-                        body: render(new, part),
+                        body: render(h.strategy.as_ref(), new, part),
                         warnings,
                     })
                 }
@@ -491,7 +273,7 @@ where
                 meta::set_resource_version(&mut new, revision);
                 return Ok(Reply {
                     code: 200,
-                    body: render(new, part),
+                    body: render(h.strategy.as_ref(), new, part),
                     warnings,
                 });
             }
@@ -524,13 +306,6 @@ fn record_fields(
         };
     }
     managed_fields::keep_old_times(old, new);
-}
-
-pub fn render(obj: Value, part: Part) -> Value {
-    match part {
-        Part::Scale => workload::scale_of(&obj),
-        _ => obj,
-    }
 }
 
 /// Equal apart from resourceVersion: a no-op write stores nothing.
@@ -642,7 +417,7 @@ pub async fn patch(
         .pointer("/metadata/resourceVersion")
         .is_some_and(|rv| !rv.is_null());
     guaranteed_update(h, namespace, name, part, &options, true, |current| {
-        let base = render(current.object.clone(), part);
+        let base = render(h.strategy.as_ref(), current.object.clone(), part);
         let patched = patch::apply(kind, &base, &patch)?;
         let rv_changed = meta::resource_version(&patched) != current.mod_revision.to_string();
         let new = match part {

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::flow::{Handle, Page};
+use super::handle::{Handle, Page};
 use super::options::ListOptions;
 use super::strategy::{field_value, supports_field, Strategy};
-use crate::error::ApiError;
+use crate::error::{ApiError, Reading};
 use crate::object::meta;
-use crate::storage::StorageError;
+use crate::storage::ListRequest;
 
 /// The opaque continue token: the snapshot revision and the next key.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -71,20 +71,18 @@ pub async fn list(
         } else {
             0
         };
-        let listing = match h.store.list(&prefix, start.as_deref(), revision, want).await {
-            Ok(listing) => listing,
-            Err(StorageError::FutureRevision(_)) => {
-                let current = h.store.current_revision().await.unwrap_or(0);
-                return Err(ApiError::TooLargeResourceVersion(revision, current));
-            }
-            Err(e) => return Err(match e {
-                StorageError::Compacted(_) if options.continue_token.is_some() => ApiError::Expired(
-                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into(),
-                ),
-                StorageError::Compacted(_) => ApiError::Expired(format!("too old resource version: {revision}")),
-                other => h.storage_error("", other),
-            }),
+        let reading = match options.continue_token {
+            Some(_) => Reading::Continue,
+            None => Reading::Plain,
         };
+        let request = ListRequest {
+            start: start.as_deref(),
+            revision,
+            limit: want,
+        };
+        let listing = h.store.get_list(&prefix, request).await;
+        let listing =
+            listing.map_err(|e| ApiError::from_storage(e, h.strategy.def().target(""), reading))?;
         // A read at a past revision is reported at that revision (the
         // header says the store's current one).
         if revision == 0 {

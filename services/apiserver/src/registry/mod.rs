@@ -9,6 +9,9 @@ pub mod catalog;
 pub mod claims;
 pub mod deletion;
 pub mod flow;
+#[cfg(test)]
+mod flow_tests;
+pub mod handle;
 pub mod kinds;
 pub mod listing;
 pub mod options;

@@ -172,6 +172,46 @@ pub trait Strategy: Send + Sync + 'static {
         vec![age_cell(obj)]
     }
 
+    /// Graceful deletion: how many seconds a delete of `obj` waits before
+    /// the object goes (0: at once), given the grace period the request
+    /// asked for (Kubernetes' CheckGracefulDelete).
+    fn grace_period(&self, _obj: &Value, _requested: Option<i64>) -> i64 {
+        0
+    }
+
+    /// Objects of this type hold the objects of every namespaced type that
+    /// name them as their namespace: a delete marks one, its contents are
+    /// deleted first, and no object is created in a marked one.
+    fn holds_contents(&self) -> bool {
+        false
+    }
+
+    /// What a delete changes in a marked object besides its metadata (a
+    /// namespace says Terminating).
+    fn prepare_for_delete(&self, _marked: &mut Value) {}
+
+    /// Objects of this type expire after the server's event TTL.
+    fn expires(&self) -> bool {
+        false
+    }
+
+    /// The autoscaling/v1 Scale of `obj`, for types with `/scale`.
+    fn scale_of(&self, _obj: &Value) -> Option<Value> {
+        None
+    }
+
+    /// The subresources a kubelet serves for this type, with their verbs
+    /// (see `routes::kubelet`).
+    fn kubelet_subresources(&self) -> &'static [(&'static str, &'static [&'static str])] {
+        &[]
+    }
+
+    /// Has a `/binding` subresource that assigns the object to a node (see
+    /// `registry::binding`).
+    fn binds(&self) -> bool {
+        false
+    }
+
     /// Field selector labels this type supports beyond `metadata.name` and
     /// `metadata.namespace`, with the JSON pointer each one reads.
     fn selectable_fields(&self) -> &'static [(&'static str, &'static str)] {

@@ -30,19 +30,6 @@ fn group_version(group: &str, version: &str) -> String {
     }
 }
 
-/// The pod subresources a kubelet would serve (see `routes::kubelet`).
-const KUBELET_SUBRESOURCES: [(&str, &[&str]); 4] = [
-    ("log", &["get"]),
-    ("exec", &["create", "get"]),
-    ("attach", &["create", "get"]),
-    ("portforward", &["create", "get"]),
-];
-
-/// Core pods, which also serve the kubelet's subresources.
-fn is_pods(def: &crate::registry::ResourceDef) -> bool {
-    def.group.is_empty() && def.resource == "pods"
-}
-
 fn aggregated_resource(entry: &Entry) -> Value {
     let def = entry.strategy.def();
     let kind = |group: &str, version: &str, kind: &str| json!({"group": group, "version": version, "kind": kind});
@@ -53,12 +40,10 @@ fn aggregated_resource(entry: &Entry) -> Value {
     if def.scale {
         subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}));
     }
-    if is_pods(def) {
-        for (sub, verbs) in KUBELET_SUBRESOURCES {
-            subresources.push(
-                json!({"subresource": sub, "responseKind": kind("", "v1", "Pod"), "verbs": verbs}),
-            );
-        }
+    for (sub, verbs) in entry.strategy.kubelet_subresources() {
+        subresources.push(
+            json!({"subresource": sub, "responseKind": kind(def.group, def.version, def.kind), "verbs": verbs}),
+        );
     }
     json!({
         "resource": def.resource, "responseKind": kind(def.group, def.version, def.kind),
@@ -179,10 +164,8 @@ fn resource_list(state: &AppState, group: &str, version: &str) -> Result<HttpRes
             resources.push(json!({"name": format!("{}/scale", def.resource), "singularName": "", "namespaced": def.namespaced,
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
         }
-        if is_pods(def) {
-            for (sub, verbs) in KUBELET_SUBRESOURCES {
-                resources.push(json!({"name": format!("pods/{sub}"), "singularName": "", "namespaced": true, "kind": "Pod", "verbs": verbs}));
-            }
+        for (sub, verbs) in entry.strategy.kubelet_subresources() {
+            resources.push(json!({"name": format!("{}/{sub}", def.resource), "singularName": "", "namespaced": def.namespaced, "kind": def.kind, "verbs": verbs}));
         }
     }
     for review in reviews_in(group, version) {

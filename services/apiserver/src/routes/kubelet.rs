@@ -8,7 +8,6 @@ use actix_web::HttpResponse;
 use serde_json::Value;
 
 use super::request_info::{RequestInfo, Verb};
-use super::resource::mailbox;
 use crate::error::ApiError;
 use crate::registry::actor;
 use crate::registry::catalog::Entry;
@@ -43,8 +42,7 @@ pub async fn refuse(
             part: Part::Main,
             resource_version: None,
         })
-        .await
-        .map_err(mailbox)??;
+        .await??;
     let target = match subresource {
         "portforward" => "its ports".to_string(),
         _ => format!("container {}", container(&pod, &name, query)?),

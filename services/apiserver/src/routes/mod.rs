@@ -1,5 +1,6 @@
 //! The HTTP gateway: the routing table and the state handlers share.
 
+pub mod chain;
 pub mod discovery;
 pub mod kubelet;
 pub mod openapi;
@@ -25,6 +26,8 @@ pub struct AppState {
     pub openapi: openapi::Documents,
     /// For readiness: can the store be reached?
     pub store: Store,
+    /// The steps before the REST handler (see [`chain`]).
+    pub chain: chain::Chain,
 }
 
 pub fn configure(config: &mut web::ServiceConfig) {
@@ -47,5 +50,5 @@ pub fn configure(config: &mut web::ServiceConfig) {
         )
         .route("/openapi/v3", web::get().to(openapi::root))
         .route("/openapi/v3/{path:.*}", web::get().to(openapi::document))
-        .default_service(web::to(resource::handle));
+        .default_service(web::to(chain::handle));
 }

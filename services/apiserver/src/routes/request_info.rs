@@ -45,6 +45,15 @@ pub struct RequestInfo {
 }
 
 impl RequestInfo {
+    /// The request's description, from its method, path and `watch` query.
+    pub fn from_request(
+        req: &actix_web::HttpRequest,
+        query: &crate::registry::options::Query,
+    ) -> Result<RequestInfo, ApiError> {
+        let watch = matches!(query.get("watch").map(String::as_str), Some("true" | "1"));
+        RequestInfo::parse(req.method(), req.path(), watch)
+    }
+
     pub fn parse(method: &Method, path: &str, watch: bool) -> Result<RequestInfo, ApiError> {
         let parts: Vec<&str> = path
             .trim_matches('/')

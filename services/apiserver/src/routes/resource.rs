@@ -1,69 +1,27 @@
 //! The resource handler: decode the request into a request description
 //! and options, send it to the resource type's actor, render the answer.
 
-use std::time::Instant;
-
-use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::Value;
-use tracing::Instrument;
 
 use super::render::{self, Form};
 use super::request_info::{RequestInfo, Verb};
-use super::{watch, AppState};
+use super::AppState;
 use crate::codec;
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
 use crate::registry::actor;
 use crate::registry::catalog::Entry;
-use crate::registry::flow::{Part, Reply};
-use crate::registry::options::{parse_query, DeleteOptions, ListOptions, Query, WriteOptions};
+use crate::registry::handle::{Page, Part, Reply};
+use crate::registry::options::{DeleteOptions, ListOptions, Query, WriteOptions};
 
 /// Kubernetes refuses bodies over 3 MiB.
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
 
-pub async fn handle(
-    req: HttpRequest,
-    payload: web::Payload,
-    state: web::Data<AppState>,
-) -> HttpResponse {
-    let started = Instant::now();
-    let query = parse_query(req.query_string());
-    let watch = matches!(query.get("watch").map(String::as_str), Some("true" | "1"));
-    let info = RequestInfo::parse(req.method(), req.path(), watch);
-    let (verb, resource) = match &info {
-        Ok(i) => (i.verb.as_str(), i.resource.clone()),
-        Err(_) => ("unknown", String::new()),
-    };
-    let span = tracing::info_span!(
-        "request",
-        verb,
-        resource = %resource,
-        path = %req.path(),
-        code = tracing::field::Empty,
-    );
-    let response = match info {
-        Ok(info) => dispatch(&req, payload, &state, &info, &query)
-            .instrument(span.clone())
-            .await
-            .unwrap_or_else(|e| e.error_response()),
-        Err(err) => err.error_response(),
-    };
-    let code = response.status().as_u16();
-    let seconds = started.elapsed().as_secs_f64();
-    span.record("code", code);
-    tracing::debug!(parent: &span, elapsed_ms = seconds * 1000.0, "served");
-    state.metrics.observe(verb, &resource, code, seconds);
-    response
-}
-
 fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
-}
-
-pub(super) fn mailbox(err: actix::MailboxError) -> ApiError {
-    ApiError::Internal(format!("resource actor unavailable: {err}"))
 }
 
 /// The scope and subresource rules that decide whether a path exists.
@@ -95,7 +53,8 @@ fn check_path(entry: &Entry, info: &RequestInfo) -> Result<Part, ApiError> {
     Ok(part)
 }
 
-async fn dispatch(
+/// The REST handler, the last step of the handler chain (`chain/`).
+pub(crate) async fn dispatch(
     req: &HttpRequest,
     payload: web::Payload,
     state: &AppState,
@@ -104,12 +63,8 @@ async fn dispatch(
 ) -> Result<HttpResponse, ApiError> {
     if let Some(review) = super::reviews::find(info) {
         let body = decode(req, read_body(payload).await?)?;
-        return Ok(respond(
-            201,
-            Form::Json,
-            super::reviews::answer(review, info, &body)?,
-            &[],
-        ));
+        let answer = super::reviews::answer(review, info, &body)?;
+        return Ok(respond(201, Form::Json, answer, &[]));
     }
     if info.group.is_empty() && info.resource == "bindings" {
         return pod_binding(req, payload, state, info, query).await;
@@ -118,176 +73,223 @@ async fn dispatch(
         .catalog
         .find(&info.group, &info.version, &info.resource)
         .ok_or(ApiError::UnknownPath)?;
-    if info.group.is_empty() && info.resource == "pods" {
-        match info.subresource.as_deref() {
-            Some(sub @ ("log" | "exec" | "attach" | "portforward")) => {
-                return super::kubelet::refuse(entry, info, query, sub).await
-            }
-            Some("binding") => return pod_binding(req, payload, state, info, query).await,
-            _ => {}
+    if let Some(sub) = info.subresource.as_deref() {
+        let kubelet = entry.strategy.kubelet_subresources();
+        if kubelet.iter().any(|(s, _)| *s == sub) {
+            return super::kubelet::refuse(entry, info, query, sub).await;
+        }
+        if sub == "binding" && entry.strategy.binds() {
+            return pod_binding(req, payload, state, info, query).await;
         }
     }
     let part = check_path(entry, info)?;
-    let form = if part == Part::Scale {
-        Form::Json
-    } else {
-        Form::negotiate(header(req, "accept"))?
+    let form = match part {
+        Part::Scale => Form::Json,
+        _ => Form::negotiate(header(req, "accept"))?,
     };
-    let strategy = entry.strategy.as_ref();
-    let namespace = info.namespace.clone().unwrap_or_default();
-    let name = info.name.clone().unwrap_or_default();
-    let actor = &entry.actor;
+    let call = Call {
+        req,
+        state,
+        info,
+        query,
+        entry,
+        part,
+        form,
+    };
     match info.verb {
-        Verb::Get => {
-            let object = actor
-                .send(actor::Get {
-                    namespace,
-                    name,
-                    part,
-                    resource_version: query
-                        .get("resourceVersion")
-                        .filter(|v| !v.is_empty())
-                        .cloned(),
-                })
-                .await
-                .map_err(mailbox)??;
-            Ok(respond(
-                200,
-                form,
-                render::object(strategy, form, object),
-                &[],
-            ))
-        }
-        Verb::List => {
-            let options = ListOptions::parse(query)?;
-            let page = actor
-                .send(actor::List {
-                    namespace: info.namespace.clone(),
-                    options,
-                })
-                .await
-                .map_err(mailbox)??;
-            Ok(respond(200, form, render::list(strategy, form, page), &[]))
-        }
-        Verb::Watch if form == Form::Yaml => Err(ApiError::NotAcceptable(
-            "application/json, application/json;as=Table;v=v1;g=meta.k8s.io".into(),
-        )),
-        Verb::Watch => {
-            let options = ListOptions::parse(query)?;
-            let timeout = options.timeout;
-            let receiver = actor
-                .send(actor::Watch {
-                    namespace: info.namespace.clone(),
-                    options,
-                })
-                .await
-                .map_err(mailbox)?;
-            // As kube-apiserver: a watch that cannot start for a reason of
-            // its own (a bad field selector, a cache that cannot catch up)
-            // is an HTTP error; a too old revision is a 200 stream with
-            // one ERROR event.
-            let receiver = match receiver {
-                Err(err) if err.code() != 410 => return Err(err),
-                other => other,
-            };
-            Ok(watch::respond(
-                receiver,
-                entry.strategy.clone(),
-                form,
-                timeout,
-                state.metrics.clone(),
-            ))
-        }
-        Verb::Create => {
-            let body = decode(req, read_body(payload).await?)?;
-            let options = WriteOptions::parse(query)?.with_user_agent(header(req, "user-agent"));
-            let reply = actor
-                .send(actor::Create {
-                    namespace,
-                    body,
-                    options,
-                })
-                .await
-                .map_err(mailbox)??;
-            Ok(written(strategy, form, reply))
-        }
-        Verb::Update => {
-            let body = decode(req, read_body(payload).await?)?;
-            let options = WriteOptions::parse(query)?.with_user_agent(header(req, "user-agent"));
-            let reply = actor
-                .send(actor::Update {
-                    namespace,
-                    name,
-                    part,
-                    body,
-                    options,
-                })
-                .await
-                .map_err(mailbox)??;
-            Ok(written(strategy, form, reply))
-        }
-        Verb::Patch => {
-            let kind = PatchType::from_content_type(header(req, "content-type").unwrap_or(""))?;
-            let bytes = read_body(payload).await?;
-            // An apply patch is YAML (kubectl sends JSON, which is YAML too).
-            let patch: Value = match kind {
-                PatchType::Apply => serde_yaml::from_slice(&bytes)
-                    .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?,
-                _ => serde_json::from_slice(&bytes)
-                    .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?,
-            };
-            let options = WriteOptions::parse(query)?.with_user_agent(header(req, "user-agent"));
-            let reply = actor
-                .send(actor::Patch {
-                    namespace,
-                    name,
-                    part,
-                    kind,
-                    patch,
-                    options,
-                })
-                .await
-                .map_err(mailbox)??;
-            Ok(written(strategy, form, reply))
-        }
-        Verb::Delete => {
-            let bytes = read_body(payload).await?;
-            let body = if bytes.iter().all(u8::is_ascii_whitespace) {
-                None
-            } else {
-                Some(decode(req, bytes)?)
-            };
-            let options = DeleteOptions::parse(query, body.as_ref())?;
-            let reply = actor
-                .send(actor::Delete {
-                    namespace,
-                    name,
-                    options,
-                })
-                .await
-                .map_err(mailbox)??;
-            Ok(written(strategy, form, reply))
-        }
-        Verb::DeleteCollection => {
-            let list = ListOptions::parse(query)?;
-            let options = DeleteOptions::parse(query, None)?;
-            let items = actor
-                .send(actor::DeleteCollection {
-                    namespace: info.namespace.clone(),
-                    list,
-                    options,
-                })
-                .await
-                .map_err(mailbox)??;
-            let page = crate::registry::flow::Page {
-                items: items.into_iter().map(std::sync::Arc::new).collect(),
-                revision: 0,
-                continue_token: None,
-                remaining: None,
-            };
-            Ok(respond(200, form, render::list(strategy, form, page), &[]))
-        }
+        Verb::Get => get(&call).await,
+        Verb::List => list(&call).await,
+        Verb::Watch => watch(&call).await,
+        Verb::Create => create(&call, payload).await,
+        Verb::Update => update(&call, payload).await,
+        Verb::Patch => patch(&call, payload).await,
+        Verb::Delete => delete(&call, payload).await,
+        Verb::DeleteCollection => delete_collection(&call).await,
     }
+}
+
+/// One request to a resource type, resolved: what each verb works from.
+struct Call<'a> {
+    req: &'a HttpRequest,
+    state: &'a AppState,
+    info: &'a RequestInfo,
+    query: &'a Query,
+    entry: &'a Entry,
+    part: Part,
+    form: Form,
+}
+
+impl Call<'_> {
+    fn namespace(&self) -> String {
+        self.info.namespace.clone().unwrap_or_default()
+    }
+
+    fn name(&self) -> String {
+        self.info.name.clone().unwrap_or_default()
+    }
+
+    fn write_options(&self) -> Result<WriteOptions, ApiError> {
+        let options = WriteOptions::parse(self.query)?;
+        Ok(options.with_user_agent(header(self.req, "user-agent")))
+    }
+
+    fn written(&self, reply: Reply) -> HttpResponse {
+        written(self.entry.strategy.as_ref(), self.form, reply)
+    }
+
+    fn listed(&self, page: Page) -> HttpResponse {
+        let body = render::list(self.entry.strategy.as_ref(), self.form, page);
+        respond(200, self.form, body, &[])
+    }
+}
+
+async fn get(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
+    let resource_version = call.query.get("resourceVersion").filter(|v| !v.is_empty());
+    let object = call
+        .entry
+        .actor
+        .send(actor::Get {
+            namespace: call.namespace(),
+            name: call.name(),
+            part: call.part,
+            resource_version: resource_version.cloned(),
+        })
+        .await??;
+    let body = render::object(call.entry.strategy.as_ref(), call.form, object);
+    Ok(respond(200, call.form, body, &[]))
+}
+
+async fn list(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
+    let options = ListOptions::parse(call.query)?;
+    let namespace = call.info.namespace.clone();
+    let page = call
+        .entry
+        .actor
+        .send(actor::List { namespace, options })
+        .await??;
+    Ok(call.listed(page))
+}
+
+async fn watch(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
+    if call.form == Form::Yaml {
+        return Err(ApiError::NotAcceptable(
+            "application/json, application/json;as=Table;v=v1;g=meta.k8s.io".into(),
+        ));
+    }
+    let options = ListOptions::parse(call.query)?;
+    let timeout = options.timeout;
+    let namespace = call.info.namespace.clone();
+    let receiver = call
+        .entry
+        .actor
+        .send(actor::Watch { namespace, options })
+        .await?;
+    // As kube-apiserver: a watch that cannot start for a reason of its own
+    // (a bad field selector, a cache that cannot catch up) is an HTTP
+    // error; a too old revision is a 200 stream with one ERROR event.
+    let receiver = match receiver {
+        Err(err) if err.code() != 410 => return Err(err),
+        other => other,
+    };
+    let (strategy, metrics) = (call.entry.strategy.clone(), call.state.metrics.clone());
+    Ok(super::watch::respond(
+        receiver, strategy, call.form, timeout, metrics,
+    ))
+}
+
+async fn create(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
+    let body = decode(call.req, read_body(payload).await?)?;
+    let reply = call
+        .entry
+        .actor
+        .send(actor::Create {
+            namespace: call.namespace(),
+            body,
+            options: call.write_options()?,
+        })
+        .await??;
+    Ok(call.written(reply))
+}
+
+async fn update(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
+    let body = decode(call.req, read_body(payload).await?)?;
+    let reply = call
+        .entry
+        .actor
+        .send(actor::Update {
+            namespace: call.namespace(),
+            name: call.name(),
+            part: call.part,
+            body,
+            options: call.write_options()?,
+        })
+        .await??;
+    Ok(call.written(reply))
+}
+
+async fn patch(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
+    let kind = PatchType::from_content_type(header(call.req, "content-type").unwrap_or(""))?;
+    let bytes = read_body(payload).await?;
+    // An apply patch is YAML (kubectl sends JSON, which is YAML too).
+    let patch: Value = match kind {
+        PatchType::Apply => serde_yaml::from_slice(&bytes)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?,
+        _ => serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?,
+    };
+    let reply = call
+        .entry
+        .actor
+        .send(actor::Patch {
+            namespace: call.namespace(),
+            name: call.name(),
+            part: call.part,
+            kind,
+            patch,
+            options: call.write_options()?,
+        })
+        .await??;
+    Ok(call.written(reply))
+}
+
+async fn delete(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
+    let bytes = read_body(payload).await?;
+    let body = match bytes.iter().all(u8::is_ascii_whitespace) {
+        true => None,
+        false => Some(decode(call.req, bytes)?),
+    };
+    let options = DeleteOptions::parse(call.query, body.as_ref())?;
+    let reply = call
+        .entry
+        .actor
+        .send(actor::Delete {
+            namespace: call.namespace(),
+            name: call.name(),
+            options,
+        })
+        .await??;
+    Ok(call.written(reply))
+}
+
+async fn delete_collection(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
+    let list = ListOptions::parse(call.query)?;
+    let options = DeleteOptions::parse(call.query, None)?;
+    let items = call
+        .entry
+        .actor
+        .send(actor::DeleteCollection {
+            namespace: call.info.namespace.clone(),
+            list,
+            options,
+        })
+        .await??;
+    let page = Page {
+        items: items.into_iter().map(std::sync::Arc::new).collect(),
+        revision: 0,
+        continue_token: None,
+        remaining: None,
+    };
+    Ok(call.listed(page))
 }
 
 fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {
@@ -368,9 +370,12 @@ async fn pod_binding(
         true => crate::object::meta::name(&binding).to_string(),
         false => info.name.clone().unwrap_or_default(),
     };
+    // The core type that binds (pods), for `bindings` and `<pods>/binding`.
     let pods = state
         .catalog
-        .find("", "v1", "pods")
+        .entries()
+        .iter()
+        .find(|e| e.strategy.def().group.is_empty() && e.strategy.binds())
         .ok_or(ApiError::UnknownPath)?;
     let status = pods
         .actor
@@ -380,7 +385,6 @@ async fn pod_binding(
             binding,
             options: WriteOptions::parse(query)?,
         })
-        .await
-        .map_err(mailbox)??;
+        .await??;
     Ok(respond(201, Form::Json, status, &[]))
 }

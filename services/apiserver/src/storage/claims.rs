@@ -65,7 +65,7 @@ impl Store {
         let expect = Expect {
             key,
             mod_revision: 0,
-            otherwise: StorageError::Exists,
+            otherwise: StorageError::Exists(key.to_string()),
         };
         self.write_claiming(&owner, compares, puts, claims, expect)
             .await

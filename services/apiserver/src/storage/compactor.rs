@@ -120,7 +120,7 @@ async fn compact(connection: &Connection, revision: i64) -> Result<(), CompactEr
         })
         .await;
     match compacted {
-        Ok(_) | Err(StorageError::Compacted(_)) => Ok(()),
+        Ok(_) | Err(StorageError::Compacted { .. }) => Ok(()),
         Err(source) => Err(CompactError::Compact { revision, source }),
     }
 }

@@ -1,54 +1,41 @@
 //! The store client: typed operations over etcd-client's KV API.
 
 use etcd_client::{
-    Compare, CompareOp, DeleteOptions, GetOptions, GetResponse, SortOrder, SortTarget, Txn, TxnOp,
+    Compare, CompareOp, DeleteOptions, GetOptions, GetResponse, PutOptions, SortOrder, SortTarget,
+    Txn, TxnOp,
 };
+use std::sync::Arc;
+use std::time::Duration;
+
 use serde_json::Value;
 
 use super::connection::{Call, Connection};
-use super::StorageError;
+use super::interface::{
+    ClaimFuture, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, Stored,
+};
+use super::{Leases, StorageError};
 use crate::object::meta;
-
-/// One object read from the store with the revision of its last write.
-#[derive(Debug, Clone)]
-pub struct Stored {
-    pub object: Value,
-    pub mod_revision: i64,
-}
-
-/// What a linearizable read says about a key or a key prefix: the
-/// store's revision, the newest mod_revision among the live keys there
-/// (0 when there are none), and how many live keys there are. A cache
-/// that has applied every event up to `newest` and holds `count` keys
-/// there holds exactly the store's state at `revision`: every live key's
-/// last write is at or before `newest`, so the cache has it, and a key
-/// deleted after `newest` would show as one key too many.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Freshness {
-    pub revision: i64,
-    pub newest: i64,
-    pub count: i64,
-}
-
-/// A page of a list, read at one revision.
-#[derive(Debug)]
-pub struct Listing {
-    pub items: Vec<Stored>,
-    pub revision: i64,
-    /// The key after the last one returned, when more remain.
-    pub next_key: Option<String>,
-    pub remaining: i64,
-}
 
 #[derive(Clone)]
 pub struct Store {
     connection: Connection,
+    /// For creates with a time to live.
+    pub(super) leases: Arc<Leases>,
 }
 
 impl Store {
     pub fn new(connection: &Connection) -> Store {
         Store {
             connection: connection.clone(),
+            leases: Arc::new(Leases::new(connection)),
+        }
+    }
+
+    /// The lease to write under for objects that live `ttl`.
+    async fn lease(&self, ttl: Option<Duration>) -> Result<Option<i64>, StorageError> {
+        match ttl {
+            Some(ttl) => self.leases.for_ttl(ttl).await.map(Some),
+            None => Ok(None),
         }
     }
 
@@ -127,7 +114,17 @@ impl Store {
             options = options.with_limit(limit);
         }
         let from = start.unwrap_or(prefix);
-        let response = self.range(from, Some(options)).await?;
+        let response = match self.range(from, Some(options)).await {
+            Ok(response) => response,
+            Err(StorageError::FutureRevision { .. }) => {
+                let current = self.current_revision().await?;
+                return Err(StorageError::FutureRevision {
+                    requested: revision,
+                    current,
+                });
+            }
+            Err(e) => return Err(e.at_revision(revision)),
+        };
         let revision = response.header().map(|h| h.revision()).unwrap_or(revision);
         let items: Vec<Stored> = response
             .kvs()
@@ -161,7 +158,8 @@ impl Store {
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, encode(object), None)]);
-        self.commit(txn, StorageError::Exists).await
+        self.commit(txn, StorageError::Exists(key.to_string()))
+            .await
     }
 
     /// Writes `object` only if `key` was last written at `mod_revision`.
@@ -257,4 +255,105 @@ pub fn prefix_end(prefix: &str) -> Vec<u8> {
         }
     }
     vec![0]
+}
+
+impl Interface for Store {
+    fn get<'a>(&'a self, key: &'a str) -> StorageFuture<'a, Option<Stored>> {
+        Box::pin(Store::get(self, key))
+    }
+
+    fn create<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        ttl: Option<Duration>,
+    ) -> StorageFuture<'a, i64> {
+        Box::pin(async move {
+            let lease = self.lease(ttl).await?;
+            let txn = Txn::new()
+                .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(
+                    key,
+                    encode(object),
+                    lease.map(|id| PutOptions::new().with_lease(id)),
+                )]);
+            self.commit(txn, StorageError::Exists(key.to_string()))
+                .await
+        })
+    }
+
+    fn update<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        mod_revision: i64,
+    ) -> StorageFuture<'a, i64> {
+        Box::pin(Store::update(self, key, object, mod_revision))
+    }
+
+    fn delete_at<'a>(&'a self, key: &'a str, mod_revision: i64) -> StorageFuture<'a, i64> {
+        Box::pin(Store::delete(self, key, mod_revision))
+    }
+
+    fn get_list<'a>(
+        &'a self,
+        prefix: &'a str,
+        request: ListRequest<'a>,
+    ) -> StorageFuture<'a, Listing> {
+        Box::pin(self.list(prefix, request.start, request.revision, request.limit))
+    }
+
+    fn count<'a>(&'a self, prefix: &'a str) -> StorageFuture<'a, i64> {
+        Box::pin(async move {
+            let options = GetOptions::new()
+                .with_range(prefix_end(prefix))
+                .with_count_only();
+            Ok(self.range(prefix, Some(options)).await?.count())
+        })
+    }
+
+    fn freshness<'a>(&'a self, key: &'a str, prefix: bool) -> StorageFuture<'a, Freshness> {
+        Box::pin(Store::freshness(self, key, prefix))
+    }
+
+    fn watch<'a>(&'a self, prefix: &'a str, from: i64) -> StorageFuture<'a, EventStream> {
+        Box::pin(Store::watch(self, prefix, from))
+    }
+
+    fn create_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        claims: &'a [String],
+        ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64> {
+        Box::pin(async move {
+            let lease = self.lease(ttl).await?;
+            Store::create_claiming(self, key, object, claims, lease).await
+        })
+    }
+
+    fn update_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        mod_revision: i64,
+        claims: &'a [String],
+        releases: &'a [String],
+        ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64> {
+        Box::pin(async move {
+            let lease = self.lease(ttl).await?;
+            Store::update_claiming(self, key, object, mod_revision, claims, releases, lease).await
+        })
+    }
+
+    fn delete_releasing<'a>(
+        &'a self,
+        key: &'a str,
+        mod_revision: i64,
+        releases: &'a [String],
+    ) -> StorageFuture<'a, i64> {
+        Box::pin(Store::delete_releasing(self, key, mod_revision, releases))
+    }
 }

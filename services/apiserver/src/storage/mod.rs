@@ -1,18 +1,30 @@
 //! Storage: objects as JSON under `<prefix>/<resource>/[<ns>/]<name>` in
-//! any etcd-v3 store. Create is a transaction on `create_revision == 0`,
-//! update and delete compare `mod_revision`, and the object's
-//! `resourceVersion` is the store revision of its last write (it is not
-//! stored inside the value; it is set when the value is read).
+//! any etcd-v3 store, behind [`Interface`] (Kubernetes' storage.Interface).
+//! Create is a transaction on `create_revision == 0`, update and delete
+//! compare `mod_revision`, and the object's `resourceVersion` is the store
+//! revision of its last write (it is not stored inside the value; it is
+//! set when the value is read). Nothing outside this module sees etcd's
+//! types: watches come out as [`StoreEvent`]s.
 
 mod claims;
 pub mod compactor;
+#[cfg(test)]
+mod conformance;
 mod connection;
 mod errors;
 mod etcd;
+mod interface;
 mod leases;
+mod memory;
+mod watch;
 
 pub use claims::{ClaimError, CLAIMS};
-pub use connection::{Call, Connection, StoreMetrics, StoreWatch};
+pub use connection::{Call, Connection, StoreMetrics};
 pub use errors::StorageError;
-pub use etcd::{decode, Freshness, Listing, Store, Stored};
+pub use etcd::{decode, Store};
+pub use interface::{
+    Change, EventStream, Freshness, GuaranteedUpdate, Interface, ListRequest, Listing,
+    Preconditions, StorageFuture, StoreEvent, Stored,
+};
 pub use leases::Leases;
+pub use memory::MemoryStorage;

@@ -47,6 +47,10 @@ impl Strategy for Deployments {
         &DEF
     }
 
+    fn scale_of(&self, obj: &Value) -> Option<Value> {
+        Some(super::workload::scale_of(obj))
+    }
+
     fn decode(&self, value: &Value) -> Result<Decoded, String> {
         decode::<Deployment>(value)
     }

@@ -39,6 +39,14 @@ impl Strategy for Namespaces {
         generator.subschema_for::<Namespace>()
     }
 
+    fn holds_contents(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_delete(&self, marked: &mut Value) {
+        marked["status"]["phase"] = "Terminating".into();
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         obj["status"] = json!({"phase": "Active"});
         if obj["spec"]["finalizers"].is_null() {

@@ -175,9 +175,41 @@ fn or_none(value: &Value) -> Value {
     }
 }
 
+/// The pod subresources a kubelet would serve (see `routes::kubelet`).
+const KUBELET_SUBRESOURCES: &[(&str, &[&str])] = &[
+    ("log", &["get"]),
+    ("exec", &["create", "get"]),
+    ("attach", &["create", "get"]),
+    ("portforward", &["create", "get"]),
+];
+
 impl Strategy for Pods {
     fn def(&self) -> &ResourceDef {
         &DEF
+    }
+
+    /// The request's grace period, else the pod's own; 0 for a pod on no
+    /// node (nothing runs it).
+    fn grace_period(&self, pod: &Value, requested: Option<i64>) -> i64 {
+        if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+            return 0;
+        }
+        let own = pod["spec"]["terminationGracePeriodSeconds"].as_i64();
+        let grace = requested.or(own).unwrap_or(30);
+        // A negative period means "as soon as possible", which is 1 s.
+        if grace < 0 {
+            1
+        } else {
+            grace
+        }
+    }
+
+    fn kubelet_subresources(&self) -> &'static [(&'static str, &'static [&'static str])] {
+        KUBELET_SUBRESOURCES
+    }
+
+    fn binds(&self) -> bool {
+        true
     }
 
     fn decode(&self, value: &Value) -> Result<Decoded, String> {

@@ -35,6 +35,8 @@ pub struct Simple<K> {
     pub on_create: fn(&mut Value),
     /// The `Name` cell of a Table row.
     pub name_cell: fn(&Value) -> Value,
+    /// Objects expire after the server's event TTL.
+    pub expires: bool,
     pub kind: PhantomData<fn() -> K>,
 }
 
@@ -88,6 +90,14 @@ where
     fn selectable_fields(&self) -> &'static [(&'static str, &'static str)] {
         self.fields
     }
+
+    fn expires(&self) -> bool {
+        self.expires
+    }
+
+    fn scale_of(&self, obj: &Value) -> Option<Value> {
+        self.def.scale.then(|| workload::scale_of(obj))
+    }
 }
 
 pub fn def(
@@ -133,6 +143,7 @@ pub fn simple<K>(def: ResourceDef) -> Simple<K> {
         defaults: |_| {},
         on_create: |_| {},
         name_cell: |o| o["metadata"]["name"].clone(),
+        expires: false,
         kind: PhantomData,
     }
 }
@@ -233,6 +244,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
             ("source", "/source/component"),
             ("type", "/type"),
         ],
+        expires: true,
         ..simple(def("", "events", "Event", "event"))
     };
     let replication_controllers = Simple::<ReplicationController> {

@@ -7,17 +7,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use etcd_client::{EventType as StoreEventType, WatchResponse};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::flow::{self, Handle, Page, Part, Reply};
-use super::options::{DeleteOptions, ListOptions, WriteOptions};
+use super::flow::{self, Handle, Page, Part};
+use super::options::ListOptions;
 use crate::cache::{Event, EventType, WatchCache, WatchItem, Watcher};
 use crate::error::ApiError;
 use crate::object::meta;
-use crate::object::patch::PatchType;
-use crate::storage::{Connection, Freshness, StorageError, StoreWatch};
+use crate::storage::{Change, EventStream, Freshness, ListRequest, StorageError, StoreEvent};
 
 /// Events kept for watches that resume from a past revision.
 const WINDOW: usize = 4096;
@@ -46,10 +44,9 @@ type Respond = Box<dyn FnOnce(&mut ResourceActor, Result<i64, ApiError>)>;
 
 pub struct ResourceActor {
     handle: Handle,
-    client: Connection,
     cache: WatchCache,
     /// Where the store watch was opened, before the first event arrives.
-    watch_stream: Option<StoreWatch>,
+    watch_stream: Option<EventStream>,
     /// The running store watch, to cancel it when it must be replaced.
     stream: Option<SpawnHandle>,
     /// Consistent reads waiting for the cache to catch up.
@@ -61,14 +58,12 @@ impl ResourceActor {
     /// revision, and starts the actor on `arbiter`.
     pub async fn start(
         handle: Handle,
-        client: Connection,
         arbiter: &actix::ArbiterHandle,
     ) -> Result<Addr<ResourceActor>, StorageError> {
-        let (cache, stream) = Self::prime(&handle, &client).await?;
+        let (cache, stream) = Self::prime(&handle).await?;
         Ok(ResourceActor::start_in_arbiter(arbiter, move |_| {
             ResourceActor {
                 handle,
-                client,
                 cache,
                 watch_stream: Some(stream),
                 stream: None,
@@ -77,55 +72,44 @@ impl ResourceActor {
         }))
     }
 
-    async fn prime(
-        handle: &Handle,
-        client: &Connection,
-    ) -> Result<(WatchCache, StoreWatch), StorageError> {
+    async fn prime(handle: &Handle) -> Result<(WatchCache, EventStream), StorageError> {
         let prefix = handle.collection(None);
-        let listing = handle.store.list(&prefix, None, 0, 0).await?;
+        let listing = handle
+            .store
+            .get_list(&prefix, ListRequest::default())
+            .await?;
         let objects = listing
             .items
             .into_iter()
             .map(|s| (key_of(handle, &s.object), s.object));
         let cache = WatchCache::new(objects, listing.revision, WINDOW);
-        let stream = open_watch(client, &prefix, listing.revision + 1).await?;
+        let stream = open_watch(handle, &prefix, listing.revision + 1).await?;
         Ok((cache, stream))
     }
 
-    fn event_of(&self, event: &etcd_client::Event) -> Option<Event> {
-        let kv = event.kv()?;
-        let key = String::from_utf8_lossy(kv.key()).to_string();
-        let previous = event
-            .prev_kv()
-            .and_then(|p| crate::storage::decode(&key, p.value(), p.mod_revision()).ok());
-        let previous = previous.map(|p| Arc::new(p.object));
-        let (kind, object) = match event.event_type() {
-            StoreEventType::Put => {
-                let stored = crate::storage::decode(&key, kv.value(), kv.mod_revision()).ok()?;
-                let kind = if kv.create_revision() == kv.mod_revision() {
-                    EventType::Added
-                } else {
-                    EventType::Modified
-                };
-                (kind, Arc::new(stored.object))
-            }
-            StoreEventType::Delete => {
-                // A DELETED event carries the last state at the delete's
-                // revision (the cached one if the store sent no prev_kv).
+    /// The cache's form of a store event: a DELETED event carries the
+    /// last state at the delete's revision (the cached one if the store
+    /// sent no previous state).
+    fn event_of(&self, event: StoreEvent) -> Option<Event> {
+        let previous = event.previous.map(|p| Arc::new(p.object));
+        let (kind, object) = match (event.change, event.object) {
+            (Change::Created, Some(stored)) => (EventType::Added, Arc::new(stored.object)),
+            (Change::Updated, Some(stored)) => (EventType::Modified, Arc::new(stored.object)),
+            (_, _) => {
                 let mut last = previous
                     .as_deref()
-                    .or_else(|| self.cache.get(&key).map(|o| o.as_ref()))
+                    .or_else(|| self.cache.get(&event.key).map(|o| o.as_ref()))
                     .cloned()?;
-                meta::set_resource_version(&mut last, kv.mod_revision());
+                meta::set_resource_version(&mut last, event.revision);
                 (EventType::Deleted, Arc::new(last))
             }
         };
         Some(Event {
             kind,
-            key,
+            key: event.key,
             object,
             previous,
-            revision: kv.mod_revision(),
+            revision: event.revision,
         })
     }
 
@@ -136,23 +120,20 @@ impl ResourceActor {
     /// re-list instead: the cache starts over and its watchers are closed,
     /// as they cannot be told what they missed; their clients re-list.
     fn resync(&mut self, ctx: &mut Context<Self>, relist: bool) {
-        let (handle, client, from) = (
-            self.handle.clone(),
-            self.client.clone(),
-            self.cache.revision() + 1,
-        );
+        let (handle, from) = (self.handle.clone(), self.cache.revision() + 1);
         let reopen = async move {
             tokio::time::sleep(RESYNC_PAUSE).await;
             let prefix = handle.collection(None);
             let reopened = match relist {
-                true => Err(StorageError::Compacted(from)),
-                false => open_watch(&client, &prefix, from).await,
+                true => Err(StorageError::Compacted {
+                    requested: from,
+                    compacted: None,
+                }),
+                false => open_watch(&handle, &prefix, from).await,
             };
             match reopened {
                 Ok(stream) => Ok(Ok(stream)),
-                Err(StorageError::Compacted(_)) => {
-                    ResourceActor::prime(&handle, &client).await.map(Err)
-                }
+                Err(StorageError::Compacted { .. }) => ResourceActor::prime(&handle).await.map(Err),
                 Err(e) => Err(e),
             }
         };
@@ -160,12 +141,7 @@ impl ResourceActor {
             let resource = actor.handle.strategy.def().resource;
             match result {
                 Ok(Ok(stream)) => {
-                    tracing::info!(
-                        resource,
-                        from,
-                        endpoint = actor.client.current_url(),
-                        "store watch resumed"
-                    );
+                    tracing::info!(resource, from, "store watch resumed");
                     actor.stream = Some(ctx.add_stream(stream));
                 }
                 Ok(Err((cache, stream))) => {
@@ -202,13 +178,9 @@ fn key_of(handle: &Handle, obj: &Value) -> String {
 }
 
 /// The store watch of `prefix` from `from`, on whichever member answers
-/// (see [`Connection::watch`]).
-async fn open_watch(
-    client: &Connection,
-    prefix: &str,
-    from: i64,
-) -> Result<StoreWatch, StorageError> {
-    client.watch(prefix, from).await
+/// (see `Store::watch`).
+async fn open_watch(handle: &Handle, prefix: &str, from: i64) -> Result<EventStream, StorageError> {
+    handle.store.watch(prefix, from).await
 }
 
 impl Actor for ResourceActor {
@@ -226,14 +198,14 @@ impl Actor for ResourceActor {
     }
 }
 
-impl StreamHandler<Result<WatchResponse, etcd_client::Error>> for ResourceActor {
-    fn handle(&mut self, item: Result<WatchResponse, etcd_client::Error>, ctx: &mut Context<Self>) {
-        let response = match item {
-            Ok(response) if !response.canceled() && response.compact_revision() == 0 => response,
+impl StreamHandler<Result<Vec<StoreEvent>, StorageError>> for ResourceActor {
+    fn handle(&mut self, item: Result<Vec<StoreEvent>, StorageError>, ctx: &mut Context<Self>) {
+        let events = match item {
+            Ok(events) => events,
             // A cancelled watch or a broken stream: drop it and open a new
             // one; a compacted one cannot be resumed, so re-list.
-            Ok(_) | Err(_) => {
-                let compacted = item.as_ref().is_ok_and(|r| r.compact_revision() != 0);
+            Err(err) => {
+                let compacted = matches!(err, StorageError::Compacted { .. });
                 if let Some(handle) = self.stream.take() {
                     ctx.cancel_future(handle);
                 }
@@ -242,10 +214,10 @@ impl StreamHandler<Result<WatchResponse, etcd_client::Error>> for ResourceActor 
         };
         // The watch resumes just after the cache's revision; anything at
         // or before it is already in (every event of one revision comes in
-        // one response, so comparing with the revision before it is safe).
+        // one batch, so comparing with the revision before it is safe).
         let seen = self.cache.revision();
-        for event in response.events() {
-            if event.kv().is_some_and(|kv| kv.mod_revision() <= seen) {
+        for event in events {
+            if event.revision <= seen {
                 continue;
             }
             if let Some(event) = self.event_of(event) {
@@ -264,7 +236,7 @@ impl StreamHandler<Result<WatchResponse, etcd_client::Error>> for ResourceActor 
     }
 }
 
-type Answer<T> = ResponseFuture<Result<T, ApiError>>;
+pub(super) type Answer<T> = ResponseFuture<Result<T, ApiError>>;
 
 #[derive(Message)]
 #[rtype(result = "Result<Value, ApiError>")]
@@ -285,7 +257,11 @@ impl Handler<Get> for ResourceActor {
         let key = self.handle.key(&msg.namespace, &name);
         let read_key = key.clone();
         let answer = move |actor: &mut ResourceActor, _: i64| match actor.cache.get(&key) {
-            Some(object) => Ok(flow::render(object.as_ref().clone(), part)),
+            Some(object) => Ok(flow::render(
+                actor.handle.strategy.as_ref(),
+                object.as_ref().clone(),
+                part,
+            )),
             None => Err(actor.handle.not_found(&name)),
         };
         let min = match msg.resource_version.as_deref() {
@@ -484,7 +460,7 @@ async fn store_reached(
             Ok(Err(err)) => return Err(handle.storage_error("", err)),
             Err(_) => {
                 return Err(ApiError::Unavailable(format!(
-                    "no answer to a linearizable read within {}s",
+                    "store unavailable: no answer to a linearizable read within {}s",
                     STORE_READ.as_secs()
                 )))
             }
@@ -564,149 +540,6 @@ impl Handler<Watch> for ResourceActor {
     }
 }
 
-pub use messages::*;
+mod writes;
 
-mod messages {
-    use super::*;
-
-    #[derive(Message)]
-    #[rtype(result = "Result<Reply, ApiError>")]
-    pub struct Create {
-        pub namespace: String,
-        pub body: Value,
-        pub options: WriteOptions,
-    }
-
-    impl Handler<Create> for ResourceActor {
-        type Result = Answer<Reply>;
-
-        fn handle(&mut self, m: Create, _: &mut Context<Self>) -> Self::Result {
-            let h = self.handle.clone();
-            Box::pin(async move { flow::create(&h, &m.namespace, m.body, m.options).await })
-        }
-    }
-
-    #[derive(Message)]
-    #[rtype(result = "Result<Reply, ApiError>")]
-    pub struct Update {
-        pub namespace: String,
-        pub name: String,
-        pub part: Part,
-        pub body: Value,
-        pub options: WriteOptions,
-    }
-
-    impl Handler<Update> for ResourceActor {
-        type Result = Answer<Reply>;
-
-        fn handle(&mut self, m: Update, _: &mut Context<Self>) -> Self::Result {
-            let h = self.handle.clone();
-            Box::pin(async move {
-                flow::update(&h, &m.namespace, &m.name, m.part, m.body, m.options).await
-            })
-        }
-    }
-
-    #[derive(Message)]
-    #[rtype(result = "Result<Reply, ApiError>")]
-    pub struct Patch {
-        pub namespace: String,
-        pub name: String,
-        pub part: Part,
-        pub kind: PatchType,
-        pub patch: Value,
-        pub options: WriteOptions,
-    }
-
-    impl Handler<Patch> for ResourceActor {
-        type Result = Answer<Reply>;
-
-        fn handle(&mut self, m: Patch, _: &mut Context<Self>) -> Self::Result {
-            let h = self.handle.clone();
-            Box::pin(async move {
-                flow::patch(
-                    &h,
-                    &m.namespace,
-                    &m.name,
-                    m.part,
-                    m.kind,
-                    m.patch,
-                    m.options,
-                )
-                .await
-            })
-        }
-    }
-
-    #[derive(Message)]
-    #[rtype(result = "Result<Reply, ApiError>")]
-    pub struct Delete {
-        pub namespace: String,
-        pub name: String,
-        pub options: DeleteOptions,
-    }
-
-    impl Handler<Delete> for ResourceActor {
-        type Result = Answer<Reply>;
-
-        fn handle(&mut self, m: Delete, _: &mut Context<Self>) -> Self::Result {
-            let h = self.handle.clone();
-            Box::pin(async move { flow::delete(&h, &m.namespace, &m.name, m.options).await })
-        }
-    }
-
-    #[derive(Message)]
-    #[rtype(result = "Result<Vec<Value>, ApiError>")]
-    pub struct DeleteCollection {
-        pub namespace: Option<String>,
-        pub list: ListOptions,
-        pub options: DeleteOptions,
-    }
-
-    impl Handler<DeleteCollection> for ResourceActor {
-        type Result = Answer<Vec<Value>>;
-
-        fn handle(&mut self, m: DeleteCollection, _: &mut Context<Self>) -> Self::Result {
-            let h = self.handle.clone();
-            Box::pin(async move {
-                flow::delete_collection(&h, m.namespace.as_deref(), m.list, m.options).await
-            })
-        }
-    }
-
-    /// `pods/<name>/binding` (see [`super::super::binding`]).
-    #[derive(Message)]
-    #[rtype(result = "Result<Value, ApiError>")]
-    pub struct Bind {
-        pub namespace: String,
-        pub name: String,
-        pub binding: Value,
-        pub options: WriteOptions,
-    }
-
-    impl Handler<Bind> for ResourceActor {
-        type Result = Answer<Value>;
-
-        fn handle(&mut self, m: Bind, _: &mut Context<Self>) -> Self::Result {
-            let h = self.handle.clone();
-            Box::pin(async move {
-                crate::registry::binding::bind(&h, &m.namespace, &m.name, m.binding, m.options)
-                    .await
-            })
-        }
-    }
-
-    /// Every object the watch cache holds now (for the controllers, which
-    /// look at all of them; a snapshot may trail the store a little).
-    #[derive(Message)]
-    #[rtype(result = "Vec<Arc<Value>>")]
-    pub struct Snapshot;
-
-    impl Handler<Snapshot> for ResourceActor {
-        type Result = Vec<Arc<Value>>;
-
-        fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
-            self.cache.objects().cloned().collect()
-        }
-    }
-}
+pub use writes::*;

@@ -1,0 +1,153 @@
+//! The resource actor's writes: each runs the generic flow as a future
+//! on the actor's handle, so the actor keeps serving while it is in flight.
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use serde_json::Value;
+
+use super::{Answer, ResourceActor};
+use crate::error::ApiError;
+use crate::object::patch::PatchType;
+use crate::registry::flow::{self, Part, Reply};
+use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+
+#[derive(Message)]
+#[rtype(result = "Result<Reply, ApiError>")]
+pub struct Create {
+    pub namespace: String,
+    pub body: Value,
+    pub options: WriteOptions,
+}
+
+impl Handler<Create> for ResourceActor {
+    type Result = Answer<Reply>;
+
+    fn handle(&mut self, m: Create, _: &mut Context<Self>) -> Self::Result {
+        let h = self.handle.clone();
+        Box::pin(async move { flow::create(&h, &m.namespace, m.body, m.options).await })
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Reply, ApiError>")]
+pub struct Update {
+    pub namespace: String,
+    pub name: String,
+    pub part: Part,
+    pub body: Value,
+    pub options: WriteOptions,
+}
+
+impl Handler<Update> for ResourceActor {
+    type Result = Answer<Reply>;
+
+    fn handle(&mut self, m: Update, _: &mut Context<Self>) -> Self::Result {
+        let h = self.handle.clone();
+        Box::pin(
+            async move { flow::update(&h, &m.namespace, &m.name, m.part, m.body, m.options).await },
+        )
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Reply, ApiError>")]
+pub struct Patch {
+    pub namespace: String,
+    pub name: String,
+    pub part: Part,
+    pub kind: PatchType,
+    pub patch: Value,
+    pub options: WriteOptions,
+}
+
+impl Handler<Patch> for ResourceActor {
+    type Result = Answer<Reply>;
+
+    fn handle(&mut self, m: Patch, _: &mut Context<Self>) -> Self::Result {
+        let h = self.handle.clone();
+        Box::pin(async move {
+            flow::patch(
+                &h,
+                &m.namespace,
+                &m.name,
+                m.part,
+                m.kind,
+                m.patch,
+                m.options,
+            )
+            .await
+        })
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Reply, ApiError>")]
+pub struct Delete {
+    pub namespace: String,
+    pub name: String,
+    pub options: DeleteOptions,
+}
+
+impl Handler<Delete> for ResourceActor {
+    type Result = Answer<Reply>;
+
+    fn handle(&mut self, m: Delete, _: &mut Context<Self>) -> Self::Result {
+        let h = self.handle.clone();
+        Box::pin(async move { flow::delete(&h, &m.namespace, &m.name, m.options).await })
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Vec<Value>, ApiError>")]
+pub struct DeleteCollection {
+    pub namespace: Option<String>,
+    pub list: ListOptions,
+    pub options: DeleteOptions,
+}
+
+impl Handler<DeleteCollection> for ResourceActor {
+    type Result = Answer<Vec<Value>>;
+
+    fn handle(&mut self, m: DeleteCollection, _: &mut Context<Self>) -> Self::Result {
+        let h = self.handle.clone();
+        Box::pin(async move {
+            flow::delete_collection(&h, m.namespace.as_deref(), m.list, m.options).await
+        })
+    }
+}
+
+/// `pods/<name>/binding` (see [`super::super::binding`]).
+#[derive(Message)]
+#[rtype(result = "Result<Value, ApiError>")]
+pub struct Bind {
+    pub namespace: String,
+    pub name: String,
+    pub binding: Value,
+    pub options: WriteOptions,
+}
+
+impl Handler<Bind> for ResourceActor {
+    type Result = Answer<Value>;
+
+    fn handle(&mut self, m: Bind, _: &mut Context<Self>) -> Self::Result {
+        let h = self.handle.clone();
+        Box::pin(async move {
+            crate::registry::binding::bind(&h, &m.namespace, &m.name, m.binding, m.options).await
+        })
+    }
+}
+
+/// Every object the watch cache holds now (for the controllers, which
+/// look at all of them; a snapshot may trail the store a little).
+#[derive(Message)]
+#[rtype(result = "Vec<Arc<Value>>")]
+pub struct Snapshot;
+
+impl Handler<Snapshot> for ResourceActor {
+    type Result = Vec<Arc<Value>>;
+
+    fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
+        self.cache.objects().cloned().collect()
+    }
+}

@@ -1,0 +1,212 @@
+//! What the generic flow works on: a [`Handle`] on one resource type (its
+//! strategy, its storage, its key layout) and the shapes of its answers.
+//! Every module of the flow (`flow`, `deletion`, `listing`, `claims`,
+//! `binding`) builds on this one, which builds on none of them.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::options::{FieldValidation, WriteOptions};
+use super::strategy::Strategy;
+use crate::error::{ApiError, Reading};
+use crate::object::meta::{self, validate_metadata};
+use crate::storage::{Interface, StorageError, Stored};
+
+/// Everything a flow needs about one resource type.
+#[derive(Clone)]
+pub struct Handle {
+    pub strategy: Arc<dyn Strategy>,
+    pub store: Arc<dyn Interface>,
+    /// The storage prefix, `/registry`.
+    pub prefix: String,
+    /// For the type that holds contents (namespaces) only: every
+    /// namespaced type, whose objects in a namespace are deleted when the
+    /// namespace goes.
+    pub namespace_contents: Vec<Handle>,
+    /// For namespaced types: the type of their namespaces, which must
+    /// exist and not be going for an object to be created in one.
+    pub namespaces: Option<Arc<Handle>>,
+    /// Told after every delete, so the controllers that finish deletions
+    /// (garbage collection, namespace contents) look soon.
+    pub deletions: Arc<tokio::sync::Notify>,
+    /// For types whose objects expire (events): how long they live.
+    pub expiry: Option<std::time::Duration>,
+}
+
+/// A successful write: HTTP code, body, and Warning header texts.
+#[derive(Debug)]
+pub struct Reply {
+    pub code: u16,
+    pub body: Value,
+    pub warnings: Vec<String>,
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct Page {
+    /// Shared with the watch cache when the page comes from there.
+    pub items: Vec<Arc<Value>>,
+    pub revision: i64,
+    pub continue_token: Option<String>,
+    pub remaining: Option<i64>,
+}
+
+/// Which part of an object a request addresses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Part {
+    Main,
+    Status,
+    Scale,
+}
+
+impl Handle {
+    pub(crate) fn def(&self) -> &super::ResourceDef {
+        self.strategy.def()
+    }
+
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        match self.def().namespaced {
+            true => format!("{}/{}/{namespace}/{name}", self.prefix, self.def().resource),
+            false => format!("{}/{}/{name}", self.prefix, self.def().resource),
+        }
+    }
+
+    /// Keys of a collection: one namespace's, or all of them.
+    pub fn collection(&self, namespace: Option<&str>) -> String {
+        match namespace.filter(|_| self.def().namespaced) {
+            Some(ns) => format!("{}/{}/{ns}/", self.prefix, self.def().resource),
+            None => format!("{}/{}/", self.prefix, self.def().resource),
+        }
+    }
+
+    pub(crate) fn not_found(&self, name: &str) -> ApiError {
+        ApiError::NotFound(self.def().target(name))
+    }
+
+    pub(crate) fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
+        ApiError::from_storage(err, self.def().target(name), Reading::Plain)
+    }
+
+    pub(crate) async fn read(&self, namespace: &str, name: &str) -> Result<Stored, ApiError> {
+        let found = self
+            .store
+            .get(&self.key(namespace, name))
+            .await
+            .map_err(|e| self.storage_error(name, e))?;
+        found.ok_or_else(|| self.not_found(name))
+    }
+
+    /// Decodes through the typed object and applies `fieldValidation`.
+    pub(crate) fn decode(
+        &self,
+        body: &Value,
+        options: &WriteOptions,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let def = self.def();
+        let decoded = self.strategy.decode(body).map_err(|e| {
+            ApiError::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                def.kind, def.version, def.kind
+            ))
+        })?;
+        let unknown: Vec<String> = decoded
+            .unknown_fields
+            .iter()
+            .map(|f| format!("unknown field {}", go_quoted(f)))
+            .collect();
+        match options.field_validation {
+            FieldValidation::Strict if !unknown.is_empty() => Err(ApiError::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                def.kind,
+                def.version,
+                def.kind,
+                unknown.join(", ")
+            ))),
+            FieldValidation::Warn => Ok((decoded.canonical, unknown)),
+            _ => Ok((decoded.canonical, Vec::new())),
+        }
+    }
+
+    pub(crate) fn check_type(&self, body: &Value) -> Result<(), ApiError> {
+        let def = self.def();
+        let kind_ok = body["kind"].as_str().is_none_or(|k| k == def.kind);
+        let version_ok = body["apiVersion"]
+            .as_str()
+            .is_none_or(|v| v == def.api_version());
+        if !body.is_object() || !kind_ok || !version_ok {
+            return Err(ApiError::BadRequest(format!(
+                "the body of the request is not a {} of {}: got kind {} apiVersion {}",
+                def.kind,
+                def.api_version(),
+                body["kind"],
+                body["apiVersion"]
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+        let mut causes = validate_metadata(obj, self.def().name_rule);
+        causes.extend(match old {
+            None => self.strategy.validate(obj),
+            Some(old) => self.strategy.validate_update(obj, old),
+        });
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid(
+            self.def().target(meta::name(obj)),
+            self.def().kind,
+            causes,
+        ))
+    }
+
+    /// A namespaced write needs its namespace to exist and not be going.
+    pub(crate) async fn check_namespace(&self, namespace: &str) -> Result<(), ApiError> {
+        let Some(namespaces) = self.namespaces.as_deref() else {
+            return Ok(());
+        };
+        let key = namespaces.key("", namespace);
+        let found = namespaces
+            .store
+            .get(&key)
+            .await
+            .map_err(|e| namespaces.storage_error(namespace, e))?;
+        match found {
+            None => Err(namespaces.not_found(namespace)),
+            Some(ns) if !ns.object["metadata"]["deletionTimestamp"].is_null() => Err(ApiError::Forbidden(format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// The part of `obj` a request addresses.
+pub fn render(strategy: &dyn Strategy, obj: Value, part: Part) -> Value {
+    match part {
+        Part::Scale => strategy.scale_of(&obj).unwrap_or(obj),
+        _ => obj,
+    }
+}
+
+/// Quotes a field name as Go's `%q` does in kube-apiserver's strict decoding
+/// errors: control characters become escapes, so the text can go into a
+/// `Warning` header (a raw DEL or newline is not a valid header value).
+fn go_quoted(name: &str) -> String {
+    let mut quoted = String::from("\"");
+    for c in name.chars() {
+        match c {
+            '"' | '\\' => quoted.extend(['\\', c]),
+            '\n' => quoted.push_str("\\n"),
+            '\r' => quoted.push_str("\\r"),
+            '\t' => quoted.push_str("\\t"),
+            c if c.is_ascii_control() => quoted.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
+}

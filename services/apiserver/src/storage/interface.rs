@@ -1,0 +1,278 @@
+//! The storage interface, shaped like Kubernetes' `storage.Interface`:
+//! what the registry needs from a store of JSON objects under string keys
+//! with one global revision. [`super::Store`] implements it on any etcd v3
+//! store, [`super::MemoryStorage`] in memory for unit tests; the same
+//! conformance table (`conformance.rs`) runs against both.
+//!
+//! Revisions are etcd's: every write makes a new one, an object's
+//! `resourceVersion` is the revision of its last write, and reads and
+//! watches can ask for a past revision until compaction removes it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde_json::Value;
+
+use super::{ClaimError, StorageError};
+use crate::object::meta;
+
+/// One object read from the store with the revision of its last write
+/// (already set as its `metadata.resourceVersion`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    pub object: Value,
+    pub mod_revision: i64,
+}
+
+/// What a linearizable read says about a key or a key prefix: the
+/// store's revision, the newest mod_revision among the live keys there
+/// (0 when there are none), and how many live keys there are. A cache
+/// that has applied every event up to `newest` and holds `count` keys
+/// there holds exactly the store's state at `revision`: every live key's
+/// last write is at or before `newest`, so the cache has it, and a key
+/// deleted after `newest` would show as one key too many.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Freshness {
+    pub revision: i64,
+    pub newest: i64,
+    pub count: i64,
+}
+
+/// Which part of a prefix a list reads, and when.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListRequest<'a> {
+    /// The first key to read (inclusive); the prefix itself when unset.
+    pub start: Option<&'a str>,
+    /// The revision to read at; 0 is now (a linearizable read).
+    pub revision: i64,
+    /// At most this many objects; 0 is all of them.
+    pub limit: i64,
+}
+
+/// A page of a list, read at one revision.
+#[derive(Debug)]
+pub struct Listing {
+    pub items: Vec<Stored>,
+    /// The store's current revision when the page was read (a read at a
+    /// past revision reports the present one, as etcd's header does).
+    pub revision: i64,
+    /// The key after the last one returned, when more remain.
+    pub next_key: Option<String>,
+    pub remaining: i64,
+}
+
+/// Conditions a delete or an update checks against the current object
+/// (Kubernetes' `storage.Preconditions`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Preconditions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+impl Preconditions {
+    pub fn check(&self, current: &Stored) -> Result<(), StorageError> {
+        if let Some(uid) = &self.uid {
+            let have = meta::uid(&current.object);
+            if uid != have {
+                return Err(StorageError::Precondition {
+                    what: "UID",
+                    want: uid.clone(),
+                    have: have.to_string(),
+                });
+            }
+        }
+        if let Some(rv) = &self.resource_version {
+            if *rv != current.mod_revision.to_string() {
+                return Err(StorageError::Precondition {
+                    what: "ResourceVersion",
+                    want: rv.clone(),
+                    have: current.mod_revision.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a store event did to its key.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Change {
+    Created,
+    Updated,
+    Deleted,
+}
+
+/// One change seen by a watch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreEvent {
+    pub change: Change,
+    pub key: String,
+    /// The state after the change; none for a delete.
+    pub object: Option<Stored>,
+    /// The state before the change, when the store sent it.
+    pub previous: Option<Stored>,
+    pub revision: i64,
+}
+
+/// A watch: the events of each revision come together, in revision order.
+/// It ends, or yields an error and ends, when the store stops serving it;
+/// `Compacted` says the history it needed is gone.
+pub type EventStream = BoxStream<'static, Result<Vec<StoreEvent>, StorageError>>;
+
+pub type StorageFuture<'a, T> = BoxFuture<'a, Result<T, StorageError>>;
+pub type ClaimFuture<'a, T> = BoxFuture<'a, Result<T, ClaimError>>;
+
+pub trait Interface: Send + Sync {
+    /// The object at `key`, by a linearizable read.
+    fn get<'a>(&'a self, key: &'a str) -> StorageFuture<'a, Option<Stored>>;
+
+    /// Writes `object` only if `key` does not exist (else `Exists`); with
+    /// a `ttl`, the object goes when it runs out. The new revision.
+    fn create<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        ttl: Option<Duration>,
+    ) -> StorageFuture<'a, i64>;
+
+    /// Writes `object` only if `key` was last written at `mod_revision`
+    /// (else `Conflict`): the compare-and-swap under guaranteed update.
+    fn update<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        mod_revision: i64,
+    ) -> StorageFuture<'a, i64>;
+
+    /// Deletes `key` only if it was last written at `mod_revision`.
+    fn delete_at<'a>(&'a self, key: &'a str, mod_revision: i64) -> StorageFuture<'a, i64>;
+
+    /// Objects under `prefix`, in key order, as [`ListRequest`] asks.
+    fn get_list<'a>(
+        &'a self,
+        prefix: &'a str,
+        request: ListRequest<'a>,
+    ) -> StorageFuture<'a, Listing>;
+
+    /// How many objects there are under `prefix` now.
+    fn count<'a>(&'a self, prefix: &'a str) -> StorageFuture<'a, i64>;
+
+    /// A linearizable read of `key` alone, or of every key under it when
+    /// `prefix` (see [`Freshness`]).
+    fn freshness<'a>(&'a self, key: &'a str, prefix: bool) -> StorageFuture<'a, Freshness>;
+
+    /// Every change under `prefix` from revision `from` on (inclusive);
+    /// `Compacted` when that history is gone, from here or (etcd checks
+    /// after confirming the watch) as the stream's first item.
+    fn watch<'a>(&'a self, prefix: &'a str, from: i64) -> StorageFuture<'a, EventStream>;
+
+    /// [`Interface::create`] that also takes the claim keys `claims` (see
+    /// `claims.rs`) in the same transaction: `Taken` when another object
+    /// holds some of them.
+    fn create_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        claims: &'a [String],
+        ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64>;
+
+    /// [`Interface::update`] that also takes `claims` and drops `releases`.
+    fn update_claiming<'a>(
+        &'a self,
+        key: &'a str,
+        object: &'a Value,
+        mod_revision: i64,
+        claims: &'a [String],
+        releases: &'a [String],
+        ttl: Option<Duration>,
+    ) -> ClaimFuture<'a, i64>;
+
+    /// [`Interface::delete_at`] that also drops the claims in `releases`.
+    fn delete_releasing<'a>(
+        &'a self,
+        key: &'a str,
+        mod_revision: i64,
+        releases: &'a [String],
+    ) -> StorageFuture<'a, i64>;
+
+    /// Deletes `key` if `preconditions` hold for it as it is now, retrying
+    /// when it changes in between; the object as it was deleted.
+    fn delete<'a>(
+        &'a self,
+        key: &'a str,
+        preconditions: &'a Preconditions,
+    ) -> StorageFuture<'a, Stored> {
+        Box::pin(async move {
+            loop {
+                let current = self.get(key).await?;
+                let current = current.ok_or_else(|| StorageError::NotFound(key.to_string()))?;
+                preconditions.check(&current)?;
+                match self.delete_at(key, current.mod_revision).await {
+                    Ok(_) => return Ok(current),
+                    Err(StorageError::Conflict) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        })
+    }
+
+    /// The store's current revision.
+    fn current_revision(&self) -> StorageFuture<'_, i64> {
+        Box::pin(async move { Ok(self.freshness("\0", false).await?.revision) })
+    }
+}
+
+/// Guaranteed update for every [`Interface`], `dyn` ones included (it is
+/// generic over the caller's change and error, so it lives outside the
+/// object-safe trait).
+pub trait GuaranteedUpdate: Interface {
+    /// Kubernetes' GuaranteedUpdate: reads `key`, checks `preconditions`,
+    /// lets `change` build the new object from the current one, and writes
+    /// it with a compare on the revision read, starting over when someone
+    /// wrote in between. `change` returning the current object unchanged
+    /// writes nothing. The object as written.
+    fn guaranteed_update<'a, E, F, Fut>(
+        &'a self,
+        key: &'a str,
+        preconditions: &'a Preconditions,
+        mut change: F,
+    ) -> BoxFuture<'a, Result<Stored, E>>
+    where
+        E: From<StorageError> + Send + 'a,
+        F: FnMut(Stored) -> Fut + Send + 'a,
+        Fut: Future<Output = Result<Value, E>> + Send + 'a,
+    {
+        Box::pin(async move {
+            loop {
+                let current = self.get(key).await?;
+                let current = current.ok_or_else(|| StorageError::NotFound(key.to_string()))?;
+                preconditions.check(&current)?;
+                let revision = current.mod_revision;
+                let unchanged = current.object.clone();
+                let mut object = change(current).await?;
+                if object == unchanged {
+                    return Ok(Stored {
+                        object,
+                        mod_revision: revision,
+                    });
+                }
+                match self.update(key, &object, revision).await {
+                    Ok(written) => {
+                        meta::set_resource_version(&mut object, written);
+                        return Ok(Stored {
+                            object,
+                            mod_revision: written,
+                        });
+                    }
+                    Err(StorageError::Conflict) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        })
+    }
+}
+
+impl<T: Interface + ?Sized> GuaranteedUpdate for T {}
