@@ -2,10 +2,12 @@
 //! free loopback ports, drive them with real clients, kill them for real.
 
 pub mod apiserver;
+pub mod checker;
 pub mod client;
 pub mod cluster;
 pub mod etcdctl;
 pub mod etcdctl_watch;
+pub mod history;
 pub mod keyspace;
 pub mod poll;
 pub mod store;

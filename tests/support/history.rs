@@ -1,0 +1,142 @@
+//! A history of client operations against a key-value store, as the fault
+//! suites record it: what each client asked, what it was told, and when it
+//! asked and heard back. The linearizability checker (`checker`) reads it;
+//! `write_to` keeps it in a file next to a failing run's report.
+
+use std::fmt;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// What a client asked of one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Put {
+        value: String,
+    },
+    /// A linearizable read.
+    Get,
+    Delete,
+    /// A transaction: if the key's value is `expect` (None: the key is
+    /// absent) then put `value`.
+    Cas {
+        expect: Option<String>,
+        value: String,
+    },
+}
+
+/// What the client was told. `Unknown` is an ambiguous outcome (a timeout,
+/// a broken connection, a server that lost leadership mid-request): the
+/// operation may or may not have taken effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    Put,
+    Get(Option<String>),
+    Delete { deleted: bool },
+    Cas { succeeded: bool },
+    Unknown,
+}
+
+/// One operation. Times are nanoseconds since the history began; `ret` is
+/// None for an ambiguous outcome, which may take effect at any time after
+/// its call, or never.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    pub client: usize,
+    pub key: String,
+    pub input: Input,
+    pub output: Output,
+    pub call: u64,
+    pub ret: Option<u64>,
+    /// The store revision the response carried, when it carried one.
+    pub revision: Option<i64>,
+}
+
+impl Operation {
+    pub fn is_ambiguous(&self) -> bool {
+        self.ret.is_none()
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ret = self.ret.map_or("?".to_string(), |r| r.to_string());
+        write!(
+            f,
+            "client {} [{} .. {}] {} {:?} -> {:?}",
+            self.client, self.call, ret, self.key, self.input, self.output
+        )?;
+        if let Some(revision) = self.revision {
+            write!(f, " @{revision}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Collects operations from many client threads or tasks.
+pub struct Recorder {
+    start: Instant,
+    ops: Mutex<Vec<Operation>>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::new()
+    }
+}
+
+impl Recorder {
+    pub fn new() -> Recorder {
+        Recorder {
+            start: Instant::now(),
+            ops: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Now, on the history's clock: take it just before sending a request.
+    pub fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Records a finished operation whose call time was `call`. An
+    /// `Output::Unknown` is recorded as ambiguous whatever the clock says.
+    pub fn record(
+        &self,
+        client: usize,
+        key: &str,
+        input: Input,
+        call: u64,
+        outcome: (Output, Option<i64>),
+    ) {
+        let (output, revision) = outcome;
+        let ret = (output != Output::Unknown).then(|| self.now());
+        let op = Operation {
+            client,
+            key: key.to_string(),
+            input,
+            output,
+            call,
+            ret,
+            revision,
+        };
+        self.ops.lock().unwrap_or_else(|e| e.into_inner()).push(op);
+    }
+
+    /// A copy of everything recorded so far.
+    pub fn operations(&self) -> Vec<Operation> {
+        self.ops.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Writes `ops` to `path`, one operation a line in call order, for a human
+/// reading a failure.
+pub fn write_to(path: &Path, ops: &[Operation]) -> std::io::Result<()> {
+    let mut sorted: Vec<&Operation> = ops.iter().collect();
+    sorted.sort_by_key(|op| op.call);
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for op in sorted {
+        writeln!(file, "{op}")?;
+    }
+    file.flush()
+}
