@@ -6,6 +6,7 @@
 use std::fmt;
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -57,6 +58,12 @@ impl Operation {
     pub fn is_ambiguous(&self) -> bool {
         self.ret.is_none()
     }
+
+    /// A write the client was told took effect (a CAS that failed wrote
+    /// nothing, but it was answered, which is what availability means).
+    pub fn is_acknowledged_write(&self) -> bool {
+        !matches!(self.input, Input::Get) && !self.is_ambiguous()
+    }
 }
 
 impl fmt::Display for Operation {
@@ -78,6 +85,9 @@ impl fmt::Display for Operation {
 pub struct Recorder {
     start: Instant,
     ops: Mutex<Vec<Operation>>,
+    /// The call time of the latest-called acknowledged write, so a fault
+    /// schedule can wait for writes to flow again without a scan.
+    latest_write: AtomicU64,
 }
 
 impl Default for Recorder {
@@ -91,6 +101,7 @@ impl Recorder {
         Recorder {
             start: Instant::now(),
             ops: Mutex::new(Vec::new()),
+            latest_write: AtomicU64::new(0),
         }
     }
 
@@ -120,7 +131,15 @@ impl Recorder {
             ret,
             revision,
         };
+        if op.is_acknowledged_write() {
+            self.latest_write.fetch_max(op.call, Ordering::Relaxed);
+        }
         self.ops.lock().unwrap_or_else(|e| e.into_inner()).push(op);
+    }
+
+    /// The call time of the latest-called acknowledged write (0: none).
+    pub fn latest_acknowledged_write(&self) -> u64 {
+        self.latest_write.load(Ordering::Relaxed)
     }
 
     /// A copy of everything recorded so far.

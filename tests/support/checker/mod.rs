@@ -11,6 +11,7 @@
 //! placed anywhere after its call, and is simply never placed (it did not
 //! happen) once every definite operation has been.
 
+pub mod resolve;
 pub mod watch;
 
 use std::collections::{BTreeMap, HashSet};
@@ -18,7 +19,7 @@ use std::collections::{BTreeMap, HashSet};
 use crate::history::{Input, Operation, Output};
 
 /// Search steps allowed per key before giving up on it.
-pub const DEFAULT_BUDGET: usize = 20_000_000;
+pub const DEFAULT_BUDGET: usize = 5_000_000;
 
 /// Why a key's history was not accepted.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -1,0 +1,214 @@
+//! The etcd API under faults: a 3-member `capstan-store` cluster on
+//! loopback, clients doing put / linearizable get / compare-and-swap /
+//! delete / a two-key transaction / lease grant-keepalive-revoke, and two
+//! watchers on different members, while members are killed (one, the
+//! leader, or all at once), paused (SIGSTOP/SIGCONT) and cut off from the
+//! others' peer links. Afterwards the history must be linearizable per
+//! key (final reads included, so an acknowledged write that vanished
+//! fails), and each watcher's stream, resumed across member restarts,
+//! must be ordered, unique, atomic per revision, gap-free and complete.
+//! Duration: `CAPSTAN_FAULT_SECONDS` (default 30).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use capstan_tests::checker::watch::{self, Event, Expectation};
+use capstan_tests::checker::{self, resolve, DEFAULT_BUDGET};
+use capstan_tests::cluster::Cluster;
+use capstan_tests::faults::schedule::{self, Report, Settings, EVERY_FAULT};
+use capstan_tests::faults::Network;
+use capstan_tests::history::{self, Input, Output};
+use capstan_tests::history_etcd::{self, Traffic, Watcher, PREFIX};
+
+const CLIENTS: usize = 4;
+/// Generous deadlines for the end of a run on a loaded 2-core machine.
+const FINISH: Duration = Duration::from_secs(90);
+
+#[test]
+fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
+    let settings = Settings::from_env();
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Declared before the cluster, so dropped after it: the members are
+    // gone before the rules and groups are removed.
+    let mut cluster = Cluster::start(dir.path(), 3, &[]);
+    let network =
+        Network::new(&cluster).expect("set up partitions (needs root, iptables, cgroup v2)");
+    let urls = cluster.urls();
+    let start = runtime.block_on(current_revision(&urls));
+
+    let traffic = Arc::new(Traffic::default());
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|id| runtime.spawn(history_etcd::client(id, urls.clone(), traffic.clone())))
+        .collect();
+    let watchers: Vec<Arc<Watcher>> = (0..2).map(|_| Watcher::new()).collect();
+    let watching: Vec<_> = watchers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| runtime.spawn(w.clone().run(urls[i].clone(), start)))
+        .collect();
+
+    let faults = schedule::run(
+        &mut cluster,
+        &network,
+        &traffic.recorder,
+        &EVERY_FAULT,
+        &settings,
+    );
+
+    traffic.stop.store(true, Ordering::Relaxed);
+    runtime.block_on(async {
+        for client in clients {
+            tokio::time::timeout(FINISH, client)
+                .await
+                .expect("a client did not stop")
+                .expect("a client panicked");
+        }
+    });
+    cluster.wait_for_leader(FINISH);
+    let until = runtime.block_on(final_reads(&urls, &traffic));
+    for watcher in &watchers {
+        watcher.until.store(until, Ordering::Relaxed);
+    }
+    runtime.block_on(async {
+        for task in watching {
+            tokio::time::timeout(FINISH, task)
+                .await
+                .unwrap_or_else(|_| panic!("a watcher did not reach revision {until}"))
+                .expect("a watcher panicked");
+        }
+    });
+
+    let ops = traffic.recorder.operations();
+    let path =
+        std::env::temp_dir().join(format!("capstan-fault-etcd-{}.history", std::process::id()));
+    history::write_to(&path, &ops).expect("write the history");
+    let mut report = Report::new("etcd API", &ops, faults, path);
+    let acked = traffic.acked.lock().unwrap().clone();
+    let issued = traffic.issued.lock().unwrap().clone();
+    let streams: Vec<Vec<Event>> = watchers
+        .iter()
+        .map(|w| w.events.lock().unwrap().clone())
+        .collect();
+    // The watch (checked below) settles which ambiguous writes took effect.
+    let applied: HashMap<(String, String), i64> = streams[0]
+        .iter()
+        .filter_map(|e| Some(((e.key.clone(), e.value.clone()?), e.revision)))
+        .collect();
+    let resolved = resolve::resolve(&ops, &applied);
+    report.violations.extend(resolved.anomalies);
+    report.violations.extend(
+        checker::check(&resolved.ops, DEFAULT_BUDGET)
+            .iter()
+            .map(ToString::to_string),
+    );
+    for (i, events) in streams.iter().enumerate() {
+        let expect = Expectation {
+            after: start,
+            until,
+            acked: &acked,
+            issued: &issued,
+            every_revision: true,
+        };
+        report.violations.extend(
+            watch::check(events, &expect)
+                .iter()
+                .map(|v| format!("watcher {i}: {v}")),
+        );
+    }
+    if !same_events(&streams[0], &streams[1]) {
+        report
+            .violations
+            .push("the two watchers saw different events".into());
+    }
+    report.notes.push(format!(
+        "revisions {start}..{until}; watch events {:?}; watch streams opened {:?}; acknowledged writes {}",
+        streams.iter().map(Vec::len).collect::<Vec<_>>(),
+        watchers.iter().map(|w| w.resumed.load(Ordering::Relaxed)).collect::<Vec<_>>(),
+        acked.len()
+    ));
+    report.notes.push(format!(
+        "ambiguous operations: {} recorded, {} left after resolving with the watch",
+        report.ambiguous,
+        resolved.ops.iter().filter(|op| op.is_ambiguous()).count()
+    ));
+    report
+        .notes
+        .push(format!("leases: {:?}", traffic.leases.lock().unwrap()));
+    eprintln!("{report}");
+    assert!(report.faults.len() >= 2, "too few faults to mean anything");
+    assert!(
+        acked.len() > 50,
+        "too few acknowledged writes to mean anything: {}",
+        acked.len()
+    );
+    assert!(report.violations.is_empty(), "violations found:\n{report}");
+}
+
+/// The cluster's revision, through any member that answers.
+async fn current_revision(urls: &[String]) -> i64 {
+    let mut etcd = history_etcd::connect(urls)
+        .await
+        .expect("connect to the cluster");
+    let response = etcd
+        .get(PREFIX, None)
+        .await
+        .expect("read the start revision");
+    response.header().expect("a header").revision()
+}
+
+/// A linearizable read of every key the traffic touched, recorded into
+/// the history (so the checker sees the final state); the revision the
+/// last one read at.
+async fn final_reads(urls: &[String], traffic: &Traffic) -> i64 {
+    let keys: HashSet<String> = traffic
+        .recorder
+        .operations()
+        .into_iter()
+        .map(|op| op.key)
+        .collect();
+    let mut etcd = history_etcd::connect(urls)
+        .await
+        .expect("connect to the cluster");
+    let mut revision = 0;
+    for key in keys {
+        let read = capstan_tests::poll::wait_for_async(FINISH, "a final read", || {
+            let (mut etcd, key) = (etcd.clone(), key.clone());
+            async move { etcd.get(key, None).await.ok() }
+        });
+        let call = traffic.recorder.now();
+        let response = read.await;
+        let value = response
+            .kvs()
+            .first()
+            .map(|kv| kv.value_str().unwrap_or("").to_string());
+        revision = revision.max(response.header().expect("a header").revision());
+        traffic.recorder.record(
+            usize::MAX,
+            &key,
+            Input::Get,
+            call,
+            (Output::Get(value), None),
+        );
+    }
+    etcd.get(PREFIX, None)
+        .await
+        .map(|r| r.header().map_or(revision, |h| h.revision()))
+        .unwrap_or(revision)
+}
+
+fn same_events(a: &[Event], b: &[Event]) -> bool {
+    let strip = |events: &[Event]| -> Vec<(i64, String, Option<String>)> {
+        events
+            .iter()
+            .map(|e| (e.revision, e.key.clone(), e.value.clone()))
+            .collect()
+    };
+    strip(a) == strip(b)
+}

@@ -1,0 +1,200 @@
+//! Faults for a `capstan-store` cluster on loopback: network partitions of
+//! the raft peer links (this file), and a schedule of kills, pauses and
+//! partitions with a report (`schedule`).
+//!
+//! A partition isolates one member from the others' peer ports. All
+//! members share 127.0.0.1, so packets are told apart by port and by
+//! process: each member runs in its own cgroup v2 group, and a chain of
+//! iptables OUTPUT rules drops (1) everything to or from the isolated
+//! member's peer port, which cuts what others send it, and (2) what the
+//! isolated member's group sends to the others' peer ports, which cuts
+//! what it sends. A socket belongs to the group its process was in when
+//! the socket was made, so isolating also kills the member's open peer
+//! connections (`ss -K`): they reconnect from inside the group, and drop.
+//! Everything is undone when the `Network` drops, even on a panic.
+
+pub mod schedule;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::cluster::Cluster;
+
+const CGROUP_ROOT: &str = "/sys/fs/cgroup/unified";
+
+#[derive(Debug, thiserror::Error)]
+pub enum FaultError {
+    #[error("{command} failed: {detail}")]
+    Command { command: String, detail: String },
+    #[error("cgroup {path}: {source}")]
+    Cgroup {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no running process for member {0}")]
+    NoProcess(String),
+}
+
+/// The partition controls of one cluster: its iptables chain and groups.
+pub struct Network {
+    chain: String,
+    groups: Vec<PathBuf>,
+    peer_ports: Vec<u16>,
+    data_dirs: Vec<PathBuf>,
+    jumped: bool,
+}
+
+impl Network {
+    /// Sets up (empty) controls for `cluster`'s members.
+    pub fn new(cluster: &Cluster) -> Result<Network, FaultError> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let tag = format!(
+            "{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let base = Path::new(CGROUP_ROOT).join(format!("capstan-fault-{tag}"));
+        let groups: Vec<PathBuf> = cluster.members.iter().map(|m| base.join(&m.name)).collect();
+        let mut network = Network {
+            chain: format!("CAPSTAN-FAULT-{tag}"),
+            groups,
+            peer_ports: cluster.members.iter().map(|m| m.peer_port).collect(),
+            data_dirs: cluster.members.iter().map(|m| m.data_dir.clone()).collect(),
+            jumped: false,
+        };
+        for group in &network.groups {
+            std::fs::create_dir_all(group).map_err(|source| FaultError::Cgroup {
+                path: group.clone(),
+                source,
+            })?;
+        }
+        iptables(&["-N", &network.chain])?;
+        iptables(&["-I", "OUTPUT", "-j", &network.chain])?;
+        network.jumped = true;
+        Ok(network)
+    }
+
+    /// Cuts member `index` off from the others, both ways.
+    pub fn isolate(&self, index: usize) -> Result<(), FaultError> {
+        self.place_members()?;
+        let own = self.peer_ports[index].to_string();
+        for flag in ["--dport", "--sport"] {
+            self.drop_rule(&["-p", "tcp", flag, &own])?;
+        }
+        let group = self.group_path(index);
+        for (other, port) in self.peer_ports.iter().enumerate() {
+            if other != index {
+                let port = port.to_string();
+                self.drop_rule(&[
+                    "-m", "cgroup", "--path", &group, "-p", "tcp", "--dport", &port,
+                ])?;
+            }
+        }
+        // Open sockets predate the group: reset them so they reconnect
+        // from inside it (and are dropped).
+        let filter = self
+            .peer_ports
+            .iter()
+            .map(|p| format!("dport = :{p} or sport = :{p}"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        run("ss", &["-K", "-t", &format!("( {filter} )")]).map(|_| ())
+    }
+
+    /// Removes every partition.
+    pub fn heal(&self) -> Result<(), FaultError> {
+        iptables(&["-F", &self.chain])
+    }
+
+    fn drop_rule(&self, matches: &[&str]) -> Result<(), FaultError> {
+        let mut args = vec!["-A", self.chain.as_str()];
+        args.extend_from_slice(matches);
+        args.extend_from_slice(&["-j", "DROP"]);
+        iptables(&args)
+    }
+
+    /// The group's path as iptables names it (relative to the v2 root).
+    fn group_path(&self, index: usize) -> String {
+        self.groups[index]
+            .strip_prefix(CGROUP_ROOT)
+            .expect("groups live under the root")
+            .display()
+            .to_string()
+    }
+
+    /// Moves each running member into its group (a restarted member is a
+    /// new process, outside it).
+    fn place_members(&self) -> Result<(), FaultError> {
+        for (dir, group) in self.data_dirs.iter().zip(&self.groups) {
+            let pid =
+                member_pid(dir).ok_or_else(|| FaultError::NoProcess(dir.display().to_string()))?;
+            let procs = group.join("cgroup.procs");
+            std::fs::write(&procs, pid.to_string()).map_err(|source| FaultError::Cgroup {
+                path: procs,
+                source,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        if self.jumped {
+            let _ = iptables(&["-D", "OUTPUT", "-j", &self.chain]);
+        }
+        let _ = iptables(&["-F", &self.chain]);
+        let _ = iptables(&["-X", &self.chain]);
+        // Members still running go back to the root so the groups can go.
+        for group in &self.groups {
+            let procs = std::fs::read_to_string(group.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines() {
+                let _ = std::fs::write(Path::new(CGROUP_ROOT).join("cgroup.procs"), pid);
+            }
+            let _ = std::fs::remove_dir(group);
+        }
+        if let Some(base) = self.groups.first().and_then(|g| g.parent()) {
+            let _ = std::fs::remove_dir(base);
+        }
+    }
+}
+
+/// The pid of the `capstan-store` whose command line names `data_dir`.
+pub fn member_pid(data_dir: &Path) -> Option<u32> {
+    let wanted = data_dir.to_str()?;
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let mut args = cmdline.split(|b| *b == 0).map(String::from_utf8_lossy);
+            let program = args.next()?;
+            let mine = program.ends_with("capstan-store") && args.any(|a| a == wanted);
+            mine.then_some(pid)
+        })
+}
+
+fn iptables(args: &[&str]) -> Result<(), FaultError> {
+    let mut all = vec!["-w", "10"];
+    all.extend_from_slice(args);
+    run("iptables", &all).map(|_| ())
+}
+
+fn run(program: &str, args: &[&str]) -> Result<String, FaultError> {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| FaultError::Command {
+            command: program.to_string(),
+            detail: e.to_string(),
+        })?;
+    if !output.status.success() {
+        return Err(FaultError::Command {
+            command: format!("{program} {}", args.join(" ")),
+            detail: String::from_utf8_lossy(&output.stderr).to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).to_string())
+}
