@@ -19,6 +19,10 @@ pub enum Input {
     /// A linearizable read.
     Get,
     Delete,
+    /// A write only if the key exists (a patch): no effect on an absent key.
+    Patch {
+        value: String,
+    },
     /// A transaction: if the key's value is `expect` (None: the key is
     /// absent) then put `value`.
     Cas {
@@ -36,6 +40,7 @@ pub enum Output {
     Get(Option<String>),
     Delete { deleted: bool },
     Cas { succeeded: bool },
+    Patch { found: bool },
     Unknown,
 }
 

@@ -10,6 +10,7 @@ pub mod etcdctl_watch;
 pub mod faults;
 pub mod history;
 pub mod history_etcd;
+pub mod history_kube;
 pub mod keyspace;
 pub mod poll;
 pub mod store;

@@ -49,6 +49,10 @@ fn step(state: &State, op: &Operation) -> Option<State> {
             (*deleted == state.is_some()).then_some(None)
         }
         (Input::Delete, Output::Unknown) => Some(None),
+        (Input::Patch { value }, Output::Patch { found }) => {
+            (*found == state.is_some()).then(|| state.as_ref().map(|_| value.clone()))
+        }
+        (Input::Patch { value }, Output::Unknown) => Some(state.as_ref().map(|_| value.clone())),
         (Input::Cas { expect, value }, output) => {
             let matches = expect == state;
             let consistent = ambiguous || *output == Output::Cas { succeeded: matches };

@@ -27,7 +27,11 @@ pub fn resolve(ops: &[Operation], applied: &HashMap<(String, String), i64>) -> R
     };
     for op in ops {
         let written = match &op.input {
-            Input::Put { value } | Input::Cas { value, .. } if op.is_ambiguous() => value,
+            Input::Put { value } | Input::Cas { value, .. } | Input::Patch { value }
+                if op.is_ambiguous() =>
+            {
+                value
+            }
             _ => {
                 resolved.ops.push(op.clone());
                 continue;
@@ -47,6 +51,7 @@ pub fn resolve(ops: &[Operation], applied: &HashMap<(String, String), i64>) -> R
             op.ret = Some(ret.max(op.call));
             op.output = match op.input {
                 Input::Cas { .. } => Output::Cas { succeeded: true },
+                Input::Patch { .. } => Output::Patch { found: true },
                 _ => Output::Put,
             };
         }

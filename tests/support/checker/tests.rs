@@ -370,3 +370,23 @@ fn an_event_nobody_wrote_is_caught() {
         revision: 4
     }));
 }
+
+#[test]
+fn a_patch_writes_only_an_existing_key() {
+    let patch = |v: &str| Input::Patch { value: v.into() };
+    let ops = [
+        op(0, patch("a"), Output::Patch { found: false }, 0, Some(1)),
+        op(0, put("b"), Output::Put, 2, Some(3)),
+        op(0, patch("c"), Output::Patch { found: true }, 4, Some(5)),
+        op(0, Input::Get, got(Some("c")), 6, Some(7)),
+    ];
+    assert_eq!(verdict(&ops), vec![]);
+    let on_absent = [op(0, patch("a"), Output::Patch { found: true }, 0, Some(1))];
+    assert!(illegal(&on_absent), "{:?}", verdict(&on_absent));
+    let not_written = [
+        op(0, put("b"), Output::Put, 0, Some(1)),
+        op(0, patch("c"), Output::Patch { found: true }, 2, Some(3)),
+        op(0, Input::Get, got(Some("b")), 4, Some(5)),
+    ];
+    assert!(illegal(&not_written), "{:?}", verdict(&not_written));
+}
