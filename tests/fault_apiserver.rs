@@ -18,7 +18,7 @@ use capstan_tests::apiserver::ApiServer;
 use capstan_tests::checker::watch::{self, Event, Expectation};
 use capstan_tests::checker::{self, resolve, DEFAULT_BUDGET};
 use capstan_tests::cluster::Cluster;
-use capstan_tests::faults::schedule::{self, FaultKind, Report, Settings};
+use capstan_tests::faults::schedule::{self, FaultKind, Report, Settings, Targets};
 use capstan_tests::faults::Network;
 use capstan_tests::history;
 use capstan_tests::history_kube::{self, configmap, KubeTraffic, RestWatcher};
@@ -26,10 +26,12 @@ use kube::api::{ListParams, PostParams};
 
 const CLIENTS: usize = 4;
 const FINISH: Duration = Duration::from_secs(90);
-const STORE_FAULTS: [FaultKind; 5] = [
+const STORE_FAULTS: [FaultKind; 7] = [
     FaultKind::KillLeader,
+    FaultKind::CutApiServerFromLeader,
     FaultKind::IsolateLeader,
     FaultKind::PauseLeader,
+    FaultKind::DeafenLeader,
     FaultKind::KillFollower,
     FaultKind::IsolateFollower,
 ];
@@ -71,13 +73,12 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         .map(|(w, port)| runtime.spawn(w.clone().run(*port, start)))
         .collect();
 
-    let faults = schedule::run(
-        &mut cluster,
-        &network,
-        &traffic.recorder,
-        &STORE_FAULTS,
-        &settings,
-    );
+    let targets = Targets {
+        cluster: &mut cluster,
+        network: &network,
+        api_servers: apis.iter().map(ApiServer::pid).collect(),
+    };
+    let faults = schedule::run(targets, &traffic.recorder, &STORE_FAULTS, &settings);
 
     traffic.stop.store(true, Ordering::Relaxed);
     runtime.block_on(async {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use capstan_tests::checker::watch::{self, Event, Expectation};
 use capstan_tests::checker::{self, resolve, DEFAULT_BUDGET};
 use capstan_tests::cluster::Cluster;
-use capstan_tests::faults::schedule::{self, Report, Settings, EVERY_FAULT};
+use capstan_tests::faults::schedule::{self, Report, Settings, Targets, EVERY_FAULT};
 use capstan_tests::faults::Network;
 use capstan_tests::history::{self, Input, Output};
 use capstan_tests::history_etcd::{self, Traffic, Watcher, PREFIX};
@@ -54,13 +54,12 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
         .map(|(i, w)| runtime.spawn(w.clone().run(urls[i].clone(), start)))
         .collect();
 
-    let faults = schedule::run(
-        &mut cluster,
-        &network,
-        &traffic.recorder,
-        &EVERY_FAULT,
-        &settings,
-    );
+    let targets = Targets {
+        cluster: &mut cluster,
+        network: &network,
+        api_servers: vec![],
+    };
+    let faults = schedule::run(targets, &traffic.recorder, &EVERY_FAULT, &settings);
 
     traffic.stop.store(true, Ordering::Relaxed);
     runtime.block_on(async {

@@ -15,6 +15,7 @@
 
 pub mod schedule;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -63,6 +64,7 @@ impl Network {
             data_dirs: cluster.members.iter().map(|m| m.data_dir.clone()).collect(),
             jumped: false,
         };
+        remove_stale();
         for group in &network.groups {
             std::fs::create_dir_all(group).map_err(|source| FaultError::Cgroup {
                 path: group.clone(),
@@ -102,6 +104,53 @@ impl Network {
         run("ss", &["-K", "-t", &format!("( {filter} )")]).map(|_| ())
     }
 
+    /// A one-way partition: member `index` hears nothing from the others
+    /// (every packet to or from its peer port is dropped) while what it
+    /// sends on its own links still arrives.
+    pub fn deafen(&self, index: usize) -> Result<(), FaultError> {
+        let own = self.peer_ports[index].to_string();
+        for flag in ["--dport", "--sport"] {
+            self.drop_rule(&["-p", "tcp", flag, &own])?;
+        }
+        Ok(())
+    }
+
+    /// Cuts process `pid` (an API server) off from `ports` (a member's
+    /// client port): its open connections there are reset and new ones
+    /// dropped, while everyone else still reaches the member. Returns how
+    /// many open connections were reset (0: it was not using the member).
+    pub fn cut_process(&self, pid: u32, ports: &[u16]) -> Result<usize, FaultError> {
+        let base = self.groups[0].parent().expect("groups have a parent");
+        let group = base.join(format!("process-{pid}"));
+        std::fs::create_dir_all(&group).map_err(|source| FaultError::Cgroup {
+            path: group.clone(),
+            source,
+        })?;
+        let procs = group.join("cgroup.procs");
+        std::fs::write(&procs, pid.to_string()).map_err(|source| FaultError::Cgroup {
+            path: procs,
+            source,
+        })?;
+        let path = relative(&group);
+        for port in ports {
+            let port = port.to_string();
+            self.drop_rule(&[
+                "-m", "cgroup", "--path", &path, "-p", "tcp", "--dport", &port,
+            ])?;
+        }
+        let local = local_ports(pid, ports);
+        if local.is_empty() {
+            return Ok(0);
+        }
+        let filter = local
+            .iter()
+            .map(|p| format!("sport = :{p}"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let killed = run("ss", &["-K", "-t", &format!("( {filter} )")])?;
+        Ok(killed.lines().skip(1).count())
+    }
+
     /// Removes every partition.
     pub fn heal(&self) -> Result<(), FaultError> {
         iptables(&["-F", &self.chain])
@@ -116,11 +165,7 @@ impl Network {
 
     /// The group's path as iptables names it (relative to the v2 root).
     fn group_path(&self, index: usize) -> String {
-        self.groups[index]
-            .strip_prefix(CGROUP_ROOT)
-            .expect("groups live under the root")
-            .display()
-            .to_string()
+        relative(&self.groups[index])
     }
 
     /// Moves each running member into its group (a restarted member is a
@@ -146,18 +191,102 @@ impl Drop for Network {
         }
         let _ = iptables(&["-F", &self.chain]);
         let _ = iptables(&["-X", &self.chain]);
-        // Members still running go back to the root so the groups can go.
-        for group in &self.groups {
-            let procs = std::fs::read_to_string(group.join("cgroup.procs")).unwrap_or_default();
-            for pid in procs.lines() {
-                let _ = std::fs::write(Path::new(CGROUP_ROOT).join("cgroup.procs"), pid);
-            }
-            let _ = std::fs::remove_dir(group);
-        }
+        // Processes still running go back to the root so the groups can go.
         if let Some(base) = self.groups.first().and_then(|g| g.parent()) {
-            let _ = std::fs::remove_dir(base);
+            remove_groups(base);
         }
     }
+}
+
+fn relative(group: &Path) -> String {
+    group
+        .strip_prefix(CGROUP_ROOT)
+        .expect("groups live under the root")
+        .display()
+        .to_string()
+}
+
+/// The local ports of `pid`'s TCP connections to any of `remote` ports on
+/// loopback, from /proc (the socket inodes its descriptors hold, matched
+/// against /proc/net/tcp).
+fn local_ports(pid: u32, remote: &[u16]) -> Vec<u16> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten();
+    let inodes: HashSet<String> = fds
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_str()?.to_string();
+            Some(
+                link.strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let port = |addr: &str| u16::from_str_radix(addr.rsplit(':').next()?, 16).ok();
+            let (local, peer, inode) =
+                (port(fields.get(1)?)?, port(fields.get(2)?)?, fields.get(9)?);
+            (inodes.contains(*inode) && remote.contains(&peer)).then_some(local)
+        })
+        .collect()
+}
+
+/// Removes the chains and groups of fault runs whose process is gone (a
+/// run killed before its `Network` could drop).
+fn remove_stale() {
+    let alive = |tag: &str| {
+        let pid = tag.split('-').next().unwrap_or("");
+        Path::new("/proc").join(pid).exists()
+    };
+    let rules = run("iptables", &["-w", "10", "-S"]).unwrap_or_default();
+    for chain in rules
+        .lines()
+        .filter_map(|l| l.strip_prefix("-N CAPSTAN-FAULT-"))
+    {
+        if !alive(chain) {
+            let chain = format!("CAPSTAN-FAULT-{chain}");
+            let _ = iptables(&["-D", "OUTPUT", "-j", &chain]);
+            let _ = iptables(&["-F", &chain]);
+            let _ = iptables(&["-X", &chain]);
+        }
+    }
+    let groups = std::fs::read_dir(CGROUP_ROOT)
+        .into_iter()
+        .flatten()
+        .flatten();
+    for base in groups {
+        let name = base.file_name().to_string_lossy().to_string();
+        if name
+            .strip_prefix("capstan-fault-")
+            .is_some_and(|tag| !alive(tag))
+        {
+            remove_groups(&base.path());
+        }
+    }
+}
+
+/// Moves any process left in the groups under `base` back to the root,
+/// and removes the groups.
+fn remove_groups(base: &Path) {
+    for group in std::fs::read_dir(base).into_iter().flatten().flatten() {
+        if !group.path().is_dir() {
+            continue;
+        }
+        let procs = std::fs::read_to_string(group.path().join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines() {
+            let _ = std::fs::write(Path::new(CGROUP_ROOT).join("cgroup.procs"), pid);
+        }
+        let _ = std::fs::remove_dir(group.path());
+    }
+    let _ = std::fs::remove_dir(base);
 }
 
 /// The pid of the `capstan-store` whose command line names `data_dir`.

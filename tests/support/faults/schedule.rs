@@ -35,6 +35,12 @@ pub enum FaultKind {
     /// The member cut off from the others' peer links, then healed.
     IsolateLeader,
     IsolateFollower,
+    /// A one-way partition: the leader hears nothing from its peers while
+    /// its own messages still reach them.
+    DeafenLeader,
+    /// An API server cut off from the leader's client port (the others
+    /// still reach it); needs API servers.
+    CutApiServerFromLeader,
 }
 
 impl FaultKind {
@@ -47,18 +53,20 @@ impl FaultKind {
                 | FaultKind::KillAll
                 | FaultKind::PauseLeader
                 | FaultKind::IsolateLeader
+                | FaultKind::DeafenLeader
         )
     }
 }
 
 /// Every kind, in the order a schedule cycles through them.
-pub const EVERY_FAULT: [FaultKind; 7] = [
+pub const EVERY_FAULT: [FaultKind; 8] = [
     FaultKind::KillLeader,
     FaultKind::IsolateFollower,
     FaultKind::PauseLeader,
     FaultKind::KillFollower,
     FaultKind::IsolateLeader,
     FaultKind::PauseFollower,
+    FaultKind::DeafenLeader,
     FaultKind::KillAll,
 ];
 
@@ -95,16 +103,28 @@ impl Settings {
     }
 }
 
+/// Where faults go: the store cluster, its partition controls, and the
+/// pids of API servers in front of it (if any).
+pub struct Targets<'a> {
+    pub cluster: &'a mut Cluster,
+    pub network: &'a Network,
+    pub api_servers: Vec<u32>,
+}
+
 /// Injects faults from `kinds` in turn until `settings.duration` has
-/// passed; returns what was done. Panics (with the members' logs) if the
-/// cluster does not recover from one within the deadline.
+/// passed; returns what was done. Panics if the cluster does not recover
+/// from one within the deadline.
 pub fn run(
-    cluster: &mut Cluster,
-    network: &Network,
+    targets: Targets,
     clock: &Recorder,
     kinds: &[FaultKind],
     settings: &Settings,
 ) -> Vec<FaultRecord> {
+    let Targets {
+        cluster,
+        network,
+        api_servers,
+    } = targets;
     let end = Instant::now() + settings.duration;
     let mut records = Vec::new();
     for kind in kinds.iter().cycle() {
@@ -119,7 +139,18 @@ pub fn run(
             _ => Some((leader + 1) % cluster.members.len()),
         };
         let injected = clock.now();
-        inject(cluster, network, *kind, member, settings.hold);
+        if *kind == FaultKind::CutApiServerFromLeader {
+            let pid = api_servers[records.len() % api_servers.len()];
+            let port = cluster.members[leader].client_port;
+            let reset = network
+                .cut_process(pid, &[port])
+                .expect("cut an API server off");
+            eprintln!("API server {pid} cut off from the leader: {reset} connections reset");
+            thread::sleep(settings.hold);
+            network.heal().expect("heal the cut");
+        } else {
+            inject(cluster, network, *kind, member, settings.hold);
+        }
         let healed = clock.now();
         cluster.wait_for_leader(RECOVERY);
         wait_for(
@@ -164,13 +195,18 @@ fn inject(
                 .iter()
                 .for_each(|&m| cluster.members[m].signal("CONT"));
         }
-        FaultKind::IsolateLeader | FaultKind::IsolateFollower => {
+        FaultKind::IsolateLeader | FaultKind::IsolateFollower | FaultKind::DeafenLeader => {
             for &m in &members {
-                network.isolate(m).expect("partition a member");
+                let cut = match kind {
+                    FaultKind::DeafenLeader => network.deafen(m),
+                    _ => network.isolate(m),
+                };
+                cut.expect("partition a member");
             }
             hold_fault(cluster, kind, member, hold);
             network.heal().expect("heal the partition");
         }
+        FaultKind::CutApiServerFromLeader => unreachable!("handled by run"),
     }
 }
 
