@@ -47,6 +47,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     let clients: Vec<_> = (0..CLIENTS)
         .map(|id| runtime.spawn(history_etcd::client(id, urls.clone(), traffic.clone())))
         .collect();
+    let held = runtime.spawn(history_etcd::held_lease(urls.clone(), traffic.clone()));
     let watchers: Vec<Arc<Watcher>> = (0..2).map(|_| Watcher::new()).collect();
     let watching: Vec<_> = watchers
         .iter()
@@ -63,7 +64,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
 
     traffic.stop.store(true, Ordering::Relaxed);
     runtime.block_on(async {
-        for client in clients {
+        for client in clients.into_iter().chain([held]) {
             tokio::time::timeout(FINISH, client)
                 .await
                 .expect("a client did not stop")

@@ -42,6 +42,8 @@ pub struct LeaseCounts {
     pub kept_alive: usize,
     pub revoked: usize,
     pub failed: usize,
+    /// The run-long lease went unrenewed for a TTL, so its expiry is lawful.
+    pub held_may_expire: bool,
 }
 
 /// A client with short timeouts: a request to a dead or paused member
@@ -410,5 +412,75 @@ impl Watcher {
             last = Some(kv.mod_revision() + 1);
         }
         last
+    }
+}
+
+/// A lease kept alive for the whole run, with one key under it, to check
+/// that faults (pauses above all) never expire a lease early: the key's
+/// put is in the history, and unless keepalives once failed for longer
+/// than the TTL (then an expiry is recorded as an ambiguous delete), the
+/// final read must still find it.
+pub async fn held_lease(urls: Vec<String>, traffic: Arc<Traffic>) {
+    const TTL: i64 = 10;
+    let key = format!("{PREFIX}held");
+    let value = "held-by-lease".to_string();
+    let mut member = 0;
+    let (mut etcd, id) = loop {
+        member = (member + 1) % urls.len();
+        if let Some(mut etcd) = connect(std::slice::from_ref(&urls[member])).await {
+            if let Ok(grant) = etcd.lease_grant(TTL, None).await {
+                break (etcd, grant.id());
+            }
+        }
+        tokio::time::sleep(BACKOFF).await;
+    };
+    let op = Op {
+        id: usize::MAX - 1,
+        key: &key,
+        value: &value,
+        traffic: &traffic,
+    };
+    op.issue();
+    let call = traffic.recorder.now();
+    let put = etcd
+        .put(
+            key.as_str(),
+            value.as_str(),
+            Some(PutOptions::new().with_lease(id)),
+        )
+        .await;
+    let outcome = match &put {
+        Ok(r) => (Output::Put, revision_of(r.header())),
+        Err(_) => (Output::Unknown, None),
+    };
+    if let (Output::Put, Some(revision)) = outcome {
+        op.ack(&key, revision, Kind::Put);
+    }
+    op.record(
+        &key,
+        Input::Put {
+            value: value.clone(),
+        },
+        call,
+        outcome,
+    );
+    let mut last_alive = traffic.recorder.now();
+    let limit = Duration::from_secs(TTL as u64 - 1).as_nanos() as u64;
+    while !traffic.stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if keep_alive_once(&mut etcd, id).await {
+            last_alive = traffic.recorder.now();
+            continue;
+        }
+        if traffic.recorder.now() - last_alive > limit {
+            // Kept alive too seldom: the lease may lawfully expire.
+            traffic.leases.lock().unwrap().held_may_expire = true;
+            op.record(&key, Input::Delete, last_alive, (Output::Unknown, None));
+            return;
+        }
+        member = (member + 1) % urls.len();
+        if let Some(next) = connect(std::slice::from_ref(&urls[member])).await {
+            etcd = next;
+        }
     }
 }
