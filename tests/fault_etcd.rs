@@ -108,6 +108,18 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
             .iter()
             .map(ToString::to_string),
     );
+    // The same check must reject this very history with one read made
+    // stale, or it proves nothing.
+    let stale = checker::with_stale_read(&resolved.ops).expect("a read that can be made stale");
+    let caught = checker::check(&stale, DEFAULT_BUDGET);
+    match caught.first() {
+        Some(error) => report
+            .notes
+            .push(format!("planted stale read rejected: {error}")),
+        None => report
+            .violations
+            .push("the checker accepted the history with a stale read planted".into()),
+    }
     for (i, events) in streams.iter().enumerate() {
         let expect = Expectation {
             after: start,

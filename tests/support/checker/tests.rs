@@ -390,3 +390,16 @@ fn a_patch_writes_only_an_existing_key() {
     ];
     assert!(illegal(&not_written), "{:?}", verdict(&not_written));
 }
+
+#[test]
+fn a_read_made_stale_is_rejected() {
+    let ops = [
+        op(0, put("a"), Output::Put, 0, Some(1)),
+        op(0, put("b"), Output::Put, 2, Some(3)),
+        op(1, Input::Get, got(Some("b")), 4, Some(5)),
+    ];
+    assert_eq!(verdict(&ops), vec![]);
+    let stale = super::with_stale_read(&ops).expect("a read to make stale");
+    assert_eq!(stale[2].output, got(Some("a")));
+    assert!(illegal(&stale), "{:?}", verdict(&stale));
+}
