@@ -104,10 +104,7 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
     });
 
     let ops = traffic.recorder.operations();
-    let path = std::env::temp_dir().join(format!(
-        "capstan-fault-apiserver-{}.history",
-        std::process::id()
-    ));
+    let path = schedule::output_path("apiserver").with_extension("history");
     history::write_to(&path, &ops).expect("write the history");
     let mut report = Report::new("Kubernetes API", &ops, faults, path);
     let acked = traffic.acked.lock().unwrap().clone();
@@ -175,7 +172,7 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         report.ambiguous,
         resolved.ops.iter().filter(|op| op.is_ambiguous()).count()
     ));
-    eprintln!("{report}");
+    report.publish();
     assert!(report.faults.len() >= 2, "too few faults to mean anything");
     assert!(
         acked.len() > 30,

@@ -86,8 +86,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     });
 
     let ops = traffic.recorder.operations();
-    let path =
-        std::env::temp_dir().join(format!("capstan-fault-etcd-{}.history", std::process::id()));
+    let path = schedule::output_path("etcd").with_extension("history");
     history::write_to(&path, &ops).expect("write the history");
     let mut report = Report::new("etcd API", &ops, faults, path);
     let acked = traffic.acked.lock().unwrap().clone();
@@ -153,7 +152,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     report
         .notes
         .push(format!("leases: {:?}", traffic.leases.lock().unwrap()));
-    eprintln!("{report}");
+    report.publish();
     assert!(report.faults.len() >= 2, "too few faults to mean anything");
     assert!(
         acked.len() > 50,

@@ -244,6 +244,16 @@ pub fn failover_times(records: &[FaultRecord], ops: &[Operation]) -> Vec<Duratio
         .collect()
 }
 
+/// Where a run keeps its history and report: `CAPSTAN_FAULT_DIR`, else
+/// the system's temporary folder; `name` plus this process's id.
+pub fn output_path(name: &str) -> PathBuf {
+    let dir = std::env::var_os("CAPSTAN_FAULT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let _ = std::fs::create_dir_all(&dir);
+    dir.join(format!("capstan-fault-{name}-{}", std::process::id()))
+}
+
 /// What a run did and found.
 pub struct Report {
     pub name: String,
@@ -259,6 +269,12 @@ pub struct Report {
 }
 
 impl Report {
+    /// Prints the report and keeps a copy next to the history.
+    pub fn publish(&self) {
+        eprintln!("{self}");
+        let _ = std::fs::write(self.history.with_extension("report"), format!("{self}\n"));
+    }
+
     pub fn new(
         name: &str,
         ops: &[Operation],
