@@ -46,6 +46,17 @@ pub enum FaultKind {
 impl FaultKind {
     /// Whether the fault takes the leader away, so writes stop until a
     /// leader is elected (or the old one is back).
+    /// Whether the fault needs the partition controls (a [`Network`]).
+    pub fn needs_network(self) -> bool {
+        matches!(
+            self,
+            FaultKind::IsolateLeader
+                | FaultKind::IsolateFollower
+                | FaultKind::DeafenLeader
+                | FaultKind::CutApiServerFromLeader
+        )
+    }
+
     pub fn hits_leader(self) -> bool {
         matches!(
             self,
@@ -79,7 +90,9 @@ pub struct FaultRecord {
     pub healed: u64,
 }
 
-/// How long and how hard: from `CAPSTAN_FAULT_SECONDS` (default 30).
+/// How long and how hard: from `CAPSTAN_FAULT_SECONDS` (default 30);
+/// `CAPSTAN_FAULT_PARTITIONS=0` leaves partitions out, for a machine
+/// where the test cannot use iptables and cgroups (not root).
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub duration: Duration,
@@ -87,6 +100,7 @@ pub struct Settings {
     pub hold: Duration,
     /// Quiet time between a recovery and the next fault.
     pub settle: Duration,
+    pub partitions: bool,
 }
 
 impl Settings {
@@ -99,6 +113,7 @@ impl Settings {
             duration: Duration::from_secs(seconds),
             hold: Duration::from_millis(1500),
             settle: Duration::from_millis(1000),
+            partitions: std::env::var("CAPSTAN_FAULT_PARTITIONS").as_deref() != Ok("0"),
         }
     }
 }
@@ -107,7 +122,8 @@ impl Settings {
 /// pids of API servers in front of it (if any).
 pub struct Targets<'a> {
     pub cluster: &'a mut Cluster,
-    pub network: &'a Network,
+    /// None: no partitions (see [`Settings`]).
+    pub network: Option<&'a Network>,
     pub api_servers: Vec<u32>,
 }
 
@@ -125,6 +141,11 @@ pub fn run(
         network,
         api_servers,
     } = targets;
+    let kinds: Vec<FaultKind> = kinds
+        .iter()
+        .copied()
+        .filter(|kind| network.is_some() || !kind.needs_network())
+        .collect();
     let end = Instant::now() + settings.duration;
     let mut records = Vec::new();
     for kind in kinds.iter().cycle() {
@@ -139,17 +160,13 @@ pub fn run(
             _ => Some((leader + 1) % cluster.members.len()),
         };
         let injected = clock.now();
-        if *kind == FaultKind::CutApiServerFromLeader {
-            let pid = api_servers[records.len() % api_servers.len()];
-            let port = cluster.members[leader].client_port;
-            let reset = network
-                .cut_process(pid, &[port])
-                .expect("cut an API server off");
-            eprintln!("API server {pid} cut off from the leader: {reset} connections reset");
-            thread::sleep(settings.hold);
-            network.heal().expect("heal the cut");
-        } else {
-            inject(cluster, network, *kind, member, settings.hold);
+        match (kind, network) {
+            (FaultKind::CutApiServerFromLeader, Some(network)) => {
+                let pid = api_servers[records.len() % api_servers.len()];
+                let port = cluster.members[leader].client_port;
+                cut_api_server(network, pid, port, settings.hold);
+            }
+            _ => inject(cluster, network, *kind, member, settings.hold),
         }
         let healed = clock.now();
         cluster.wait_for_leader(RECOVERY);
@@ -169,9 +186,18 @@ pub fn run(
     records
 }
 
+fn cut_api_server(network: &Network, pid: u32, port: u16, hold: Duration) {
+    let reset = network
+        .cut_process(pid, &[port])
+        .expect("cut an API server off");
+    eprintln!("API server {pid} cut off from the leader: {reset} connections reset");
+    thread::sleep(hold);
+    network.heal().expect("heal the cut");
+}
+
 fn inject(
     cluster: &mut Cluster,
-    network: &Network,
+    network: Option<&Network>,
     kind: FaultKind,
     member: Option<usize>,
     hold: Duration,
@@ -196,6 +222,7 @@ fn inject(
                 .for_each(|&m| cluster.members[m].signal("CONT"));
         }
         FaultKind::IsolateLeader | FaultKind::IsolateFollower | FaultKind::DeafenLeader => {
+            let network = network.expect("partitions need the partition controls");
             for &m in &members {
                 let cut = match kind {
                     FaultKind::DeafenLeader => network.deafen(m),
@@ -206,7 +233,7 @@ fn inject(
             hold_fault(cluster, kind, member, hold);
             network.heal().expect("heal the partition");
         }
-        FaultKind::CutApiServerFromLeader => unreachable!("handled by run"),
+        FaultKind::CutApiServerFromLeader => unreachable!("needs the partition controls"),
     }
 }
 
