@@ -79,6 +79,7 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         cluster: &mut cluster,
         network: network.as_ref(),
         api_servers: apis.iter().map(ApiServer::pid).collect(),
+        endpoints: None,
     };
     let faults = schedule::run(targets, &traffic.recorder, &STORE_FAULTS, &settings);
 

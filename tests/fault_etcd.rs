@@ -46,22 +46,23 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     let urls = cluster.urls();
     let start = runtime.block_on(current_revision(&urls));
 
-    let traffic = Arc::new(Traffic::default());
+    let traffic = Traffic::new(urls.clone());
     let clients: Vec<_> = (0..CLIENTS)
-        .map(|id| runtime.spawn(history_etcd::client(id, urls.clone(), traffic.clone())))
+        .map(|id| runtime.spawn(history_etcd::client(id, traffic.clone())))
         .collect();
-    let held = runtime.spawn(history_etcd::held_lease(urls.clone(), traffic.clone()));
+    let held = runtime.spawn(history_etcd::held_lease(traffic.clone()));
     let watchers: Vec<Arc<Watcher>> = (0..2).map(|_| Watcher::new()).collect();
     let watching: Vec<_> = watchers
         .iter()
         .enumerate()
-        .map(|(i, w)| runtime.spawn(w.clone().run(urls[i].clone(), start)))
+        .map(|(i, w)| runtime.spawn(w.clone().run(traffic.clone(), i, start)))
         .collect();
 
     let targets = Targets {
         cluster: &mut cluster,
         network: network.as_ref(),
         api_servers: vec![],
+        endpoints: Some(&traffic.urls),
     };
     let faults = schedule::run(targets, &traffic.recorder, &EVERY_FAULT, &settings);
 
@@ -75,6 +76,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
         }
     });
     cluster.wait_for_leader(FINISH);
+    let urls = cluster.urls();
     let until = runtime.block_on(final_reads(&urls, &traffic));
     for watcher in &watchers {
         watcher.until.store(until, Ordering::Relaxed);
@@ -83,7 +85,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     // whole run from the start revision out of the store's history.
     let late = Watcher::new();
     late.until.store(until, Ordering::Relaxed);
-    let replay = runtime.spawn(late.clone().run(urls[2].clone(), start));
+    let replay = runtime.spawn(late.clone().run(traffic.clone(), 2, start));
     let watchers = [watchers, vec![late]].concat();
     runtime.block_on(async {
         for task in watching.into_iter().chain([replay]) {

@@ -34,6 +34,26 @@ pub struct Traffic {
     pub issued: Mutex<HashSet<String>>,
     pub leases: Mutex<LeaseCounts>,
     pub stop: AtomicBool,
+    /// The members' client URLs, rewritten when a member is replaced.
+    pub urls: Mutex<Vec<String>>,
+}
+
+impl Traffic {
+    pub fn new(urls: Vec<String>) -> Arc<Traffic> {
+        Arc::new(Traffic {
+            urls: Mutex::new(urls),
+            ..Traffic::default()
+        })
+    }
+
+    /// A client of the member in slot `slot` (modulo their number).
+    async fn connect_to(&self, slot: usize) -> Option<Client> {
+        let url = {
+            let urls = self.urls.lock().unwrap();
+            urls[slot % urls.len()].clone()
+        };
+        connect(&[url]).await
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -70,14 +90,14 @@ impl Rng {
 /// One client's loop until `traffic.stop`. It talks to one member at a
 /// time and moves to the next after a failure, after a pause, so a dead
 /// member costs a few ambiguous operations rather than a spin of them.
-pub async fn client(id: usize, urls: Vec<String>, traffic: Arc<Traffic>) {
+pub async fn client(id: usize, traffic: Arc<Traffic>) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ ((id as u64 + 1) * 0x1000_0001));
     let mut seq = 0usize;
     let mut last_seen: Vec<Option<String>> = vec![None; KEYS];
     let mut member = id;
     while !traffic.stop.load(Ordering::Relaxed) {
-        member = (member + 1) % urls.len();
-        let Some(mut etcd) = connect(std::slice::from_ref(&urls[member])).await else {
+        member += 1;
+        let Some(mut etcd) = traffic.connect_to(member).await else {
             tokio::time::sleep(BACKOFF).await;
             continue;
         };
@@ -357,11 +377,15 @@ impl Watcher {
         until > 0 && next > until
     }
 
-    pub async fn run(self: Arc<Self>, url: String, after: i64) {
+    /// Watches through the member in `slot`, moving to the next slot
+    /// whenever the stream breaks (resuming on another member).
+    pub async fn run(self: Arc<Self>, traffic: Arc<Traffic>, mut slot: usize, after: i64) {
         let mut next = after + 1;
         let mut response = 0u64;
+        slot = slot.wrapping_sub(1);
         while !self.done(next) {
-            let Some(mut etcd) = connect(std::slice::from_ref(&url)).await else {
+            slot = slot.wrapping_add(1);
+            let Some(mut etcd) = traffic.connect_to(slot).await else {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             };
@@ -420,14 +444,14 @@ impl Watcher {
 /// put is in the history, and unless keepalives once failed for longer
 /// than the TTL (then an expiry is recorded as an ambiguous delete), the
 /// final read must still find it.
-pub async fn held_lease(urls: Vec<String>, traffic: Arc<Traffic>) {
+pub async fn held_lease(traffic: Arc<Traffic>) {
     const TTL: i64 = 10;
     let key = format!("{PREFIX}held");
     let value = "held-by-lease".to_string();
     let mut member = 0;
     let (mut etcd, id) = loop {
-        member = (member + 1) % urls.len();
-        if let Some(mut etcd) = connect(std::slice::from_ref(&urls[member])).await {
+        member += 1;
+        if let Some(mut etcd) = traffic.connect_to(member).await {
             if let Ok(grant) = etcd.lease_grant(TTL, None).await {
                 break (etcd, grant.id());
             }
@@ -478,8 +502,8 @@ pub async fn held_lease(urls: Vec<String>, traffic: Arc<Traffic>) {
             op.record(&key, Input::Delete, last_alive, (Output::Unknown, None));
             return;
         }
-        member = (member + 1) % urls.len();
-        if let Some(next) = connect(std::slice::from_ref(&urls[member])).await {
+        member += 1;
+        if let Some(next) = traffic.connect_to(member).await {
             etcd = next;
         }
     }

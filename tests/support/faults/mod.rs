@@ -13,12 +13,14 @@
 //! connections (`ss -K`): they reconnect from inside the group, and drop.
 //! Everything is undone when the `Network` drops, even on a panic.
 
+pub mod membership;
 pub mod schedule;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::cluster::Cluster;
 
@@ -41,8 +43,9 @@ pub enum FaultError {
 pub struct Network {
     chain: String,
     groups: Vec<PathBuf>,
-    peer_ports: Vec<u16>,
-    data_dirs: Vec<PathBuf>,
+    /// The members' peer ports and data folders, by slot; a slot changes
+    /// when its member is replaced.
+    members: Mutex<Vec<(u16, PathBuf)>>,
     jumped: bool,
 }
 
@@ -60,8 +63,13 @@ impl Network {
         let mut network = Network {
             chain: format!("CAPSTAN-FAULT-{tag}"),
             groups,
-            peer_ports: cluster.members.iter().map(|m| m.peer_port).collect(),
-            data_dirs: cluster.members.iter().map(|m| m.data_dir.clone()).collect(),
+            members: Mutex::new(
+                cluster
+                    .members
+                    .iter()
+                    .map(|m| (m.peer_port, m.data_dir.clone()))
+                    .collect(),
+            ),
             jumped: false,
         };
         remove_stale();
@@ -80,12 +88,13 @@ impl Network {
     /// Cuts member `index` off from the others, both ways.
     pub fn isolate(&self, index: usize) -> Result<(), FaultError> {
         self.place_members()?;
-        let own = self.peer_ports[index].to_string();
+        let peer_ports = self.peer_ports();
+        let own = peer_ports[index].to_string();
         for flag in ["--dport", "--sport"] {
             self.drop_rule(&["-p", "tcp", flag, &own])?;
         }
         let group = self.group_path(index);
-        for (other, port) in self.peer_ports.iter().enumerate() {
+        for (other, port) in peer_ports.iter().enumerate() {
             if other != index {
                 let port = port.to_string();
                 self.drop_rule(&[
@@ -95,8 +104,7 @@ impl Network {
         }
         // Open sockets predate the group: reset them so they reconnect
         // from inside it (and are dropped).
-        let filter = self
-            .peer_ports
+        let filter = peer_ports
             .iter()
             .map(|p| format!("dport = :{p} or sport = :{p}"))
             .collect::<Vec<_>>()
@@ -108,7 +116,7 @@ impl Network {
     /// (every packet to or from its peer port is dropped) while what it
     /// sends on its own links still arrives.
     pub fn deafen(&self, index: usize) -> Result<(), FaultError> {
-        let own = self.peer_ports[index].to_string();
+        let own = self.peer_ports()[index].to_string();
         for flag in ["--dport", "--sport"] {
             self.drop_rule(&["-p", "tcp", flag, &own])?;
         }
@@ -151,6 +159,16 @@ impl Network {
         Ok(killed.lines().skip(1).count())
     }
 
+    /// Follows a member replaced in slot `index` (see `membership`).
+    pub fn replace(&self, index: usize, peer_port: u16, data_dir: PathBuf) {
+        self.members.lock().unwrap_or_else(|e| e.into_inner())[index] = (peer_port, data_dir);
+    }
+
+    fn peer_ports(&self) -> Vec<u16> {
+        let members = self.members.lock().unwrap_or_else(|e| e.into_inner());
+        members.iter().map(|(port, _)| *port).collect()
+    }
+
     /// Removes every partition.
     pub fn heal(&self) -> Result<(), FaultError> {
         iptables(&["-F", &self.chain])
@@ -171,7 +189,12 @@ impl Network {
     /// Moves each running member into its group (a restarted member is a
     /// new process, outside it).
     fn place_members(&self) -> Result<(), FaultError> {
-        for (dir, group) in self.data_dirs.iter().zip(&self.groups) {
+        let members = self
+            .members
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for ((_, dir), group) in members.iter().zip(&self.groups) {
             let pid =
                 member_pid(dir).ok_or_else(|| FaultError::NoProcess(dir.display().to_string()))?;
             let procs = group.join("cgroup.procs");

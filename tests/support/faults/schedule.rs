@@ -11,10 +11,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::Network;
+use super::{membership, Network};
 use crate::cluster::Cluster;
 use crate::history::{Operation, Recorder};
 use crate::poll::wait_for;
@@ -41,6 +42,9 @@ pub enum FaultKind {
     /// An API server cut off from the leader's client port (the others
     /// still reach it); needs API servers.
     CutApiServerFromLeader,
+    /// A membership change: a follower removed, wiped, and replaced by a
+    /// new member that catches up from the others.
+    ReplaceFollower,
 }
 
 impl FaultKind {
@@ -70,10 +74,11 @@ impl FaultKind {
 }
 
 /// Every kind, in the order a schedule cycles through them.
-pub const EVERY_FAULT: [FaultKind; 8] = [
+pub const EVERY_FAULT: [FaultKind; 9] = [
     FaultKind::KillLeader,
     FaultKind::IsolateFollower,
     FaultKind::PauseLeader,
+    FaultKind::ReplaceFollower,
     FaultKind::KillFollower,
     FaultKind::IsolateLeader,
     FaultKind::PauseFollower,
@@ -125,6 +130,9 @@ pub struct Targets<'a> {
     /// None: no partitions (see [`Settings`]).
     pub network: Option<&'a Network>,
     pub api_servers: Vec<u32>,
+    /// The client URLs the traffic uses, rewritten when a member is
+    /// replaced (None: nobody follows the change).
+    pub endpoints: Option<&'a Mutex<Vec<String>>>,
 }
 
 /// Injects faults from `kinds` in turn until `settings.duration` has
@@ -140,6 +148,7 @@ pub fn run(
         cluster,
         network,
         api_servers,
+        endpoints,
     } = targets;
     let kinds: Vec<FaultKind> = kinds
         .iter()
@@ -165,6 +174,18 @@ pub fn run(
                 let pid = api_servers[records.len() % api_servers.len()];
                 let port = cluster.members[leader].client_port;
                 cut_api_server(network, pid, port, settings.hold);
+            }
+            (FaultKind::ReplaceFollower, _) => {
+                let index = member.expect("a follower");
+                let name = format!("r{}", records.len());
+                membership::replace_member(cluster, index, &name).expect("replace a member");
+                let joined = &cluster.members[index];
+                if let Some(network) = network {
+                    network.replace(index, joined.peer_port, joined.data_dir.clone());
+                }
+                if let Some(endpoints) = endpoints {
+                    *endpoints.lock().unwrap_or_else(|e| e.into_inner()) = cluster.urls();
+                }
             }
             _ => inject(cluster, network, *kind, member, settings.hold),
         }
@@ -233,7 +254,9 @@ fn inject(
             hold_fault(cluster, kind, member, hold);
             network.heal().expect("heal the partition");
         }
-        FaultKind::CutApiServerFromLeader => unreachable!("needs the partition controls"),
+        FaultKind::CutApiServerFromLeader | FaultKind::ReplaceFollower => {
+            unreachable!("{kind:?} is run by the schedule")
+        }
     }
 }
 
