@@ -9,14 +9,13 @@
 //! unique and hold every acknowledged write; both must agree.
 //! Duration: `CAPSTAN_FAULT_SECONDS` (default 30).
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use capstan_tests::apiserver::ApiServer;
-use capstan_tests::checker::watch::{self, Event, Expectation};
-use capstan_tests::checker::{self, resolve, DEFAULT_BUDGET};
+use capstan_tests::checker::verify::{verify, Run};
+use capstan_tests::checker::watch::Event;
 use capstan_tests::cluster::Cluster;
 use capstan_tests::faults::schedule::{self, FaultKind, Report, Settings, Targets};
 use capstan_tests::faults::Network;
@@ -116,52 +115,22 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         .iter()
         .map(|w| w.events.lock().unwrap().clone())
         .collect();
-    let applied: HashMap<(String, String), i64> = streams[0]
-        .iter()
-        .filter_map(|e| Some(((e.key.clone(), e.value.clone()?), e.revision)))
-        .collect();
-    let resolved = resolve::resolve(&ops, &applied);
-    report.violations.extend(resolved.anomalies);
-    report.violations.extend(
-        checker::check(&resolved.ops, DEFAULT_BUDGET)
-            .iter()
-            .map(ToString::to_string),
-    );
-    // The same check must reject this very history with one read made
-    // stale, or it proves nothing.
-    let stale = checker::with_stale_read(&resolved.ops).expect("a read that can be made stale");
-    let caught = checker::check(&stale, DEFAULT_BUDGET);
-    match caught.first() {
-        Some(error) => report
-            .notes
-            .push(format!("planted stale read rejected: {error}")),
-        None => report
-            .violations
-            .push("the checker accepted the history with a stale read planted".into()),
-    }
-    for (i, (events, watcher)) in streams.iter().zip(&watchers).enumerate() {
-        // Other objects share the revision sequence: gaps are expected.
-        let expect = Expectation {
-            after: start,
-            until,
-            acked: &acked,
-            issued: &issued,
-            every_revision: false,
-        };
-        let found = watch::check(events, &expect);
+    let findings = verify(&Run {
+        ops: &ops,
+        streams: &streams,
+        acked: &acked,
+        issued: &issued,
+        after: start,
+        until,
+        every_revision: false,
+    });
+    report.violations.extend(findings.violations);
+    report.notes.extend(findings.notes);
+    for (i, watcher) in watchers.iter().enumerate() {
         let problems = watcher.problems.lock().unwrap().clone();
-        report.violations.extend(
-            found
-                .iter()
-                .map(ToString::to_string)
-                .chain(problems)
-                .map(|v| format!("REST watcher {i}: {v}")),
-        );
-    }
-    if !same_events(&streams[0], &streams[1]) {
         report
             .violations
-            .push("the two REST watchers saw different events".into());
+            .extend(problems.iter().map(|p| format!("REST watcher {i}: {p}")));
     }
     report.notes.push(format!(
         "resourceVersions {start}..{until}; watch events {:?}; watches opened {:?}; bookmarks {:?}; acknowledged writes {}",
@@ -175,11 +144,6 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
             .notes
             .push("partitions: left out (CAPSTAN_FAULT_PARTITIONS=0)".into());
     }
-    report.notes.push(format!(
-        "ambiguous operations: {} recorded, {} left after resolving with the watch",
-        report.ambiguous,
-        resolved.ops.iter().filter(|op| op.is_ambiguous()).count()
-    ));
     report.publish();
     assert!(report.faults.len() >= 2, "too few faults to mean anything");
     assert!(
@@ -188,16 +152,6 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         acked.len()
     );
     assert!(report.violations.is_empty(), "violations found:\n{report}");
-}
-
-fn same_events(a: &[Event], b: &[Event]) -> bool {
-    let strip = |events: &[Event]| -> Vec<(i64, String, Option<String>)> {
-        events
-            .iter()
-            .map(|e| (e.revision, e.key.clone(), e.value.clone()))
-            .collect()
-    };
-    strip(a) == strip(b)
 }
 
 /// Lists through each API server and records the lists as reads, then

@@ -11,13 +11,13 @@
 //! revision afterwards.
 //! Duration: `CAPSTAN_FAULT_SECONDS` (default 30).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use capstan_tests::checker::watch::{self, Event, Expectation};
-use capstan_tests::checker::{self, resolve, DEFAULT_BUDGET};
+use capstan_tests::checker::verify::{verify, Run};
+use capstan_tests::checker::watch::Event;
 use capstan_tests::cluster::Cluster;
 use capstan_tests::faults::schedule::{self, Report, Settings, Targets, EVERY_FAULT};
 use capstan_tests::faults::Network;
@@ -106,49 +106,17 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
         .iter()
         .map(|w| w.events.lock().unwrap().clone())
         .collect();
-    // The watch (checked below) settles which ambiguous writes took effect.
-    let applied: HashMap<(String, String), i64> = streams[0]
-        .iter()
-        .filter_map(|e| Some(((e.key.clone(), e.value.clone()?), e.revision)))
-        .collect();
-    let resolved = resolve::resolve(&ops, &applied);
-    report.violations.extend(resolved.anomalies);
-    report.violations.extend(
-        checker::check(&resolved.ops, DEFAULT_BUDGET)
-            .iter()
-            .map(ToString::to_string),
-    );
-    // The same check must reject this very history with one read made
-    // stale, or it proves nothing.
-    let stale = checker::with_stale_read(&resolved.ops).expect("a read that can be made stale");
-    let caught = checker::check(&stale, DEFAULT_BUDGET);
-    match caught.first() {
-        Some(error) => report
-            .notes
-            .push(format!("planted stale read rejected: {error}")),
-        None => report
-            .violations
-            .push("the checker accepted the history with a stale read planted".into()),
-    }
-    for (i, events) in streams.iter().enumerate() {
-        let expect = Expectation {
-            after: start,
-            until,
-            acked: &acked,
-            issued: &issued,
-            every_revision: true,
-        };
-        report.violations.extend(
-            watch::check(events, &expect)
-                .iter()
-                .map(|v| format!("watcher {i}: {v}")),
-        );
-    }
-    if streams.iter().any(|s| !same_events(&streams[0], s)) {
-        report
-            .violations
-            .push("the watchers (live and replayed) saw different events".into());
-    }
+    let findings = verify(&Run {
+        ops: &ops,
+        streams: &streams,
+        acked: &acked,
+        issued: &issued,
+        after: start,
+        until,
+        every_revision: true,
+    });
+    report.violations.extend(findings.violations);
+    report.notes.extend(findings.notes);
     report.notes.push(format!(
         "revisions {start}..{until}; watch events {:?}; watch streams opened {:?}; acknowledged writes {}",
         streams.iter().map(Vec::len).collect::<Vec<_>>(),
@@ -160,11 +128,6 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
             .notes
             .push("partitions: left out (CAPSTAN_FAULT_PARTITIONS=0)".into());
     }
-    report.notes.push(format!(
-        "ambiguous operations: {} recorded, {} left after resolving with the watch",
-        report.ambiguous,
-        resolved.ops.iter().filter(|op| op.is_ambiguous()).count()
-    ));
     report
         .notes
         .push(format!("leases: {:?}", traffic.leases.lock().unwrap()));
@@ -228,14 +191,4 @@ async fn final_reads(urls: &[String], traffic: &Traffic) -> i64 {
         .await
         .map(|r| r.header().map_or(revision, |h| h.revision()))
         .unwrap_or(revision)
-}
-
-fn same_events(a: &[Event], b: &[Event]) -> bool {
-    let strip = |events: &[Event]| -> Vec<(i64, String, Option<String>)> {
-        events
-            .iter()
-            .map(|e| (e.revision, e.key.clone(), e.value.clone()))
-            .collect()
-    };
-    strip(a) == strip(b)
 }

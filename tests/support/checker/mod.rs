@@ -12,6 +12,7 @@
 //! happen) once every definite operation has been.
 
 pub mod resolve;
+pub mod verify;
 pub mod watch;
 
 use std::collections::{BTreeMap, HashSet};
