@@ -165,7 +165,7 @@ async fn final_reads(ports: &[u16], traffic: &KubeTraffic) -> i64 {
             async move { api.list(&ListParams::default()).await.ok() }
         })
         .await;
-        history_kube::record_list(&traffic.recorder, usize::MAX, call, &list.items);
+        history_kube::record_list(&traffic.recorder, history::FINAL_READER, call, &list.items);
     }
     let api = history_kube::configmaps(ports[0]);
     let marker = configmap("end-marker", "end", None);

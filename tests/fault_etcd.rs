@@ -180,7 +180,7 @@ async fn final_reads(urls: &[String], traffic: &Traffic) -> i64 {
             .map(|kv| kv.value_str().unwrap_or("").to_string());
         revision = revision.max(response.header().expect("a header").revision());
         traffic.recorder.record(
-            usize::MAX,
+            history::FINAL_READER,
             &key,
             Input::Get,
             call,

@@ -44,6 +44,11 @@ pub enum Output {
     Unknown,
 }
 
+/// The client id of the reads made after the traffic stopped.
+pub const FINAL_READER: usize = usize::MAX;
+/// The client id of the task that holds a lease for the whole run.
+pub const LEASE_HOLDER: usize = usize::MAX - 1;
+
 /// One operation. Times are nanoseconds since the history began; `ret` is
 /// None for an ambiguous outcome, which may take effect at any time after
 /// its call, or never.
@@ -74,10 +79,15 @@ impl Operation {
 impl fmt::Display for Operation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ret = self.ret.map_or("?".to_string(), |r| r.to_string());
+        let client = match self.client {
+            FINAL_READER => "final".to_string(),
+            LEASE_HOLDER => "lease-holder".to_string(),
+            id => id.to_string(),
+        };
         write!(
             f,
-            "client {} [{} .. {}] {} {:?} -> {:?}",
-            self.client, self.call, ret, self.key, self.input, self.output
+            "client {client} [{} .. {}] {} {:?} -> {:?}",
+            self.call, ret, self.key, self.input, self.output
         )?;
         if let Some(revision) = self.revision {
             write!(f, " @{revision}")?;

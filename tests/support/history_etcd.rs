@@ -459,7 +459,7 @@ pub async fn held_lease(traffic: Arc<Traffic>) {
         tokio::time::sleep(BACKOFF).await;
     };
     let op = Op {
-        id: usize::MAX - 1,
+        id: crate::history::LEASE_HOLDER,
         key: &key,
         value: &value,
         traffic: &traffic,
