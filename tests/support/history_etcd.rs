@@ -445,7 +445,7 @@ impl Watcher {
 /// than the TTL (then an expiry is recorded as an ambiguous delete), the
 /// final read must still find it.
 pub async fn held_lease(traffic: Arc<Traffic>) {
-    const TTL: i64 = 10;
+    const TTL: i64 = 30;
     let key = format!("{PREFIX}held");
     let value = "held-by-lease".to_string();
     let mut member = 0;
