@@ -353,10 +353,10 @@ async fn keep_alive_once(etcd: &mut Client, id: i64) -> bool {
         .unwrap_or(false)
 }
 
-/// A watcher on one member: every event under [`PREFIX`] after `after`,
-/// resumed from its last revision + 1 whenever the stream breaks, until
-/// it has reached `until` (0 while unknown). `response` numbers what each
-/// event arrived in, for the atomicity check.
+/// A watcher: every event under [`PREFIX`] after `after`, resumed from
+/// its last revision + 1 (on the next member) whenever the stream breaks,
+/// until it has reached `until` (0 while unknown). Events are numbered by
+/// the response they arrived in, for the atomicity check.
 pub struct Watcher {
     pub events: Mutex<Vec<Event>>,
     pub until: AtomicI64,
