@@ -1,8 +1,10 @@
 //! The Kubernetes API under store faults: two `capstan-apiserver`s on a
 //! 3-member `capstan-store` cluster, kube-rs clients creating, reading,
 //! updating with resourceVersion, merge-patching, deleting and listing
-//! ConfigMaps through both, and a REST watcher on each, while the store's
-//! leader (and a follower) is killed, paused and cut off from its peers.
+//! ConfigMaps through both, and two REST watchers that resume on the
+//! other API server each time a watch ends, while the store's leader (and
+//! a follower) is killed, paused and cut off from its peers, and an API
+//! server is cut off from the leader.
 //! Afterwards the history must be linearizable per object (final reads
 //! included, so an acknowledged write that vanished fails), and each
 //! watcher's stream, resumed at its last resourceVersion, must be ordered,
@@ -70,8 +72,8 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
     let watchers: Vec<Arc<RestWatcher>> = (0..2).map(|_| Arc::default()).collect();
     let watching: Vec<_> = watchers
         .iter()
-        .zip(&ports)
-        .map(|(w, port)| runtime.spawn(w.clone().run(*port, start)))
+        .enumerate()
+        .map(|(i, w)| runtime.spawn(w.clone().run(ports.clone(), i, start)))
         .collect();
 
     let targets = Targets {

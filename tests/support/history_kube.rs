@@ -29,6 +29,8 @@ use crate::history::{Input, Output, Recorder};
 pub const PREFIX: &str = "f-";
 const NAMES: usize = 5;
 const BACKOFF: Duration = Duration::from_millis(100);
+/// How long each REST watch runs before the server ends it.
+const WATCH_SECONDS: u32 = 8;
 
 #[derive(Default)]
 pub struct KubeTraffic {
@@ -276,9 +278,11 @@ pub fn record_list(recorder: &Recorder, client: usize, call: u64, items: &[Confi
     }
 }
 
-/// A REST watcher on one API server: events of the traffic's ConfigMaps
-/// after a resourceVersion, resumed from the last one seen (event or
-/// bookmark) whenever the stream ends, until one at `until` or later.
+/// A REST watcher: events of the traffic's ConfigMaps after a
+/// resourceVersion, resumed from the last one seen (event or bookmark)
+/// on the next API server whenever the stream ends (each watch asks the
+/// server to end it after a few seconds, so resumption across API servers
+/// happens often), until one at `until` or later.
 #[derive(Default)]
 pub struct RestWatcher {
     pub events: Mutex<Vec<Event>>,
@@ -296,12 +300,14 @@ impl RestWatcher {
         until > 0 && last >= until
     }
 
-    pub async fn run(self: Arc<Self>, port: u16, after: i64) {
+    pub async fn run(self: Arc<Self>, ports: Vec<u16>, first: usize, after: i64) {
         let mut last = after;
+        let mut server = first;
         let mut line = 0u64;
         while !self.done(last) {
-            let api = configmaps(port);
-            let params = WatchParams::default().timeout(30);
+            let api = configmaps(ports[server % ports.len()]);
+            server += 1;
+            let params = WatchParams::default().timeout(WATCH_SECONDS);
             let Ok(stream) = api.watch(&params, &last.to_string()).await else {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
