@@ -4,7 +4,7 @@
 //! ConfigMaps through both, and two REST watchers that resume on the
 //! other API server each time a watch ends, while the store's leader (and
 //! a follower) is killed, paused and cut off from its peers, and an API
-//! server is cut off from the leader.
+//! server is cut off from the leader or killed and restarted.
 //! Afterwards the history must be linearizable per object (final reads
 //! included, so an acknowledged write that vanished fails), and each
 //! watcher's stream, resumed at its last resourceVersion, must be ordered,
@@ -15,10 +15,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use capstan_tests::apiserver::ApiServer;
 use capstan_tests::checker::verify::{verify, Run};
 use capstan_tests::checker::watch::Event;
 use capstan_tests::cluster::Cluster;
+use capstan_tests::faults::apiserver::ApiProcess;
 use capstan_tests::faults::schedule::{self, FaultKind, Report, Settings, Targets};
 use capstan_tests::faults::Network;
 use capstan_tests::history;
@@ -27,9 +27,10 @@ use kube::api::{ListParams, PostParams};
 
 const CLIENTS: usize = 4;
 const FINISH: Duration = Duration::from_secs(90);
-const STORE_FAULTS: [FaultKind; 7] = [
+const STORE_FAULTS: [FaultKind; 8] = [
     FaultKind::KillLeader,
     FaultKind::CutApiServerFromLeader,
+    FaultKind::KillApiServer,
     FaultKind::IsolateLeader,
     FaultKind::PauseLeader,
     FaultKind::DeafenLeader,
@@ -52,9 +53,9 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         .then(|| Network::new(&cluster).expect("set up partitions (root, iptables, cgroup v2)"));
     let urls = cluster.urls();
     let reversed: Vec<String> = urls.iter().rev().cloned().collect();
-    let apis = [
-        ApiServer::start_with(&urls, dir.path(), "api-a", &[]),
-        ApiServer::start_with(&reversed, dir.path(), "api-b", &[]),
+    let mut apis = [
+        ApiProcess::start(&urls, dir.path(), "api-a"),
+        ApiProcess::start(&reversed, dir.path(), "api-b"),
     ];
     let ports: Vec<u16> = apis.iter().map(|a| a.port).collect();
     let start: i64 = runtime.block_on(async {
@@ -79,7 +80,7 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
     let targets = Targets {
         cluster: &mut cluster,
         network: network.as_ref(),
-        api_servers: apis.iter().map(ApiServer::pid).collect(),
+        api_servers: &mut apis,
         endpoints: None,
     };
     let faults = schedule::run(targets, &traffic.recorder, &STORE_FAULTS, &settings);

@@ -61,7 +61,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     let targets = Targets {
         cluster: &mut cluster,
         network: network.as_ref(),
-        api_servers: vec![],
+        api_servers: &mut [],
         endpoints: Some(&traffic.urls),
     };
     let faults = schedule::run(targets, &traffic.recorder, &EVERY_FAULT, &settings);

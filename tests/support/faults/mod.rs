@@ -13,6 +13,7 @@
 //! connections (`ss -K`): they reconnect from inside the group, and drop.
 //! Everything is undone when the `Network` drops, even on a panic.
 
+pub mod apiserver;
 pub mod membership;
 pub mod schedule;
 

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::apiserver::ApiProcess;
 use super::{membership, Network};
 use crate::cluster::Cluster;
 use crate::history::{Operation, Recorder};
@@ -42,6 +43,8 @@ pub enum FaultKind {
     /// An API server cut off from the leader's client port (the others
     /// still reach it); needs API servers.
     CutApiServerFromLeader,
+    /// SIGKILL of an API server, started again on the same port.
+    KillApiServer,
     /// A membership change: a follower removed, wiped, and replaced by a
     /// new member that catches up from the others.
     ReplaceFollower,
@@ -58,6 +61,14 @@ impl FaultKind {
                 | FaultKind::IsolateFollower
                 | FaultKind::DeafenLeader
                 | FaultKind::CutApiServerFromLeader
+        )
+    }
+
+    /// Whether the fault is done to an API server.
+    pub fn needs_api_servers(self) -> bool {
+        matches!(
+            self,
+            FaultKind::CutApiServerFromLeader | FaultKind::KillApiServer
         )
     }
 
@@ -129,7 +140,7 @@ pub struct Targets<'a> {
     pub cluster: &'a mut Cluster,
     /// None: no partitions (see [`Settings`]).
     pub network: Option<&'a Network>,
-    pub api_servers: Vec<u32>,
+    pub api_servers: &'a mut [ApiProcess],
     /// The client URLs the traffic uses, rewritten when a member is
     /// replaced (None: nobody follows the change).
     pub endpoints: Option<&'a Mutex<Vec<String>>>,
@@ -154,6 +165,7 @@ pub fn run(
         .iter()
         .copied()
         .filter(|kind| network.is_some() || !kind.needs_network())
+        .filter(|kind| !api_servers.is_empty() || !kind.needs_api_servers())
         .collect();
     let end = Instant::now() + settings.duration;
     let mut records = Vec::new();
@@ -164,14 +176,22 @@ pub fn run(
         thread::sleep(settings.settle);
         let leader = cluster.wait_for_leader(RECOVERY);
         let member = match kind {
-            FaultKind::KillAll => None,
+            // Whole-cluster and API server faults name no member.
+            kind if *kind == FaultKind::KillAll || kind.needs_api_servers() => None,
             kind if kind.hits_leader() => Some(leader),
             _ => Some((leader + 1) % cluster.members.len()),
         };
         let injected = clock.now();
         match (kind, network) {
+            (FaultKind::KillApiServer, _) => {
+                let count = api_servers.len();
+                let api = &mut api_servers[records.len() % count];
+                api.kill9();
+                thread::sleep(settings.hold);
+                api.spawn();
+            }
             (FaultKind::CutApiServerFromLeader, Some(network)) => {
-                let pid = api_servers[records.len() % api_servers.len()];
+                let pid = api_servers[records.len() % api_servers.len()].pid();
                 let port = cluster.members[leader].client_port;
                 cut_api_server(network, pid, port, settings.hold);
             }
@@ -254,7 +274,9 @@ fn inject(
             hold_fault(cluster, kind, member, hold);
             network.heal().expect("heal the partition");
         }
-        FaultKind::CutApiServerFromLeader | FaultKind::ReplaceFollower => {
+        FaultKind::CutApiServerFromLeader
+        | FaultKind::KillApiServer
+        | FaultKind::ReplaceFollower => {
             unreachable!("{kind:?} is run by the schedule")
         }
     }
