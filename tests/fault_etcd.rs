@@ -2,8 +2,10 @@
 //! loopback, clients doing put / linearizable get / compare-and-swap /
 //! delete / a two-key transaction / lease grant-keepalive-revoke, and two
 //! watchers on different members, while members are killed (one, the
-//! leader, or all at once), paused (SIGSTOP/SIGCONT) and cut off from the
-//! others' peer links. Afterwards the history must be linearizable per
+//! leader, or all at once), paused (SIGSTOP/SIGCONT), cut off from the
+//! others' peer links (both ways, or the leader deafened one way), and a
+//! follower is replaced by a new member; a lease kept alive throughout
+//! must not expire. Afterwards the history must be linearizable per
 //! key (final reads included, so an acknowledged write that vanished
 //! fails), and each watcher's stream, resumed across member restarts,
 //! must be ordered, unique, atomic per revision, gap-free and complete,
