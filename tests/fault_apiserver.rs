@@ -134,6 +134,14 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         report
             .violations
             .extend(problems.iter().map(|p| format!("REST watcher {i}: {p}")));
+        let refused = watcher.refused.lock().unwrap().clone();
+        if !refused.is_empty() {
+            report.notes.push(format!(
+                "REST watcher {i}: resumed elsewhere after {} refusals (410), e.g. {}",
+                refused.len(),
+                refused[0]
+            ));
+        }
     }
     report.notes.push(format!(
         "resourceVersions {start}..{until}; watch events {:?}; watches opened {:?}; bookmarks {:?}; acknowledged writes {}",

@@ -290,8 +290,12 @@ pub struct RestWatcher {
     pub opened: AtomicUsize,
     pub bookmarks: AtomicUsize,
     /// Broken promises seen on the wire: a bookmark behind an event, an
-    /// ERROR event (a resumption refused as too old).
+    /// ERROR event, a resumption every API server refused.
     pub problems: Mutex<Vec<String>>,
+    /// Resumptions one API server refused as too old (410), which is
+    /// lawful when its watch cache starts later (say it just restarted);
+    /// the watcher then resumes on the next one.
+    pub refused: Mutex<Vec<String>>,
 }
 
 impl RestWatcher {
@@ -304,6 +308,7 @@ impl RestWatcher {
         let mut last = after;
         let mut server = first;
         let mut line = 0u64;
+        let mut refusals = 0;
         while !self.done(last) {
             let api = configmaps(ports[server % ports.len()]);
             server += 1;
@@ -319,11 +324,19 @@ impl RestWatcher {
                     Ok(Some(Ok(event))) => {
                         line += 1;
                         match self.take(event, line, &mut last) {
-                            Next::Continue => {}
+                            Next::Continue => refusals = 0,
                             Next::Reopen => break,
-                            // Resuming cannot work; the checks report what
-                            // is missing.
-                            Next::GiveUp => return,
+                            Next::TooOld if refusals + 1 < ports.len() => {
+                                refusals += 1;
+                                break;
+                            }
+                            // No server can resume it; the checks report
+                            // what is missing.
+                            Next::TooOld => {
+                                let problem = format!("every API server refused {last}");
+                                self.problems.lock().unwrap().push(problem);
+                                return;
+                            }
                         }
                     }
                     Ok(_) => break,
@@ -353,12 +366,12 @@ impl RestWatcher {
             }
             WatchEvent::Error(error) => {
                 let problem = format!("watch from {last}: {} {}", error.code, error.message);
+                if error.code == 410 {
+                    self.refused.lock().unwrap().push(problem);
+                    return Next::TooOld;
+                }
                 self.problems.lock().unwrap().push(problem);
-                return if error.code == 410 {
-                    Next::GiveUp
-                } else {
-                    Next::Reopen
-                };
+                return Next::Reopen;
             }
         };
         let Some(revision) = revision_of(&cm) else {
@@ -382,5 +395,6 @@ impl RestWatcher {
 enum Next {
     Continue,
     Reopen,
-    GiveUp,
+    /// 410 Gone: this server cannot resume from so far back.
+    TooOld,
 }
