@@ -361,14 +361,27 @@ pub struct Watcher {
     pub events: Mutex<Vec<Event>>,
     pub until: AtomicI64,
     pub resumed: AtomicI64,
+    /// Watch the whole keyspace instead of [`PREFIX`].
+    all_keys: bool,
 }
 
 impl Watcher {
     pub fn new() -> Arc<Watcher> {
+        Watcher::with_scope(false)
+    }
+
+    /// A watcher of every key, to tell a revision written outside
+    /// [`PREFIX`] from one that carries no event at all.
+    pub fn of_all_keys() -> Arc<Watcher> {
+        Watcher::with_scope(true)
+    }
+
+    fn with_scope(all_keys: bool) -> Arc<Watcher> {
         Arc::new(Watcher {
             events: Mutex::new(Vec::new()),
             until: AtomicI64::new(0),
             resumed: AtomicI64::new(0),
+            all_keys,
         })
     }
 
@@ -389,10 +402,13 @@ impl Watcher {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             };
-            let options = WatchOptions::new().with_prefix().with_start_revision(next);
+            let options = WatchOptions::new().with_start_revision(next);
+            let (key, options) = match self.all_keys {
+                true => ("\0", options.with_all_keys()),
+                false => (PREFIX, options.with_prefix()),
+            };
             let Ok(Ok(mut stream)) =
-                tokio::time::timeout(Duration::from_secs(3), etcd.watch(PREFIX, Some(options)))
-                    .await
+                tokio::time::timeout(Duration::from_secs(3), etcd.watch(key, Some(options))).await
             else {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;

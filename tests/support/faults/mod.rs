@@ -21,11 +21,24 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use crate::cluster::Cluster;
 
-const CGROUP_ROOT: &str = "/sys/fs/cgroup/unified";
+/// Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on a pure v2
+/// machine, /sys/fs/cgroup/unified on a hybrid one.
+fn cgroup_root() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        mounts
+            .lines()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .find(|fields| fields.get(2) == Some(&"cgroup2"))
+            .and_then(|fields| fields.get(1).map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup"))
+    })
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum FaultError {
@@ -59,7 +72,7 @@ impl Network {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let base = Path::new(CGROUP_ROOT).join(format!("capstan-fault-{tag}"));
+        let base = cgroup_root().join(format!("capstan-fault-{tag}"));
         let groups: Vec<PathBuf> = cluster.members.iter().map(|m| base.join(&m.name)).collect();
         let mut network = Network {
             chain: format!("CAPSTAN-FAULT-{tag}"),
@@ -224,7 +237,7 @@ impl Drop for Network {
 
 fn relative(group: &Path) -> String {
     group
-        .strip_prefix(CGROUP_ROOT)
+        .strip_prefix(cgroup_root())
         .expect("groups live under the root")
         .display()
         .to_string()
@@ -282,7 +295,7 @@ fn remove_stale() {
             let _ = iptables(&["-X", &chain]);
         }
     }
-    let groups = std::fs::read_dir(CGROUP_ROOT)
+    let groups = std::fs::read_dir(cgroup_root())
         .into_iter()
         .flatten()
         .flatten();
@@ -306,7 +319,7 @@ fn remove_groups(base: &Path) {
         }
         let procs = std::fs::read_to_string(group.path().join("cgroup.procs")).unwrap_or_default();
         for pid in procs.lines() {
-            let _ = std::fs::write(Path::new(CGROUP_ROOT).join("cgroup.procs"), pid);
+            let _ = std::fs::write(cgroup_root().join("cgroup.procs"), pid);
         }
         let _ = std::fs::remove_dir(group.path());
     }
