@@ -65,14 +65,16 @@ bench-short: deps
 	$(CARGO) build --bins
 	./target/debug/capstan-bench --duration 1s --clients 1,8 --api-list-size 100 --quiet
 
-## Long fault-injection runs: repeated kill -9 of a single member and of a
-## cluster's leader under writes.
+## Long fault-injection runs: the fault suites (kill -9, SIGSTOP, partitions,
+## one-way partitions, membership changes; histories checked for
+## linearizability and the watch guarantees) for 5 minutes each, about 190
+## faults, histories and reports kept under target/chaos; then repeated kill -9
+## of a single member and of a cluster's leader under writes.
 chaos: deps
 	$(CARGO) build --bins
-	CAPSTAN_CHAOS_ROUNDS=10 $(CARGO) test -p capstan-tests --test durability --test cluster --test control_plane_chaos -- --nocapture --test-threads 1
+	CAPSTAN_FAULT_SECONDS=300 CAPSTAN_FAULT_DIR=target/chaos CAPSTAN_TEST_BUDGET_SECS=1800 $(CARGO) test -p capstan-tests --test fault_etcd --test fault_apiserver -- --nocapture --test-threads 1
+	CAPSTAN_CHAOS_ROUNDS=10 CAPSTAN_TEST_BUDGET_SECS=1800 $(CARGO) test -p capstan-tests --test durability --test cluster --test control_plane_chaos -- --nocapture --test-threads 1
 
-## The README's two commands in a fresh container (a new machine of this
-## kind: fresh clone, no cargo registry, no protoc, no etcd). Needs a Docker
 ## engine (started if installable); skips with a message otherwise.
 test-fresh:
 	./scripts/test-fresh.sh all

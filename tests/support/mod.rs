@@ -2,11 +2,16 @@
 //! free loopback ports, drive them with real clients, kill them for real.
 
 pub mod apiserver;
+pub mod checker;
 pub mod client;
 pub mod cluster;
 pub mod etcdctl;
 pub mod etcdctl_watch;
+pub mod faults;
 pub mod grpc_raw;
+pub mod history;
+pub mod history_etcd;
+pub mod history_kube;
 pub mod http;
 pub mod keyspace;
 pub mod kubectl;

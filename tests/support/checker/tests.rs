@@ -1,0 +1,405 @@
+//! The checker's selftest: it accepts correct histories (with concurrency
+//! and ambiguous outcomes) and catches a stale read, a lost write, a wrong
+//! CAS, and a watch gap, duplicate, reorder and split revision.
+
+use std::collections::HashSet;
+
+use super::watch::{self, Event, Expectation, Kind, WatchViolation, Write};
+use super::{check, LinearizabilityError, DEFAULT_BUDGET};
+use crate::history::{Input, Operation, Output};
+
+fn op(client: usize, input: Input, output: Output, call: u64, ret: Option<u64>) -> Operation {
+    Operation {
+        client,
+        key: "k".into(),
+        input,
+        output,
+        call,
+        ret,
+        revision: None,
+    }
+}
+
+fn put(v: &str) -> Input {
+    Input::Put { value: v.into() }
+}
+
+fn got(v: Option<&str>) -> Output {
+    Output::Get(v.map(String::from))
+}
+
+fn cas(expect: Option<&str>, value: &str) -> Input {
+    Input::Cas {
+        expect: expect.map(String::from),
+        value: value.into(),
+    }
+}
+
+fn verdict(ops: &[Operation]) -> Vec<LinearizabilityError> {
+    check(ops, DEFAULT_BUDGET)
+}
+
+fn illegal(ops: &[Operation]) -> bool {
+    matches!(
+        verdict(ops).as_slice(),
+        [LinearizabilityError::Illegal { .. }]
+    )
+}
+
+#[test]
+fn a_sequential_history_is_linearizable() {
+    let ops = [
+        op(0, Input::Get, got(None), 0, Some(1)),
+        op(0, put("a"), Output::Put, 2, Some(3)),
+        op(
+            0,
+            cas(Some("a"), "b"),
+            Output::Cas { succeeded: true },
+            4,
+            Some(5),
+        ),
+        op(
+            0,
+            cas(Some("a"), "c"),
+            Output::Cas { succeeded: false },
+            6,
+            Some(7),
+        ),
+        op(0, Input::Get, got(Some("b")), 8, Some(9)),
+        op(
+            0,
+            Input::Delete,
+            Output::Delete { deleted: true },
+            10,
+            Some(11),
+        ),
+        op(
+            0,
+            Input::Delete,
+            Output::Delete { deleted: false },
+            12,
+            Some(13),
+        ),
+        op(
+            0,
+            cas(None, "d"),
+            Output::Cas { succeeded: true },
+            14,
+            Some(15),
+        ),
+    ];
+    assert_eq!(verdict(&ops), vec![]);
+}
+
+#[test]
+fn concurrent_operations_may_take_effect_in_either_order() {
+    // The read overlaps both puts and sees the one that started second.
+    let ops = [
+        op(0, put("a"), Output::Put, 0, Some(10)),
+        op(1, put("b"), Output::Put, 1, Some(9)),
+        op(2, Input::Get, got(Some("a")), 2, Some(12)),
+        op(2, Input::Get, got(Some("a")), 13, Some(14)),
+    ];
+    assert_eq!(verdict(&ops), vec![]);
+}
+
+#[test]
+fn a_stale_read_is_caught() {
+    let ops = [
+        op(0, put("a"), Output::Put, 0, Some(1)),
+        op(0, put("b"), Output::Put, 2, Some(3)),
+        op(1, Input::Get, got(Some("a")), 4, Some(5)),
+    ];
+    assert!(illegal(&ops), "{:?}", verdict(&ops));
+}
+
+#[test]
+fn a_lost_write_is_caught() {
+    // The put was acknowledged, and a read that began after it finds
+    // nothing.
+    let ops = [
+        op(0, put("a"), Output::Put, 0, Some(1)),
+        op(1, Input::Get, got(None), 2, Some(3)),
+    ];
+    assert!(illegal(&ops), "{:?}", verdict(&ops));
+}
+
+#[test]
+fn a_wrong_cas_is_caught() {
+    // Two compare-and-swaps from the same value cannot both succeed.
+    let ops = [
+        op(0, put("a"), Output::Put, 0, Some(1)),
+        op(
+            1,
+            cas(Some("a"), "b"),
+            Output::Cas { succeeded: true },
+            2,
+            Some(5),
+        ),
+        op(
+            2,
+            cas(Some("a"), "c"),
+            Output::Cas { succeeded: true },
+            3,
+            Some(6),
+        ),
+    ];
+    assert!(illegal(&ops), "{:?}", verdict(&ops));
+    // Nor may one fail when the value matched.
+    let ops = [
+        op(0, put("a"), Output::Put, 0, Some(1)),
+        op(
+            1,
+            cas(Some("a"), "b"),
+            Output::Cas { succeeded: false },
+            2,
+            Some(3),
+        ),
+    ];
+    assert!(illegal(&ops), "{:?}", verdict(&ops));
+}
+
+#[test]
+fn a_wrong_delete_count_is_caught() {
+    let ops = [
+        op(0, put("a"), Output::Put, 0, Some(1)),
+        op(
+            1,
+            Input::Delete,
+            Output::Delete { deleted: false },
+            2,
+            Some(3),
+        ),
+    ];
+    assert!(illegal(&ops), "{:?}", verdict(&ops));
+}
+
+#[test]
+fn an_ambiguous_write_may_have_happened_or_not() {
+    let happened = [
+        op(0, put("a"), Output::Unknown, 0, None),
+        op(1, Input::Get, got(Some("a")), 5, Some(6)),
+    ];
+    assert_eq!(verdict(&happened), vec![]);
+    let not_happened = [
+        op(0, put("a"), Output::Unknown, 0, None),
+        op(1, Input::Get, got(None), 5, Some(6)),
+    ];
+    assert_eq!(verdict(&not_happened), vec![]);
+    // But not both: once seen, it stays until overwritten.
+    let flickers = [
+        op(0, put("a"), Output::Unknown, 0, None),
+        op(1, Input::Get, got(Some("a")), 5, Some(6)),
+        op(1, Input::Get, got(None), 7, Some(8)),
+    ];
+    assert!(illegal(&flickers), "{:?}", verdict(&flickers));
+    // Nor before it was sent.
+    let early = [
+        op(1, Input::Get, got(Some("a")), 0, Some(1)),
+        op(0, put("a"), Output::Unknown, 2, None),
+    ];
+    assert!(illegal(&early), "{:?}", verdict(&early));
+}
+
+#[test]
+fn keys_are_checked_independently() {
+    let mut other = op(1, Input::Get, got(Some("x")), 4, Some(5));
+    other.key = "other".into();
+    let ops = [op(0, put("a"), Output::Put, 0, Some(1)), other];
+    assert_eq!(
+        verdict(&ops),
+        vec![LinearizabilityError::Illegal {
+            key: "other".into(),
+            ops: 1
+        }]
+    );
+}
+
+#[test]
+fn a_long_concurrent_history_is_checked_within_budget() {
+    // Four clients, each putting its own values and reading, overlapping.
+    let mut ops = Vec::new();
+    let mut last = None;
+    for i in 0..400u64 {
+        let client = (i % 4) as usize;
+        let value = format!("v{i}");
+        ops.push(op(
+            client,
+            put(&value),
+            Output::Put,
+            i * 10,
+            Some(i * 10 + 15),
+        ));
+        if i % 4 == 3 {
+            ops.push(op(
+                client,
+                Input::Get,
+                got(last.as_deref()),
+                i * 10 + 1,
+                Some(i * 10 + 2),
+            ));
+        }
+        last = Some(value);
+    }
+    // Each read overlaps the put of the value before its own, and no later.
+    assert_eq!(verdict(&ops), vec![]);
+}
+
+fn event(revision: i64, key: &str, response: u64) -> Event {
+    Event {
+        revision,
+        key: key.into(),
+        kind: Kind::Put,
+        value: Some(format!("{key}{revision}")),
+        response,
+    }
+}
+
+fn write(revision: i64, key: &str) -> Write {
+    Write {
+        revision,
+        key: key.into(),
+        kind: Kind::Put,
+        value: Some(format!("{key}{revision}")),
+    }
+}
+
+fn watch_violations(events: &[Event], acked: &[Write]) -> Vec<WatchViolation> {
+    let issued: HashSet<String> = acked.iter().filter_map(|w| w.value.clone()).collect();
+    let expect = Expectation {
+        after: 1,
+        until: 4,
+        acked,
+        issued: &issued,
+        every_revision: true,
+    };
+    watch::check(events, &expect)
+}
+
+fn writes() -> Vec<Write> {
+    vec![write(2, "a"), write(3, "b"), write(3, "c"), write(4, "a")]
+}
+
+#[test]
+fn a_complete_watch_passes() {
+    let events = [
+        event(2, "a", 0),
+        event(3, "b", 1),
+        event(3, "c", 1),
+        event(4, "a", 2),
+    ];
+    assert_eq!(watch_violations(&events, &writes()), vec![]);
+}
+
+#[test]
+fn a_watch_gap_is_caught() {
+    let events = [event(2, "a", 0), event(4, "a", 1)];
+    let violations = watch_violations(&events, &writes());
+    assert!(
+        violations.contains(&WatchViolation::Gap { first: 3, last: 3 }),
+        "{violations:?}"
+    );
+    assert!(violations.contains(&WatchViolation::Missing {
+        key: "b".into(),
+        revision: 3
+    }));
+}
+
+#[test]
+fn a_duplicate_event_is_caught() {
+    let events = [
+        event(2, "a", 0),
+        event(3, "b", 1),
+        event(3, "c", 1),
+        event(3, "c", 2),
+        event(4, "a", 3),
+    ];
+    let violations = watch_violations(&events, &writes());
+    assert!(
+        violations.contains(&WatchViolation::Duplicate {
+            key: "c".into(),
+            revision: 3
+        }),
+        "{violations:?}"
+    );
+}
+
+#[test]
+fn a_reordered_event_is_caught() {
+    let events = [
+        event(3, "b", 0),
+        event(3, "c", 0),
+        event(2, "a", 1),
+        event(4, "a", 2),
+    ];
+    let violations = watch_violations(&events, &writes());
+    assert!(
+        violations.contains(&WatchViolation::Reordered {
+            index: 2,
+            revision: 2,
+            previous: 3
+        }),
+        "{violations:?}"
+    );
+}
+
+#[test]
+fn a_revision_split_across_responses_is_caught() {
+    let events = [
+        event(2, "a", 0),
+        event(3, "b", 1),
+        event(3, "c", 2),
+        event(4, "a", 3),
+    ];
+    let violations = watch_violations(&events, &writes());
+    assert_eq!(violations, vec![WatchViolation::Split { revision: 3 }]);
+}
+
+#[test]
+fn an_event_nobody_wrote_is_caught() {
+    let mut forged = event(4, "a", 2);
+    forged.value = Some("forged".into());
+    let events = [event(2, "a", 0), event(3, "b", 1), event(3, "c", 1), forged];
+    let violations = watch_violations(&events, &writes());
+    assert!(violations.contains(&WatchViolation::Unwritten {
+        key: "a".into(),
+        revision: 4
+    }));
+    assert!(violations.contains(&WatchViolation::Mismatch {
+        key: "a".into(),
+        revision: 4
+    }));
+}
+
+#[test]
+fn a_patch_writes_only_an_existing_key() {
+    let patch = |v: &str| Input::Patch { value: v.into() };
+    let ops = [
+        op(0, patch("a"), Output::Patch { found: false }, 0, Some(1)),
+        op(0, put("b"), Output::Put, 2, Some(3)),
+        op(0, patch("c"), Output::Patch { found: true }, 4, Some(5)),
+        op(0, Input::Get, got(Some("c")), 6, Some(7)),
+    ];
+    assert_eq!(verdict(&ops), vec![]);
+    let on_absent = [op(0, patch("a"), Output::Patch { found: true }, 0, Some(1))];
+    assert!(illegal(&on_absent), "{:?}", verdict(&on_absent));
+    let not_written = [
+        op(0, put("b"), Output::Put, 0, Some(1)),
+        op(0, patch("c"), Output::Patch { found: true }, 2, Some(3)),
+        op(0, Input::Get, got(Some("b")), 4, Some(5)),
+    ];
+    assert!(illegal(&not_written), "{:?}", verdict(&not_written));
+}
+
+#[test]
+fn a_read_made_stale_is_rejected() {
+    let ops = [
+        op(0, put("a"), Output::Put, 0, Some(1)),
+        op(0, put("b"), Output::Put, 2, Some(3)),
+        op(1, Input::Get, got(Some("b")), 4, Some(5)),
+    ];
+    assert_eq!(verdict(&ops), vec![]);
+    let stale = super::with_stale_read(&ops).expect("a read to make stale");
+    assert_eq!(stale[2].output, got(Some("a")));
+    assert!(illegal(&stale), "{:?}", verdict(&stale));
+}
