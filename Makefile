@@ -75,6 +75,8 @@ chaos: deps
 	CAPSTAN_FAULT_SECONDS=300 CAPSTAN_FAULT_DIR=target/chaos CAPSTAN_TEST_BUDGET_SECS=1800 $(CARGO) test -p capstan-tests --test fault_etcd --test fault_apiserver -- --nocapture --test-threads 1
 	CAPSTAN_CHAOS_ROUNDS=10 CAPSTAN_TEST_BUDGET_SECS=1800 $(CARGO) test -p capstan-tests --test durability --test cluster --test control_plane_chaos -- --nocapture --test-threads 1
 
+## The README's two commands in a fresh container (a new machine of this
+## kind: fresh clone, no cargo registry, no protoc, no etcd). Needs a Docker
 ## engine (started if installable); skips with a message otherwise.
 test-fresh:
 	./scripts/test-fresh.sh all
