@@ -83,7 +83,7 @@ impl Member {
         http_get(self.client_port, "/metrics").unwrap_or_default()
     }
 
-    /// The value of a gauge on `/metrics`, if the member answers.
+    /// The value of a gauge or counter on `/metrics`, if the member answers.
     pub fn gauge(&self, name: &str) -> Option<i64> {
         let metrics = self.metrics();
         metrics
