@@ -245,9 +245,10 @@ async fn a_wiped_member_readded_catches_up_through_a_snapshot() {
         .await
         .unwrap();
     assert_eq!(resp.count(), 100);
+    let applied = joiner.gauge("raft_snapshots_applied_total");
     assert!(
-        joiner.log().contains("installing snapshot"),
-        "the joiner should catch up by snapshot"
+        applied.is_some_and(|n| n >= 1),
+        "the joiner should catch up by snapshot (snapshots applied: {applied:?})"
     );
 }
 
@@ -522,11 +523,12 @@ fn etcdctl_member_update_moves_a_member_to_new_peer_urls() {
         if read.ok && read.stdout.trim() == "here" {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the moved member never caught up: {}",
-            read.stderr
-        );
+        if Instant::now() >= deadline {
+            for m in &cluster.members {
+                eprintln!("===== log of {} =====\n{}", m.name, m.log());
+            }
+            panic!("the moved member never caught up: {}", read.stderr);
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
 }

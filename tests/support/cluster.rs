@@ -83,7 +83,7 @@ impl Member {
         http_get(self.client_port, "/metrics").unwrap_or_default()
     }
 
-    /// The value of a gauge on `/metrics`, if the member answers.
+    /// The value of a gauge or counter on `/metrics`, if the member answers.
     pub fn gauge(&self, name: &str) -> Option<i64> {
         let metrics = self.metrics();
         metrics
@@ -151,7 +151,25 @@ impl Cluster {
             member.start();
         }
         cluster.wait_for_leader(Duration::from_secs(20));
+        cluster.wait_all_know_the_leader(Duration::from_secs(20));
         cluster
+    }
+
+    /// One member leading is not enough to write through any member: a
+    /// follower that has not heard from it yet answers "no leader".
+    fn wait_all_know_the_leader(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while !self
+            .members
+            .iter()
+            .all(|m| m.gauge("has_leader") == Some(1))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "not every member knew the leader within {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// All client URLs, for a client that may use any member.

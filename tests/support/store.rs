@@ -173,6 +173,14 @@ impl StoreProcess {
     }
 }
 
+/// The value of the unlabelled sample `name` in a Prometheus text scrape.
+pub fn metric_value(scrape: &str, name: &str) -> Option<f64> {
+    scrape.lines().find_map(|line| {
+        let value = line.strip_prefix(name)?.strip_prefix(' ')?;
+        value.trim().parse().ok()
+    })
+}
+
 /// A store in its own temporary data directory, removed after the store
 /// has been killed.
 pub struct TempStore {

@@ -73,6 +73,10 @@ pub struct Cluster {
 pub struct ClusterId(Arc<AtomicU64>);
 
 impl ClusterId {
+    pub fn new(id: u64) -> Self {
+        ClusterId(Arc::new(AtomicU64::new(id)))
+    }
+
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Acquire)
     }
@@ -164,7 +168,7 @@ impl Cluster {
             }
         };
         Ok(Cluster {
-            cluster_id: ClusterId(Arc::new(AtomicU64::new(identity.cluster_id))),
+            cluster_id: ClusterId::new(identity.cluster_id),
             local_id: identity.member_id,
             name: config.name.clone(),
             client_urls: split_urls(&config.advertise_client_urls),

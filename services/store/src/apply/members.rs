@@ -49,18 +49,20 @@ pub fn write_initial_members(backend: &dyn Backend, members: &[MemberRecord]) ->
 }
 
 /// Changes part of a member's record; a member removed meanwhile stays
-/// removed.
+/// removed. Returns the members as they are with the change: it reaches the
+/// backend only when the view is finished, so a reload would miss it.
 fn amend(
     view: &mut WriteView,
     backend: &dyn Backend,
     id: u64,
     change: impl FnOnce(&mut MemberRecord),
-) -> Result<()> {
-    if let Some(mut record) = find(backend, id)? {
-        change(&mut record);
+) -> Result<Vec<MemberRecord>> {
+    let mut members = load_members(backend)?;
+    if let Some(record) = members.iter_mut().find(|m| m.id == id) {
+        change(record);
         view.put_record(member_key(record.id), record.encode_to_vec());
     }
-    Ok(())
+    Ok(members)
 }
 
 /// A member publishing its name and client URLs.
@@ -68,7 +70,7 @@ pub fn publish_attributes(
     view: &mut WriteView,
     backend: &dyn Backend,
     update: &MemberRecord,
-) -> Result<()> {
+) -> Result<Vec<MemberRecord>> {
     amend(view, backend, update.id, |record| {
         record.name = update.name.clone();
         record.client_urls = update.client_urls.clone();
@@ -80,7 +82,7 @@ pub fn update_peer_urls(
     view: &mut WriteView,
     backend: &dyn Backend,
     update: &MemberRecord,
-) -> Result<()> {
+) -> Result<Vec<MemberRecord>> {
     amend(view, backend, update.id, |record| {
         record.peer_urls = update.peer_urls.clone();
     })
@@ -98,5 +100,42 @@ pub fn find(backend: &dyn Backend, id: u64) -> Result<Option<MemberRecord>> {
     match backend.get(Space::Mvcc, &member_key(id))? {
         Some(bytes) => Ok(Some(MemberRecord::decode(bytes.as_slice())?)),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::mvcc::MvccStore;
+    use crate::storage::SledBackend;
+
+    /// The members an update returns drive the transport, so they carry the
+    /// change before the view reaches the backend.
+    #[test]
+    fn a_peer_url_update_returns_the_members_with_the_new_urls() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(dir.path()).unwrap());
+        let mvcc = MvccStore::open(backend.clone()).unwrap();
+        let member = |id, url: &str| MemberRecord {
+            id,
+            peer_urls: vec![url.to_string()],
+            ..Default::default()
+        };
+        write_initial_members(
+            &*backend,
+            &[member(1, "http://a:1"), member(2, "http://b:2")],
+        )
+        .unwrap();
+
+        let mut view = mvcc.write();
+        let members = update_peer_urls(&mut view, &*backend, &member(2, "http://c:3")).unwrap();
+        let urls = |members: &[MemberRecord]| -> Vec<Vec<String>> {
+            members.iter().map(|m| m.peer_urls.clone()).collect()
+        };
+        assert_eq!(urls(&members), [vec!["http://a:1"], vec!["http://c:3"]]);
+        view.finish(1).unwrap();
+        assert_eq!(urls(&load_members(&*backend).unwrap()), urls(&members));
     }
 }

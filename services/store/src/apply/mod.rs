@@ -112,12 +112,14 @@ impl Applier {
                 lease::revoke(view, &mut lessor, req).map(ApplyOutcome::LeaseRevoke)
             }
             Request::MemberAttributes(record) => {
-                members::publish_attributes(view, &**self.mvcc.backend(), record)?;
-                self.members().map(ApplyOutcome::Members)
+                members::publish_attributes(view, &**self.mvcc.backend(), record)
+                    .map(ApplyOutcome::Members)
             }
+            // The transport follows the members returned here: they must
+            // carry the new URLs, or peers keep dialling the old ones.
             Request::MemberPeerUrls(record) => {
-                members::update_peer_urls(view, &**self.mvcc.backend(), record)?;
-                self.members().map(ApplyOutcome::Members)
+                members::update_peer_urls(view, &**self.mvcc.backend(), record)
+                    .map(ApplyOutcome::Members)
             }
         }
     }

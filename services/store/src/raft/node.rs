@@ -164,6 +164,7 @@ pub fn start_node(
         applied,
         role: StateRole::Follower,
     };
+    node.report_log_start();
     std::thread::Builder::new()
         .name("raft-ready-loop".into())
         .spawn(move || node.run(rx))
@@ -430,6 +431,8 @@ impl Node {
         self.backend.flush()?;
         self.log.apply_snapshot(&snapshot)?;
         self.applied = meta.index;
+        self.config.metrics.snapshots_applied.inc();
+        self.report_log_start();
         self.transport
             .set_peers(peer_list(&self.applier.members()?));
         Ok(())
@@ -540,6 +543,13 @@ impl Node {
         self.backend.flush()?;
         let upto = applied - keep;
         tracing::info!(upto, "truncating the raft log");
-        self.log.truncate_front(upto)
+        self.log.truncate_front(upto)?;
+        self.report_log_start();
+        Ok(())
+    }
+
+    fn report_log_start(&self) {
+        let first = self.log.first_index();
+        self.config.metrics.log_first_index.set(first as i64);
     }
 }

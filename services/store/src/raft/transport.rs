@@ -171,6 +171,12 @@ impl LinkPump {
                     tracing::debug!(to = format!("{:x}", self.to), %err, "peer unreachable")
                 }
             }
+            // A link replaced (`member update`) or removed while its peer was
+            // down ends here; left running, it would dial the old URL and
+            // report the peer unreachable forever.
+            if rx.is_closed() {
+                return;
+            }
             if let Some(feedback) = &self.feedback {
                 let _ = feedback.send(NodeMsg::Unreachable { to: self.to });
             }
@@ -239,4 +245,50 @@ async fn send_snapshot(url: &str, from: u64, mut message: Message) -> Result<(),
         .await
         .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port nothing listens on: bound, then released.
+    fn closed_port() -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_link_dropped_while_its_peer_is_down_stops() {
+        let transport = GrpcTransport::new(1, ClusterId::new(1), tokio::runtime::Handle::current());
+        let (feedback, reports) = std::sync::mpsc::channel();
+        transport.set_feedback(feedback);
+        let down = format!("http://127.0.0.1:{}", closed_port());
+        transport.set_peers(vec![(2, vec![down])]);
+        let first = tokio::task::spawn_blocking(move || {
+            let first = reports.recv_timeout(Duration::from_secs(30));
+            (first, reports)
+        });
+        let (first, reports) = first.await.unwrap();
+        assert!(matches!(first, Ok(NodeMsg::Unreachable { to: 2 })));
+
+        // Once the link is gone and the transport dropped, the last sender of
+        // reports goes with the pump's task: the channel disconnects.
+        transport.set_peers(Vec::new());
+        drop(transport);
+        let end = tokio::task::spawn_blocking(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match reports.recv_timeout(left) {
+                    Ok(_) => continue,
+                    Err(err) => return err,
+                }
+            }
+        });
+        assert_eq!(
+            end.await.unwrap(),
+            std::sync::mpsc::RecvTimeoutError::Disconnected,
+            "the pump of a removed link still runs"
+        );
+    }
 }

@@ -72,6 +72,7 @@ impl Peer for PeerService {
             message.ok_or_else(|| Status::invalid_argument("snapshot without a message"))?;
         message.mut_snapshot().data = data.into();
         self.0.raft.step(message)?;
+        self.0.metrics.raft.snapshot_receive_success.inc();
         Ok(Response::new(Ack {}))
     }
 
