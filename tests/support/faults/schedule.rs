@@ -269,7 +269,15 @@ fn inject(
                     FaultKind::DeafenLeader => network.deafen(m),
                     _ => network.isolate(m),
                 };
-                cut.expect("partition a member");
+                if let Err(err) = cut {
+                    // A member that is not running cannot be cut off: show why it stopped.
+                    let logs: Vec<String> =
+                        cluster.members.iter().map(|m| tail(&m.log(), 40)).collect();
+                    panic!(
+                        "partition a member: {err}\nmember logs:\n{}",
+                        logs.join("\n-----\n")
+                    );
+                }
             }
             hold_fault(cluster, kind, member, hold);
             network.heal().expect("heal the partition");
@@ -399,4 +407,10 @@ impl fmt::Display for Report {
         }
         write!(f, "history: {}", self.history.display())
     }
+}
+
+/// The last `lines` lines of a log.
+fn tail(log: &str, lines: usize) -> String {
+    let all: Vec<&str> = log.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
