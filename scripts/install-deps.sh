@@ -10,7 +10,9 @@ need=()
 command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v curl >/dev/null 2>&1 || need+=(curl)
-command -v kubectl >/dev/null 2>&1 || need+=(kubectl)
+# Machines of this kind come with kubectl 1.32; where it is missing, Debian's
+# own kubectl (package kubernetes-client, an older 1.20) is the fallback.
+command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 
 if ((${#need[@]})); then
   echo "installing: ${need[*]}"
