@@ -109,9 +109,7 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
     });
 
     let ops = traffic.recorder.operations();
-    let path = schedule::output_path("apiserver").with_extension("history");
-    history::write_to(&path, &ops).expect("write the history");
-    let mut report = Report::new("Kubernetes API", &ops, faults, path);
+    let mut report = Report::for_history("apiserver", "Kubernetes API", &ops, faults);
     let acked = traffic.acked.lock().unwrap().clone();
     let issued = traffic.issued.lock().unwrap().clone();
     let streams: Vec<Vec<Event>> = watchers
@@ -127,8 +125,7 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         until,
         every_revision: false,
     });
-    report.violations.extend(findings.violations);
-    report.notes.extend(findings.notes);
+    report.absorb(findings);
     for (i, watcher) in watchers.iter().enumerate() {
         let problems = watcher.problems.lock().unwrap().clone();
         report
@@ -150,11 +147,7 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         watchers.iter().map(|w| w.bookmarks.load(Ordering::Relaxed)).collect::<Vec<_>>(),
         acked.len()
     ));
-    if network.is_none() {
-        report
-            .notes
-            .push("partitions: left out (CAPSTAN_FAULT_PARTITIONS=0)".into());
-    }
+    report.note_partitions(network.as_ref());
     report.publish();
     assert!(report.faults.len() >= 2, "too few faults to mean anything");
     assert!(

@@ -100,9 +100,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     });
 
     let ops = traffic.recorder.operations();
-    let path = schedule::output_path("etcd").with_extension("history");
-    history::write_to(&path, &ops).expect("write the history");
-    let mut report = Report::new("etcd API", &ops, faults, path);
+    let mut report = Report::for_history("etcd", "etcd API", &ops, faults);
     let acked = traffic.acked.lock().unwrap().clone();
     let issued = traffic.issued.lock().unwrap().clone();
     let mut streams: Vec<Vec<Event>> = watchers
@@ -126,8 +124,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
         until,
         every_revision: false,
     });
-    report.violations.extend(findings.violations);
-    report.notes.extend(findings.notes);
+    report.absorb(findings);
     check_every_revision(&mut report, &everything, start, until);
     report.notes.push(format!(
         "revisions {start}..{until}; watch events {:?}; watch streams opened {:?}; acknowledged writes {}",
@@ -135,11 +132,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
         watchers.iter().map(|w| w.resumed.load(Ordering::Relaxed)).collect::<Vec<_>>(),
         acked.len()
     ));
-    if network.is_none() {
-        report
-            .notes
-            .push("partitions: left out (CAPSTAN_FAULT_PARTITIONS=0)".into());
-    }
+    report.note_partitions(network.as_ref());
     report
         .notes
         .push(format!("leases: {:?}", traffic.leases.lock().unwrap()));

@@ -366,18 +366,7 @@ impl Http {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<(u16, serde_json::Value), HttpError> {
-        let content_type = match method {
-            "PATCH" => "application/merge-patch+json",
-            _ => "application/json",
-        };
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
-        let headers = [
-            ("Accept", "application/json"),
-            ("Content-Type", content_type),
-        ];
-        let response = self
-            .connection
-            .send(method, path, &headers, body.as_bytes())?;
+        let response = self.connection.send_json(method, path, body)?;
         if response.body.is_empty() {
             return Ok((response.status, serde_json::Value::Null));
         }

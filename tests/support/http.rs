@@ -124,6 +124,18 @@ impl Connection {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<(u16, serde_json::Value), HttpError> {
+        let response = self.send_json(method, path, body)?;
+        Ok((response.status, response.json()?))
+    }
+
+    /// Sends a JSON request (`PATCH` as a merge patch) and returns the raw
+    /// response, for callers that decide what an empty body means.
+    pub fn send_json(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<Response, HttpError> {
         let content_type = match method {
             "PATCH" => "application/merge-patch+json",
             _ => "application/json",
@@ -133,8 +145,7 @@ impl Connection {
             ("Accept", "application/json"),
             ("Content-Type", content_type),
         ];
-        let response = self.send(method, path, &headers, body.as_bytes())?;
-        Ok((response.status, response.json()?))
+        self.send(method, path, &headers, body.as_bytes())
     }
 
     fn read_response(&mut self) -> Result<Response, HttpError> {

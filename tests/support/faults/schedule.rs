@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use super::apiserver::ApiProcess;
 use super::{membership, Network};
+use crate::checker::verify::Findings;
 use crate::cluster::Cluster;
-use crate::history::{Operation, Recorder};
+use crate::history::{self, Operation, Recorder};
 use crate::poll::wait_for;
 
 /// Generous: a 2-core machine shared with builds can be slow to elect.
@@ -349,6 +350,33 @@ pub struct Report {
 }
 
 impl Report {
+    /// Writes the run's history under `CAPSTAN_FAULT_DIR` (as `file`) and
+    /// starts the report that points at it.
+    pub fn for_history(
+        file: &str,
+        name: &str,
+        ops: &[Operation],
+        faults: Vec<FaultRecord>,
+    ) -> Report {
+        let path = output_path(file).with_extension("history");
+        history::write_to(&path, ops).expect("write the history");
+        Report::new(name, ops, faults, path)
+    }
+
+    /// Takes in what the checker found.
+    pub fn absorb(&mut self, findings: Findings) {
+        self.violations.extend(findings.violations);
+        self.notes.extend(findings.notes);
+    }
+
+    /// Says so when the run had no partition controls.
+    pub fn note_partitions(&mut self, network: Option<&Network>) {
+        if network.is_none() {
+            self.notes
+                .push("partitions: left out (CAPSTAN_FAULT_PARTITIONS=0)".into());
+        }
+    }
+
     /// Prints the report and keeps a copy next to the history.
     pub fn publish(&self) {
         eprintln!("{self}");
