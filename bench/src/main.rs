@@ -29,7 +29,7 @@ use crate::checks::Checks;
 use crate::cli::Args;
 use crate::report::RunStats;
 use crate::servers::{ServerKind, ServerProcess};
-use crate::workload::{RunSpec, Workload};
+use crate::workload::RunSpec;
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -228,7 +228,7 @@ async fn run_workloads(
     let mut dead: Vec<ServerKind> = Vec::new();
     for &clients in &args.clients.0 {
         for server in servers.iter_mut() {
-            for workload in [Workload::Put, Workload::Txn, Workload::Get] {
+            for &workload in &args.store_workloads.0 {
                 if dead.contains(&server.kind) {
                     continue;
                 }

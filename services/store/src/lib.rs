@@ -1,6 +1,7 @@
 //! `capstan-store`: one member of Capstan's revisioned key-value store.
 //!
 //! Layers, bottom up — each only uses the ones below it:
+//! - [`failpoints`]: fault injection for tests, off by default;
 //! - [`storage`]: the durable ordered key-value backend (sled behind a trait);
 //! - [`mvcc`]: revisions, the key index, historical reads, compaction;
 //! - [`lease`] and [`watch`]: lease table and clock; watchers fed by MVCC events;
@@ -12,6 +13,7 @@ pub mod apply;
 pub mod backup;
 pub mod config;
 pub mod error;
+pub mod failpoints;
 pub mod jobs;
 pub mod lease;
 pub mod member;
@@ -32,6 +34,7 @@ use parking_lot::Mutex;
 use crate::apply::{restore_leases, Applier};
 use crate::config::{split_urls, StoreConfig};
 use crate::error::{Result, StoreError};
+use crate::failpoints::Failpoints;
 use crate::lease::Lessor;
 use crate::member::Cluster;
 use crate::mvcc::MvccStore;
@@ -53,7 +56,14 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         .map_err(|err| StoreError::Storage(format!("{}: {err}", config.data_dir.display())))?;
     let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(&config.data_dir.join("db"))?);
     let cluster = Cluster::bootstrap(config, &*backend)?;
-    let log = RaftLog::open(&config.data_dir.join("raft.wal"))?;
+    let failpoints = config
+        .experimental_enable_failpoints
+        .then(|| Arc::new(Failpoints::default()));
+    let mut log = RaftLog::open(&config.data_dir.join("raft.wal"))?;
+    if let Some(failpoints) = &failpoints {
+        tracing::warn!("failpoints enabled (--experimental-enable-failpoints)");
+        log = log.with_failpoints(failpoints.clone());
+    }
     log.import_legacy(&*backend)?;
     let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
     let mvcc = Arc::new(MvccStore::open(backend.clone())?);
@@ -107,6 +117,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         },
         metrics,
         peers: Default::default(),
+        failpoints,
     });
     spawn_jobs(&ctx, config)?;
     Ok(ctx)

@@ -3,6 +3,7 @@
 //! port. Handlers validate, then read locally or propose through raft.
 
 mod cluster;
+mod debug;
 mod forward;
 mod http;
 mod kv;
@@ -60,6 +61,8 @@ pub struct Context {
     pub limits: Limits,
     pub metrics: Metrics,
     pub peers: forward::PeerChannels,
+    /// Set only with `--experimental-enable-failpoints`.
+    pub failpoints: Option<Arc<crate::failpoints::Failpoints>>,
 }
 
 impl Context {
@@ -199,6 +202,7 @@ pub async fn serve(
             ctx.clone(),
         )));
     let router = http::add_routes(routes.routes().into_axum_router(), ctx.clone());
+    let router = debug::add_routes(router, ctx.failpoints.clone());
     let incoming = no_delay(listener);
     tonic::transport::Server::builder()
         .accept_http1(true)
