@@ -54,6 +54,10 @@ pub enum NodeMsg {
     Persisted {
         number: u64,
     },
+    /// The state machine is durable up to this applied index.
+    StateFlushed {
+        upto: u64,
+    },
 }
 
 /// What the Ready loop publishes about the node, for status and headers.

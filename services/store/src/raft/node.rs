@@ -30,7 +30,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::handle::{NodeMsg, RaftHandle, RaftStatus};
 use super::logger::raft_logger;
-use super::persist::spawn_persister;
+use super::persist::{spawn_persister, spawn_state_flusher};
 use super::storage::RaftLog;
 use super::transport::Transport;
 use crate::apply::{Applier, ApplyOutcome};
@@ -98,6 +98,10 @@ struct Node {
     persist: std::sync::mpsc::Sender<u64>,
     /// Messages that may go only once their Ready is durable, by number.
     unpersisted: VecDeque<(u64, Vec<Message>)>,
+    /// Applied indexes go here to be made durable in the state machine.
+    flush_state: std::sync::mpsc::Sender<u64>,
+    /// A state flush is under way; the log is truncated when it ends.
+    flushing: bool,
 }
 
 /// Bootstraps the log if it is new, then starts the Ready loop thread.
@@ -150,6 +154,7 @@ pub fn start_node(
     transport.set_feedback(tx.clone());
     transport.set_peers(peers);
     let persist = spawn_persister(log.clone(), tx.clone(), config.metrics.clone())?;
+    let flush_state = spawn_state_flusher(backend.clone(), tx.clone())?;
     let handle = RaftHandle {
         tx,
         status: status.clone(),
@@ -176,6 +181,8 @@ pub fn start_node(
         role: StateRole::Follower,
         persist,
         unpersisted: VecDeque::new(),
+        flush_state,
+        flushing: false,
     };
     node.report_log_start();
     std::thread::Builder::new()
@@ -271,6 +278,12 @@ impl Node {
                 let _ = done.send(self.learner_in_sync(id));
             }
             NodeMsg::Persisted { number } => self.on_persisted(number),
+            NodeMsg::StateFlushed { upto } => {
+                if let Err(err) = self.on_state_flushed(upto) {
+                    tracing::error!(%err, "cannot truncate the raft log; stopping");
+                    std::process::exit(2);
+                }
+            }
         }
     }
 
@@ -508,20 +521,31 @@ impl Node {
         });
     }
 
-    /// Drops log entries that are applied and older than the catch-up
-    /// window, once `snapshot_count` of them have piled up. The state
-    /// machine is not synced per Ready but replayed from the log after a
-    /// crash, so it is flushed first: no entry goes before what it built
-    /// is on disk.
+    /// Once `snapshot_count` applied entries beyond the catch-up window
+    /// have piled up, asks the flush thread to make the state machine
+    /// durable. The state machine is not synced per Ready but replayed from
+    /// the log after a crash, so no entry may go before what it built is on
+    /// disk; the flush (long: all of sled's dirty state) runs beside the
+    /// loop, and `on_state_flushed` drops the entries it covers.
     fn truncate_log(&mut self) -> Result<()> {
         let first = self.log.first_index();
         let keep = CATCH_UP_ENTRIES.min(self.config.snapshot_count);
         let applied = self.applied;
-        if applied < first + self.config.snapshot_count + keep {
+        if self.flushing || applied < first + self.config.snapshot_count + keep {
             return Ok(());
         }
-        self.backend.flush()?;
-        let upto = applied - keep;
+        self.flushing = true;
+        self.flush_state
+            .send(applied)
+            .map_err(|_| StoreError::Storage("the state flush thread stopped".into()))
+    }
+
+    /// The state machine is durable up to applied index `upto`: entries
+    /// before the catch-up window behind it go.
+    fn on_state_flushed(&mut self, upto: u64) -> Result<()> {
+        self.flushing = false;
+        let keep = CATCH_UP_ENTRIES.min(self.config.snapshot_count);
+        let upto = upto.saturating_sub(keep);
         tracing::info!(upto, "truncating the raft log");
         self.log.truncate_front(upto)?;
         self.report_log_start();
