@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::interface::{Change, GuaranteedUpdate, Interface, ListRequest, Preconditions};
+use super::interface::{Change, GuaranteedUpdate, Interface, ListRequest, Preconditions, ReadAt};
 use super::{ClaimError, EventStream, MemoryStorage, StorageError, StoreEvent};
 
 /// A store under test, and how to compact it (not part of the interface:
@@ -159,11 +159,8 @@ async fn paging_snapshot(b: &Backend, p: String) {
         )
         .await
         .unwrap();
-    let names = |items: &[super::Stored]| -> Vec<String> {
-        items
-            .iter()
-            .map(|i| i.object["metadata"]["name"].as_str().unwrap().to_string())
-            .collect()
+    let names = |items: &[Arc<super::Object>]| -> Vec<String> {
+        items.iter().map(|i| i.name().to_string()).collect()
     };
     assert_eq!(names(&first.items), ["a", "b"]);
     assert_eq!(first.remaining, 3);
@@ -176,16 +173,18 @@ async fn paging_snapshot(b: &Backend, p: String) {
         .unwrap();
     let request = ListRequest {
         start: Some(&next),
-        revision: first.revision,
+        at: ReadAt::Exact(first.revision),
         limit: 2,
+        ..Default::default()
     };
     let second = s.get_list(&p, request).await.unwrap();
     assert_eq!(names(&second.items), ["c", "d"]);
     assert_eq!(second.remaining, 1);
     let request = ListRequest {
         start: second.next_key.as_deref(),
-        revision: first.revision,
+        at: ReadAt::Exact(first.revision),
         limit: 2,
+        ..Default::default()
     };
     let third = s.get_list(&p, request).await.unwrap();
     assert_eq!(names(&third.items), ["e"]);
@@ -202,7 +201,7 @@ async fn future_revision(b: &Backend, p: String) {
         .await
         .unwrap();
     let request = ListRequest {
-        revision: current + 1000,
+        at: ReadAt::Exact(current + 1000),
         ..Default::default()
     };
     match s.get_list(&p, request).await {
@@ -276,7 +275,7 @@ async fn compacted(b: &Backend, p: String) {
     let new = s.update(&key, &object("a", "2"), old).await.unwrap();
     (b.compact)(new).await;
     let request = ListRequest {
-        revision: old,
+        at: ReadAt::Exact(old),
         ..Default::default()
     };
     let listed = s.get_list(&p, request).await;
@@ -303,7 +302,7 @@ async fn compacted(b: &Backend, p: String) {
         "the refusal says where history starts"
     );
     let at = ListRequest {
-        revision: new,
+        at: ReadAt::Exact(new),
         ..Default::default()
     };
     assert_eq!(s.get_list(&p, at).await.unwrap().items.len(), 1);
