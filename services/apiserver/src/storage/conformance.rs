@@ -1,5 +1,7 @@
 //! One table of cases every [`Interface`] must pass, run against the
-//! in-memory storage and against the etcd one on a real `etcd` process:
+//! in-memory storage, the etcd one on a real `etcd` process and on a
+//! `capstan-store` process (`conformance_processes.rs`), and the Cacher in
+//! front of each (`cache/cacher_tests.rs`):
 //! revisions, preconditions, paging snapshots, watch from a revision, 410
 //! after compaction, guaranteed-update conflicts. Each case works under
 //! its own prefix, so the cases can share one store.
@@ -433,80 +435,4 @@ async fn the_memory_storage_conforms() {
         }),
     };
     run_all(&backend, "/registry/conformance").await;
-}
-
-/// A free loopback port (bound, then released for etcd to take).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().expect("a bound address").port()
-}
-
-/// The etcd storage on a real `etcd` started here; skipped, saying why,
-/// when there is no `etcd` binary.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_etcd_storage_conforms() {
-    let Some(etcd) = which("etcd") else {
-        eprintln!("skipped: no `etcd` binary on PATH");
-        return;
-    };
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let (client, peer) = (free_port(), free_port());
-    let client_url = format!("http://127.0.0.1:{client}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let _etcd = tokio::process::Command::new(etcd)
-        .arg("--data-dir")
-        .arg(dir.path().join("etcd"))
-        .args([
-            "--listen-client-urls",
-            &client_url,
-            "--advertise-client-urls",
-            &client_url,
-        ])
-        .args([
-            "--listen-peer-urls",
-            &peer_url,
-            "--initial-advertise-peer-urls",
-            &peer_url,
-        ])
-        .args(["--initial-cluster", &format!("default={peer_url}")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("etcd starts");
-    let connection = super::Connection::new(std::slice::from_ref(&client_url))
-        .await
-        .unwrap();
-    let store = super::Store::new(&connection);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while store.current_revision().await.is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "etcd at {client_url} did not answer within 60s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let backend = Backend {
-        storage: Arc::new(store),
-        compact: Box::new(move |revision| {
-            let connection = connection.clone();
-            Box::pin(async move {
-                let compact = |client: etcd_client::Client| async move {
-                    client.kv_client().compact(revision, None).await
-                };
-                connection
-                    .unary(super::Call::Write, compact)
-                    .await
-                    .expect("compaction");
-            })
-        }),
-    };
-    run_all(&backend, "/registry/conformance").await;
-}
-
-fn which(binary: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(binary))
-        .find(|candidate| candidate.is_file())
 }

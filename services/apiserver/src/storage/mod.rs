@@ -10,6 +10,8 @@ mod claims;
 pub mod compactor;
 #[cfg(test)]
 pub(crate) mod conformance;
+#[cfg(test)]
+pub(crate) mod conformance_processes;
 mod connection;
 mod errors;
 mod etcd;
