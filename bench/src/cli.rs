@@ -98,6 +98,11 @@ pub struct Args {
     #[arg(long, default_value_t = 1000)]
     pub api_list_size: usize,
 
+    /// ConfigMaps created to measure the API server's watch cache (RSS per
+    /// cached object, a list of all of them from the cache); 0 skips it.
+    #[arg(long, default_value_t = 10_000)]
+    pub api_cache_objects: usize,
+
     /// The capstan-apiserver binary (default: next to this executable).
     #[arg(long)]
     pub apiserver_bin: Option<PathBuf>,
@@ -159,6 +164,7 @@ impl Args {
             clients: self.api_clients,
             duration: self.duration,
             list_size: self.api_list_size,
+            cache_objects: self.api_cache_objects,
             request_timeout: self.request_timeout,
             progress: !self.quiet,
         }

@@ -46,6 +46,12 @@ pub enum ApiError {
         #[source]
         source: WrongAnswer,
     },
+    #[error("read {path}: {source}")]
+    Rss {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
     #[error("merge latency histograms: {0}")]
     Histogram(#[from] hdrhistogram::AdditionError),
 }

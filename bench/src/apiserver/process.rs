@@ -83,6 +83,11 @@ impl ApiProcess {
         Err(ApiError::NotReady { timeout, log })
     }
 
+    /// Its process id (for its resident memory).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The last `lines` lines of its log.
     pub fn log_tail(&self, lines: usize) -> String {
         let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();

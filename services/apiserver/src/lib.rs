@@ -12,6 +12,7 @@
 //! [`run`] serves until a shutdown future completes; the `capstan` binary
 //! embeds it next to a store member.
 
+pub mod admission;
 pub mod bootstrap;
 pub mod cache;
 pub mod codec;

@@ -1,14 +1,16 @@
 //! The resource handler: decode the request into a request description
 //! and options, send it to the resource type's actor, render the answer.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::Value;
 
+use super::chain::authentication::User;
 use super::render::{self, Form};
 use super::request_info::{RequestInfo, Verb};
 use super::AppState;
+use crate::admission::UserInfo;
 use crate::codec;
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
@@ -130,7 +132,8 @@ impl Call<'_> {
 
     fn write_options(&self) -> Result<WriteOptions, ApiError> {
         let options = WriteOptions::parse(self.query)?;
-        Ok(options.with_user_agent(header(self.req, "user-agent")))
+        let options = options.with_user_agent(header(self.req, "user-agent"));
+        Ok(options.with_user(user_of(self.req)))
     }
 
     fn written(&self, reply: Reply) -> HttpResponse {
@@ -258,7 +261,7 @@ async fn delete(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, 
         true => None,
         false => Some(decode(call.req, bytes)?),
     };
-    let options = DeleteOptions::parse(call.query, body.as_ref())?;
+    let options = DeleteOptions::parse(call.query, body.as_ref())?.with_user(user_of(call.req));
     let reply = call
         .entry
         .actor
@@ -273,7 +276,7 @@ async fn delete(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, 
 
 async fn delete_collection(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
     let list = ListOptions::parse(call.query)?;
-    let options = DeleteOptions::parse(call.query, None)?;
+    let options = DeleteOptions::parse(call.query, None)?.with_user(user_of(call.req));
     let items = call
         .entry
         .actor
@@ -284,12 +287,27 @@ async fn delete_collection(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
         })
         .await??;
     let page = Page {
-        items: items.into_iter().map(std::sync::Arc::new).collect(),
+        items: items
+            .into_iter()
+            .map(|item| std::sync::Arc::new(crate::storage::Object::from_value(item)))
+            .collect(),
         revision: 0,
         continue_token: None,
         remaining: None,
     };
     Ok(call.listed(page))
+}
+
+/// The user the handler chain put in the request's extensions (anonymous
+/// when it put none), for admission.
+fn user_of(req: &HttpRequest) -> UserInfo {
+    match req.extensions().get::<User>() {
+        Some(user) => UserInfo {
+            name: user.name.clone(),
+            groups: user.groups.clone(),
+        },
+        None => UserInfo::anonymous(),
+    }
 }
 
 fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {
