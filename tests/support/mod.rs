@@ -12,6 +12,7 @@ pub mod grpc_raw;
 pub mod history;
 pub mod history_etcd;
 pub mod history_kube;
+pub mod history_leases;
 pub mod http;
 pub mod keyspace;
 pub mod kubectl;
