@@ -79,6 +79,8 @@ pub struct Flags {
     /// data directory already holds a member).
     #[arg(long)]
     pub restore_snapshot: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: crate::tls::TlsFlags,
 }
 
 /// The settled configuration.
@@ -103,6 +105,9 @@ pub struct StoreConfig {
     pub watch_progress_notify_interval: String,
     pub log_level: String,
     pub restore_snapshot: String,
+    /// Loaded beside the rest (see `tls::settings`).
+    #[serde(skip)]
+    pub tls: crate::tls::TlsSettings,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -185,6 +190,7 @@ impl StoreConfig {
             flags.config_file.as_deref(),
             &overrides,
         )?;
+        config.tls = crate::tls::TlsSettings::load(&flags.tls, flags.config_file.as_deref())?;
         config.fill_derived_defaults();
         config.validate()?;
         Ok(config)
