@@ -94,7 +94,10 @@ pub async fn run(
 /// The store's members, once one of them answers a read (any member will
 /// do: the connection moves to another when its member goes).
 async fn connect(config: &ApiserverConfig) -> Result<Connection, StorageError> {
-    let connection = Connection::new(&config.endpoints()).await?;
+    let tls = config
+        .etcd_tls()
+        .map_err(|err| StorageError::Unavailable(err.to_string()))?;
+    let connection = Connection::with_tls(&config.endpoints(), tls).await?;
     let deadline = Instant::now() + STORE_WAIT;
     loop {
         match Store::new(&connection).current_revision().await {

@@ -83,6 +83,8 @@ pub struct Flags {
     /// (see `failpoints.rs`); never on in production.
     #[arg(long)]
     pub experimental_enable_failpoints: bool,
+    #[command(flatten)]
+    pub tls: crate::tls::TlsFlags,
 }
 
 /// The settled configuration.
@@ -108,6 +110,9 @@ pub struct StoreConfig {
     pub log_level: String,
     pub restore_snapshot: String,
     pub experimental_enable_failpoints: bool,
+    /// Loaded beside the rest (see `tls::settings`).
+    #[serde(skip)]
+    pub tls: crate::tls::TlsSettings,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -197,6 +202,7 @@ impl StoreConfig {
             flags.config_file.as_deref(),
             &overrides,
         )?;
+        config.tls = crate::tls::TlsSettings::load(&flags.tls, flags.config_file.as_deref())?;
         config.fill_derived_defaults();
         config.validate()?;
         Ok(config)

@@ -22,6 +22,7 @@ pub mod mvcc;
 pub mod raft;
 pub mod server;
 pub mod storage;
+pub mod tls;
 pub mod watch;
 
 use std::future::Future;
@@ -183,26 +184,51 @@ async fn listen(
     Ok((listener, stopped))
 }
 
+/// The client and peer servers' TLS, read and checked before anything
+/// starts; how peers are dialed is set for the whole process.
+fn tls_configs(
+    settings: &tls::TlsSettings,
+) -> Result<(
+    Option<tonic::transport::ServerTlsConfig>,
+    Option<tonic::transport::ServerTlsConfig>,
+)> {
+    settings.client.validate("")?;
+    settings.peer.validate("peer-")?;
+    let client = settings.client.server("")?;
+    let peer = settings.peer.server("peer-")?;
+    tls::set_peer_client(settings.peer.client("peer-")?);
+    Ok((client, peer))
+}
+
 /// Runs a member until `shutdown` resolves: opens its state, binds every
 /// client URL, serves.
 pub async fn run(
     config: StoreConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    let (client_tls, peer_tls) = tls_configs(&config.tls)?;
     let ctx = open(&config)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = Vec::new();
     for url in split_urls(&config.listen_client_urls) {
         let (listener, stop) = listen(&url, &stop_rx).await?;
         tracing::info!(%url, "serving the etcd v3 API");
-        servers.push(tokio::spawn(server::serve(ctx.clone(), listener, stop)));
+        let tls = client_tls.clone();
+        servers.push(tokio::spawn(server::serve(
+            ctx.clone(),
+            listener,
+            tls,
+            stop,
+        )));
     }
     for url in split_urls(&config.listen_peer_urls) {
         let (listener, stop) = listen(&url, &stop_rx).await?;
         tracing::info!(%url, "serving peers");
+        let tls = peer_tls.clone();
         servers.push(tokio::spawn(server::serve_peers(
             ctx.clone(),
             listener,
+            tls,
             stop,
         )));
     }
