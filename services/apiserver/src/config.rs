@@ -40,7 +40,18 @@ pub struct Flags {
     /// How long events live in the store (`1h`; kube-apiserver's default).
     #[arg(long)]
     pub event_ttl: Option<String>,
+    /// Comma list of authorizers asked in order: `RBAC`, `AlwaysAllow`,
+    /// `AlwaysDeny` (kube-apiserver's names; `Node` is not served).
+    #[arg(long)]
+    pub authorization_mode: Option<String>,
+    /// kube-apiserver's static token CSV: `token,user,uid,"group1,group2"`.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
 }
+
+/// Nobody is authenticated over plain HTTP yet, so RBAC would refuse
+/// everyone: the default becomes `RBAC` with authentication.
+pub const DEFAULT_AUTHORIZATION_MODE: &str = "AlwaysAllow";
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ApiserverConfig {
@@ -51,6 +62,9 @@ pub struct ApiserverConfig {
     pub log_level: String,
     pub etcd_compaction_interval: String,
     pub event_ttl: String,
+    pub authorization_mode: String,
+    #[serde(default)]
+    pub token_auth_file: Option<PathBuf>,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -64,7 +78,8 @@ impl ApiserverConfig {
             .set_default("storage_prefix", "/registry")?
             .set_default("log_level", "info")?
             .set_default("etcd_compaction_interval", "5m")?
-            .set_default("event_ttl", "1h")?;
+            .set_default("event_ttl", "1h")?
+            .set_default("authorization_mode", DEFAULT_AUTHORIZATION_MODE)?;
         let overrides = [
             ("etcd_servers", flags.etcd_servers.clone()),
             ("bind_address", flags.bind_address.clone()),
@@ -76,6 +91,14 @@ impl ApiserverConfig {
                 flags.etcd_compaction_interval.clone(),
             ),
             ("event_ttl", flags.event_ttl.clone()),
+            ("authorization_mode", flags.authorization_mode.clone()),
+            (
+                "token_auth_file",
+                flags
+                    .token_auth_file
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
+            ),
         ];
         let config: ApiserverConfig = capstan_telemetry::settings::load_layered(
             defaults,
@@ -103,6 +126,12 @@ impl ApiserverConfig {
             field: "etcd_compaction_interval",
             reason: "not a duration (such as 5m or 30s; 0 turns compaction off)".into(),
         })?;
+        crate::routes::chain::authorization::parse_modes(&self.authorization_mode).map_err(
+            |reason| ConfigError::Invalid {
+                field: "authorization_mode",
+                reason,
+            },
+        )?;
         match parse_interval(&self.event_ttl) {
             Some(ttl) if ttl >= Duration::from_secs(1) => Ok(()),
             _ => Err(ConfigError::Invalid {

@@ -95,6 +95,7 @@ async fn create_as(
     let unpicked = obj.clone();
     h.strategy.allocate(&mut obj, None);
     h.validate(&obj, None)?;
+    check_requester(h, &options, &obj, None)?;
     h.check_namespace(namespace).await?;
     let name = meta::name(&obj).to_string();
     if options.dry_run {
@@ -234,6 +235,7 @@ where
             });
         }
         h.validate(&new, Some(&current.object))?;
+        check_requester(h, options, &new, Some(&current.object))?;
         if options.dry_run {
             return Ok(Reply {
                 code: 200,
@@ -281,6 +283,20 @@ where
             Err(ClaimFailure::Repick) => continue,
             Err(failure) => return Err(h.claim_error(name, failure)),
         }
+    }
+}
+
+/// The strategy's rules about who may write `obj` (see
+/// `Strategy::check_requester`).
+fn check_requester(
+    h: &Handle,
+    options: &WriteOptions,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    match &options.requester {
+        Some(requester) => h.strategy.check_requester(obj, old, requester.as_ref()),
+        None => Ok(()),
     }
 }
 

@@ -150,6 +150,8 @@ pub struct WriteOptions {
     /// The User-Agent's product (before the first `/`): the manager of a
     /// write that names none, as kube-apiserver derives it.
     pub agent: String,
+    /// Who asks; None for the server's own writes.
+    pub requester: Option<std::sync::Arc<dyn super::strategy::Requester>>,
 }
 
 impl WriteOptions {
@@ -189,6 +191,7 @@ impl WriteOptions {
             field_manager: query.get("fieldManager").filter(|m| !m.is_empty()).cloned(),
             force,
             agent: String::new(),
+            requester: None,
         })
     }
 

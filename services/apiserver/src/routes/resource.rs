@@ -1,11 +1,12 @@
 //! The resource handler: decode the request into a request description
 //! and options, send it to the resource type's actor, render the answer.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::Value;
 
+use super::chain::authentication::User;
 use super::render::{self, Form};
 use super::request_info::{RequestInfo, Verb};
 use super::AppState;
@@ -63,7 +64,13 @@ pub(crate) async fn dispatch(
 ) -> Result<HttpResponse, ApiError> {
     if let Some(review) = super::reviews::find(info) {
         let body = decode(req, read_body(payload).await?)?;
-        let answer = super::reviews::answer(review, info, &body)?;
+        let user = req
+            .extensions()
+            .get::<User>()
+            .cloned()
+            .unwrap_or_else(User::anonymous);
+        let authorizer = state.chain.authorizer.as_ref();
+        let answer = super::reviews::answer(review, info, &body, &user, authorizer)?;
         return Ok(respond(201, Form::Json, answer, &[]));
     }
     if info.group.is_empty() && info.resource == "bindings" {
@@ -129,7 +136,9 @@ impl Call<'_> {
     }
 
     fn write_options(&self) -> Result<WriteOptions, ApiError> {
-        let options = WriteOptions::parse(self.query)?;
+        let mut options = WriteOptions::parse(self.query)?;
+        options.requester =
+            crate::rbac::requester::of_request(self.req, &self.state.chain.authorizer);
         Ok(options.with_user_agent(header(self.req, "user-agent")))
     }
 
