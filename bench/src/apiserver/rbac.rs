@@ -1,0 +1,60 @@
+//! The RBAC variant (`--api-rbac`): every API server runs with
+//! `--authorization-mode=RBAC` and a static token file, and the workload
+//! clients send the token of a plain user, `bench`, whose group is bound
+//! to `cluster-admin` by a ClusterRoleBinding (made with an admin token
+//! before the runs). So every timed request is authenticated by token and
+//! decided by the RBAC index, not by the `system:masters` short cut.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+static ON: OnceLock<()> = OnceLock::new();
+
+const ADMIN_TOKEN: &str = "bench-admin-token";
+pub const CLIENT_TOKEN: &str = "bench-client-token";
+const TOKENS: &str = "bench-admin-token,bench-admin,0,\"system:masters\"\n\
+bench-client-token,bench,1,\"bench-clients\"\n";
+const BINDING: &str = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding",
+"metadata":{"name":"bench-clients"},
+"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},
+"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"bench-clients"}]}"#;
+
+/// Turns the variant on for the rest of the run.
+pub fn enable() {
+    let _ = ON.set(());
+}
+
+pub fn enabled() -> bool {
+    ON.get().is_some()
+}
+
+/// The API server flags of the variant; writes the token file in `dir`.
+pub fn flags(dir: &Path) -> std::io::Result<Vec<String>> {
+    let tokens = dir.join("tokens.csv");
+    std::fs::write(&tokens, TOKENS)?;
+    Ok(vec![
+        "--authorization-mode=RBAC".into(),
+        "--token-auth-file".into(),
+        tokens.display().to_string(),
+    ])
+}
+
+/// Binds the clients' group to cluster-admin, as the admin; the answer's
+/// status line (201 expected).
+pub fn bind_clients(port: u16) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+         Authorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{BINDING}",
+        BINDING.len()
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    Ok(answer.lines().next().unwrap_or("").to_string())
+}
