@@ -47,11 +47,11 @@ struct Cluster {
     _dir: tempfile::TempDir,
 }
 
-fn start() -> Cluster {
+fn start(backend: Backend) -> Cluster {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, TOKENS).expect("write the token file");
-    let store = StoreBackend::start(Backend::Capstan, &dir.path().join("store"));
+    let store = StoreBackend::start(backend, &dir.path().join("store"));
     let flags = [
         "--authorization-mode=RBAC",
         "--token-auth-file",
@@ -90,8 +90,17 @@ fn eventually_ok(kubectl: &Kubectl, args: &[&str]) -> String {
 }
 
 #[test]
-fn alice_is_refused_until_bound_to_edit_and_then_only_in_her_namespace() {
-    let c = start();
+fn alice_is_refused_until_bound_to_edit_on_capstan_store() {
+    alice_is_refused_until_bound_to_edit_and_then_only_in_her_namespace(Backend::Capstan);
+}
+
+#[test]
+fn alice_is_refused_until_bound_to_edit_on_etcd() {
+    alice_is_refused_until_bound_to_edit_and_then_only_in_her_namespace(Backend::Etcd);
+}
+
+fn alice_is_refused_until_bound_to_edit_and_then_only_in_her_namespace(backend: Backend) {
+    let c = start(backend);
     c.admin.ok(&["create", "namespace", "team"]);
     c.admin.ok(&["create", "namespace", "other"]);
     let denied = refused(&c.alice, &["-n", "team", "get", "configmaps"]);
@@ -189,7 +198,7 @@ fn alice_is_refused_until_bound_to_edit_and_then_only_in_her_namespace() {
 
 #[test]
 fn escalation_is_refused_unless_held_and_anonymous_reads_only_public_paths() {
-    let c = start();
+    let c = start(Backend::Capstan);
     c.admin.ok(&["create", "namespace", "team2"]);
     c.admin.ok(&[
         "-n",
@@ -322,7 +331,7 @@ fn escalation_is_refused_unless_held_and_anonymous_reads_only_public_paths() {
 
 #[test]
 fn can_i_list_shows_the_rules_a_user_holds() {
-    let c = start();
+    let c = start(Backend::Capstan);
     c.admin.ok(&["create", "namespace", "team3"]);
     c.admin.ok(&[
         "-n",

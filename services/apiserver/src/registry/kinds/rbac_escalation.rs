@@ -112,3 +112,103 @@ pub fn check_binding(
     confirm_no_escalation(requester, namespace, &rules)
         .map_err(|why| forbidden(resource, obj, &why))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Holds `rules` in every namespace; may `escalate`/`bind` nothing.
+    #[derive(Debug)]
+    struct Holder {
+        groups: Vec<String>,
+        rules: Vec<PolicyRule>,
+        may: bool,
+    }
+
+    impl Requester for Holder {
+        fn name(&self) -> &str {
+            "alice"
+        }
+        fn groups(&self) -> &[String] {
+            &self.groups
+        }
+        fn may(&self, _: &str, _: &str, _: &str, _: &str, _: &str) -> bool {
+            self.may
+        }
+        fn rules(&self, _: &str) -> (Vec<PolicyRule>, Vec<String>) {
+            (self.rules.clone(), Vec::new())
+        }
+        fn role_rules(&self, _: &str, _: &str, name: &str) -> Result<Vec<PolicyRule>, String> {
+            match name {
+                "reader" => Ok(self.rules.clone()),
+                "root" => Ok(serde_json::from_value(
+                    json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]),
+                )
+                .unwrap()),
+                _ => Err(format!(
+                    "clusterrole.rbac.authorization.k8s.io {name:?} not found"
+                )),
+            }
+        }
+    }
+
+    fn alice(may: bool, groups: &[&str]) -> Holder {
+        Holder {
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            rules: serde_json::from_value(
+                json!([{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]}]),
+            )
+            .unwrap(),
+            may,
+        }
+    }
+
+    #[test]
+    fn grants_beyond_what_is_held_need_escalate_bind_or_system_masters() {
+        let role = |verbs: Value| {
+            json!({"metadata": {"name": "r", "namespace": "a"},
+            "rules": [{"verbs": verbs, "apiGroups": [""], "resources": ["pods"]}]})
+        };
+        let plain = alice(false, &["system:authenticated"]);
+        assert!(check_role("roles", &role(json!(["get"])), None, &plain).is_ok());
+        let Err(ApiError::Forbidden(message)) =
+            check_role("roles", &role(json!(["get", "delete"])), None, &plain)
+        else {
+            panic!("an escalation was allowed");
+        };
+        assert_eq!(
+            message,
+            "roles.rbac.authorization.k8s.io \"r\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) \
+             is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"delete\"]}"
+        );
+        assert!(check_role("roles", &role(json!(["*"])), None, &alice(true, &[])).is_ok());
+        assert!(check_role(
+            "roles",
+            &role(json!(["*"])),
+            None,
+            &alice(false, &[MASTERS])
+        )
+        .is_ok());
+        let mut aggregated = role(json!(["get"]));
+        aggregated["aggregationRule"] = json!({"clusterRoleSelectors": []});
+        assert!(check_role("clusterroles", &aggregated, None, &plain).is_err());
+
+        let binding = |role: &str| {
+            json!({"metadata": {"name": "b", "namespace": "a"},
+            "roleRef": {"kind": "ClusterRole", "name": role}, "subjects": []})
+        };
+        assert!(check_binding("rolebindings", &binding("reader"), None, &plain).is_ok());
+        assert!(check_binding("rolebindings", &binding("root"), None, &plain).is_err());
+        assert!(check_binding("rolebindings", &binding("root"), None, &alice(true, &[])).is_ok());
+        let Err(ApiError::Forbidden(missing)) =
+            check_binding("rolebindings", &binding("gone"), None, &plain)
+        else {
+            panic!("a binding to a missing role was allowed");
+        };
+        assert_eq!(
+            missing,
+            "rolebindings.rbac.authorization.k8s.io \"b\" is forbidden: clusterrole.rbac.authorization.k8s.io \"gone\" not found"
+        );
+    }
+}
