@@ -42,17 +42,40 @@ pub fn flags(dir: &Path) -> std::io::Result<Vec<String>> {
     ])
 }
 
-/// Binds the clients' group to cluster-admin, as the admin; the answer's
-/// status line (201 expected).
+/// How long a new binding may take to reach the server's RBAC index.
+const GRANT_WAIT: Duration = Duration::from_secs(10);
+
+/// Binds the clients' group to cluster-admin, as the admin, and waits
+/// until the clients are allowed (the binding reaches the authorizer
+/// through a watch); the binding's status line, 201 expected.
 pub fn bind_clients(port: u16) -> std::io::Result<String> {
+    let bound = send(
+        port,
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        ADMIN_TOKEN,
+        BINDING,
+    )?;
+    let deadline = std::time::Instant::now() + GRANT_WAIT;
+    while std::time::Instant::now() < deadline {
+        if send(port, "GET", "/api/v1/namespaces/default", CLIENT_TOKEN, "")?.contains(" 200 ") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(bound)
+}
+
+/// One request with `token`; the answer's status line.
+fn send(port: u16, method: &str, path: &str, token: &str, body: &str) -> std::io::Result<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
         stream,
-        "POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings HTTP/1.1\r\nHost: 127.0.0.1\r\n\
-         Authorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{BINDING}",
-        BINDING.len()
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+         Authorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     )?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer)?;

@@ -82,16 +82,21 @@ impl PolicyRule {
         has_or_all(&self.verbs, verb)
     }
 
-    /// `resource/subresource` exactly, `*`, or `*/subresource`.
+    /// `resource/subresource` exactly, `*`, or `*/subresource` (compared
+    /// in place: a decision allocates nothing).
     fn resource_matches(&self, resource: &str, subresource: Option<&str>) -> bool {
-        let combined = match subresource {
-            Some(sub) if !sub.is_empty() => format!("{resource}/{sub}"),
-            _ => resource.to_string(),
-        };
+        let sub = subresource.filter(|s| !s.is_empty());
         self.resources.iter().any(|r| {
             r == "*"
-                || *r == combined
-                || subresource.is_some_and(|sub| r.strip_prefix("*/") == Some(sub))
+                || match sub {
+                    None => r == resource,
+                    Some(sub) => {
+                        r.strip_prefix(resource)
+                            .and_then(|rest| rest.strip_prefix('/'))
+                            == Some(sub)
+                            || r.strip_prefix("*/") == Some(sub)
+                    }
+                }
         })
     }
 
