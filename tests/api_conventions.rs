@@ -102,7 +102,7 @@ fn pod_spec_mistakes_are_invalid_with_causes(backend: Backend) {
 fn access_reviews_and_kubelet_subresources(backend: Backend) {
     let cluster = ApiCluster::start_on(backend);
     let kubectl = &cluster.kubectl;
-    // No authorization yet: every question gets a yes, from anonymous.
+    // The default mode, AlwaysAllow: every question gets a yes, from anonymous.
     assert_eq!(
         kubectl
             .ok(&["auth", "can-i", "delete", "pods", "-n", "kube-system"])

@@ -106,6 +106,11 @@ pub struct Args {
     /// The capstan-apiserver binary (default: next to this executable).
     #[arg(long)]
     pub apiserver_bin: Option<PathBuf>,
+
+    /// Run the API servers with `--authorization-mode=RBAC` and a token
+    /// file; the clients send a plain user's token (see `apiserver::rbac`).
+    #[arg(long)]
+    pub api_rbac: bool,
 }
 
 /// The parsed `--store-workloads` list, in the order given.

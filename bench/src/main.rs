@@ -190,6 +190,9 @@ fn run(
     let mut backends = Vec::new();
     if args.runs_apiserver() {
         let binary = args.apiserver_bin()?;
+        if args.api_rbac {
+            apiserver::rbac::enable();
+        }
         backends = apiserver::start_backends(&binary, &servers, args.startup_timeout, checks);
         let config = args.api_config();
         let runs = apiserver::run_all(&config, &mut backends, checks, api_stats, cache_stats);

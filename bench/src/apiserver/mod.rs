@@ -11,6 +11,7 @@
 //! - [`run`]: one timed run of one request kind;
 //! - [`verify`]: checks of the server's state after the creates;
 //! - [`table`]: ratios and the printed table;
+//! - [`rbac`]: the `--api-rbac` variant (RBAC on, clients with a token);
 //! - this file: the order of it all and the checks it records.
 
 mod answers;
@@ -19,6 +20,7 @@ mod error;
 mod http;
 mod prepare;
 mod process;
+pub mod rbac;
 mod run;
 mod table;
 mod verify;

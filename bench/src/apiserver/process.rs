@@ -50,6 +50,12 @@ impl ApiProcess {
             .args(["--etcd-servers", endpoints, "--port", &port.to_string()])
             // No compaction mid-run: it would be measured as store noise.
             .args(["--log-level", "warn", "--etcd-compaction-interval", "0"])
+            .args(match super::rbac::enabled() {
+                true => {
+                    super::rbac::flags(dir.path()).map_err(|e| ApiError::Rbac(e.to_string()))?
+                }
+                false => Vec::new(),
+            })
             .stdout(Stdio::null())
             .stderr(log);
         die_with_parent(&mut command);
@@ -64,6 +70,14 @@ impl ApiProcess {
             _dir: dir,
         };
         process.wait_ready(timeout)?;
+        if super::rbac::enabled() {
+            let bound =
+                super::rbac::bind_clients(port).map_err(|e| ApiError::Rbac(e.to_string()))?;
+            if !bound.contains(" 201 ") {
+                let why = format!("binding the bench clients answered {bound:?}");
+                return Err(ApiError::Rbac(why));
+            }
+        }
         Ok(process)
     }
 

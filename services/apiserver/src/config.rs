@@ -50,7 +50,18 @@ pub struct Flags {
     /// Private key (PEM) of --etcd-certfile.
     #[arg(long)]
     pub etcd_keyfile: Option<String>,
+    /// Comma list of authorizers asked in order: `RBAC`, `AlwaysAllow`,
+    /// `AlwaysDeny` (kube-apiserver's names; `Node` is not served).
+    #[arg(long)]
+    pub authorization_mode: Option<String>,
+    /// kube-apiserver's static token CSV: `token,user,uid,"group1,group2"`.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
 }
+
+/// Nobody is authenticated over plain HTTP yet, so RBAC would refuse
+/// everyone: the default becomes `RBAC` with authentication.
+pub const DEFAULT_AUTHORIZATION_MODE: &str = "AlwaysAllow";
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ApiserverConfig {
@@ -64,6 +75,9 @@ pub struct ApiserverConfig {
     pub etcd_cafile: String,
     pub etcd_certfile: String,
     pub etcd_keyfile: String,
+    pub authorization_mode: String,
+    #[serde(default)]
+    pub token_auth_file: Option<PathBuf>,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -80,7 +94,8 @@ impl ApiserverConfig {
             .set_default("event_ttl", "1h")?
             .set_default("etcd_cafile", "")?
             .set_default("etcd_certfile", "")?
-            .set_default("etcd_keyfile", "")?;
+            .set_default("etcd_keyfile", "")?
+            .set_default("authorization_mode", DEFAULT_AUTHORIZATION_MODE)?;
         let overrides = [
             ("etcd_servers", flags.etcd_servers.clone()),
             ("bind_address", flags.bind_address.clone()),
@@ -95,6 +110,14 @@ impl ApiserverConfig {
             ("etcd_cafile", flags.etcd_cafile.clone()),
             ("etcd_certfile", flags.etcd_certfile.clone()),
             ("etcd_keyfile", flags.etcd_keyfile.clone()),
+            ("authorization_mode", flags.authorization_mode.clone()),
+            (
+                "token_auth_file",
+                flags
+                    .token_auth_file
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
+            ),
         ];
         let config: ApiserverConfig = capstan_telemetry::settings::load_layered(
             defaults,
@@ -123,6 +146,12 @@ impl ApiserverConfig {
             field: "etcd_compaction_interval",
             reason: "not a duration (such as 5m or 30s; 0 turns compaction off)".into(),
         })?;
+        crate::routes::chain::authorization::parse_modes(&self.authorization_mode).map_err(
+            |reason| ConfigError::Invalid {
+                field: "authorization_mode",
+                reason,
+            },
+        )?;
         match parse_interval(&self.event_ttl) {
             Some(ttl) if ttl >= Duration::from_secs(1) => Ok(()),
             _ => Err(ConfigError::Invalid {

@@ -21,6 +21,7 @@ pub mod controllers;
 pub mod error;
 pub mod metrics;
 pub mod object;
+pub mod rbac;
 pub mod registry;
 pub mod routes;
 pub mod startup;

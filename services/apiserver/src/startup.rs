@@ -30,6 +30,8 @@ pub enum StartError {
     Store(#[from] StorageError),
     #[error("bootstrap: {0}")]
     Bootstrap(#[from] ApiError),
+    #[error("authentication: {0}")]
+    TokenFile(#[from] routes::chain::token_file::TokenFileError),
     #[error("http: {0}")]
     Http(#[from] std::io::Error),
 }
@@ -63,14 +65,17 @@ pub async fn run(
     }
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
-        catalog,
+        catalog: catalog.clone(),
         metrics: Arc::new(Metrics::new(client.metrics())),
         store: Store::new(&client),
-        chain: routes::chain::Chain::allow_all(),
+        chain: routes::chain::Chain::configured(&config, &catalog).await?,
     });
     let server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
+            .wrap(actix_web::middleware::from_fn(
+                routes::chain::non_resource::guard,
+            ))
             .configure(routes::configure)
     })
     .workers(2)

@@ -117,6 +117,7 @@ async fn create_as(
     let unpicked = obj.clone();
     h.strategy.allocate(&mut obj, None);
     h.validate(&obj, None)?;
+    check_requester(h, &options, &obj, None)?;
     let name = meta::name(&obj).to_string();
     h.admit_validated(&write, &name, Some(&obj), None)?;
     h.check_namespace(namespace).await?;
@@ -259,6 +260,7 @@ where
             });
         }
         h.validate(&new, Some(&current.object))?;
+        check_requester(h, options, &new, Some(&current.object))?;
         h.admit_validated(&write, name, Some(&new), Some(&current.object))?;
         if options.dry_run {
             return Ok(Reply {
@@ -307,6 +309,20 @@ where
             Err(ClaimFailure::Repick) => continue,
             Err(failure) => return Err(h.claim_error(name, failure)),
         }
+    }
+}
+
+/// The strategy's rules about who may write `obj` (see
+/// `Strategy::check_requester`).
+fn check_requester(
+    h: &Handle,
+    options: &WriteOptions,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    match &options.requester {
+        Some(requester) => h.strategy.check_requester(obj, old, requester.as_ref()),
+        None => Ok(()),
     }
 }
 

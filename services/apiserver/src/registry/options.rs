@@ -153,6 +153,8 @@ pub struct WriteOptions {
     pub agent: String,
     /// Who writes (for admission).
     pub user: UserInfo,
+    /// Who asks, for the strategies' checks; None for the server's own writes.
+    pub requester: Option<std::sync::Arc<dyn super::strategy::Requester>>,
 }
 
 impl WriteOptions {
@@ -194,6 +196,7 @@ impl WriteOptions {
             force,
             agent: String::new(),
             user: UserInfo::default(),
+            requester: None,
         })
     }
 

@@ -65,7 +65,13 @@ pub(crate) async fn dispatch(
 ) -> Result<HttpResponse, ApiError> {
     if let Some(review) = super::reviews::find(info) {
         let body = decode(req, read_body(payload).await?)?;
-        let answer = super::reviews::answer(review, info, &body)?;
+        let user = req
+            .extensions()
+            .get::<User>()
+            .cloned()
+            .unwrap_or_else(User::anonymous);
+        let authorizer = state.chain.authorizer.as_ref();
+        let answer = super::reviews::answer(review, info, &body, &user, authorizer)?;
         return Ok(respond(201, Form::Json, answer, &[]));
     }
     if info.group.is_empty() && info.resource == "bindings" {
@@ -131,7 +137,9 @@ impl Call<'_> {
     }
 
     fn write_options(&self) -> Result<WriteOptions, ApiError> {
-        let options = WriteOptions::parse(self.query)?;
+        let mut options = WriteOptions::parse(self.query)?;
+        options.requester =
+            crate::rbac::requester::of_request(self.req, &self.state.chain.authorizer);
         let options = options.with_user_agent(header(self.req, "user-agent"));
         Ok(options.with_user(user_of(self.req)))
     }

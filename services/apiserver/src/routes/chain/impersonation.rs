@@ -5,7 +5,7 @@
 use actix_web::http::header::HeaderMap;
 
 use super::authentication::User;
-use super::authorization::{Attributes, Authorizer, Decision};
+use super::authorization::{self, Attributes, Authorizer};
 use crate::error::ApiError;
 use crate::routes::request_info::RequestInfo;
 
@@ -55,20 +55,16 @@ fn allowed(
         subresource: None,
         namespace: None,
         name: Some(name),
+        path: None,
     };
-    match authorizer.authorize(&attributes) {
-        Decision::Allow => Ok(()),
-        Decision::Deny(why) => Err(ApiError::Forbidden(format!(
-            "{resource} \"{name}\" is forbidden: User \"{}\" cannot impersonate resource \"{resource}\": {why}",
-            user.name
-        ))),
-    }
+    authorization::check(authorizer, &attributes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::routes::chain::authorization::AlwaysAllow;
+    use crate::routes::chain::authorization::Decision;
     use actix_web::http::header::{HeaderName, HeaderValue};
     use actix_web::http::Method;
 

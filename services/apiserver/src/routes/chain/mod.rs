@@ -16,12 +16,14 @@ pub mod authentication;
 pub mod authorization;
 pub mod impersonation;
 pub mod max_in_flight;
+pub mod non_resource;
 pub mod panic_recovery;
+pub mod token_file;
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
 use tracing::Instrument;
 
 use super::request_info::RequestInfo;
@@ -47,6 +49,27 @@ impl Chain {
             audit: Arc::new(audit::TraceSink),
             authorizer: Arc::new(authorization::AlwaysAllow),
         }
+    }
+}
+
+impl Chain {
+    /// The chain `config` asks for: `--token-auth-file` (else everyone is
+    /// anonymous) and `--authorization-mode`.
+    pub async fn configured(
+        config: &crate::config::ApiserverConfig,
+        catalog: &Arc<crate::registry::Catalog>,
+    ) -> Result<Chain, crate::startup::StartError> {
+        let authenticator: Arc<dyn authentication::Authenticator> = match &config.token_auth_file {
+            Some(path) => Arc::new(token_file::TokenFile::load(path)?),
+            None => Arc::new(authentication::Anonymous),
+        };
+        let modes = authorization::parse_modes(&config.authorization_mode)
+            .map_err(|why| ApiError::BadRequest(format!("--authorization-mode: {why}")))?;
+        Ok(Chain {
+            authenticator,
+            authorizer: crate::rbac::setup::authorizer(&modes, catalog).await?,
+            ..Chain::allow_all()
+        })
     }
 }
 
@@ -96,7 +119,12 @@ async fn steps(
     let _permit = chain.in_flight.admit(&info)?;
     let user = chain.authenticator.authenticate(req.headers())?;
     let user = impersonation::apply(req.headers(), user, &info, chain.authorizer.as_ref())?;
-    let served = match authorization::check(chain.authorizer.as_ref(), &user, &info) {
+    // Later steps (access reviews, RBAC's escalation checks) ask who it is.
+    req.extensions_mut().insert(user.clone());
+    let served = match authorization::check(
+        chain.authorizer.as_ref(),
+        &authorization::attributes(&user, &info),
+    ) {
         Ok(()) => resource::dispatch(req, payload, state, &info, query).await,
         Err(denied) => Err(denied),
     };
