@@ -14,7 +14,6 @@ use super::index::Index;
 use super::objects::{Kind, Objects, GROUP, VERSION};
 use crate::cache::{EventType, WatchItem};
 use crate::error::ApiError;
-use crate::object::meta;
 use crate::registry::actor;
 use crate::registry::options::ListOptions;
 use crate::registry::Catalog;
@@ -125,12 +124,14 @@ async fn follow(
 /// The change a watch item makes: `Err` when the watch must start over,
 /// `Ok(None)` for a bookmark.
 fn change_of(kind: Kind, item: WatchItem, revision: &mut i64) -> Result<Option<Change>, ()> {
-    if let Ok(at) = meta::resource_version(&item.object).parse() {
-        *revision = at;
+    if item.object.revision() > 0 {
+        *revision = item.object.revision();
     }
     match item.kind {
-        EventType::Added | EventType::Modified => Ok(Some(Change::Put(kind, item.object))),
-        EventType::Deleted => Ok(Some(Change::Remove(kind, item.object))),
+        EventType::Added | EventType::Modified => {
+            Ok(Some(Change::Put(kind, Arc::new(item.object.value()))))
+        }
+        EventType::Deleted => Ok(Some(Change::Remove(kind, Arc::new(item.object.value())))),
         EventType::Bookmark => Ok(None),
         EventType::Error => Err(()),
     }
@@ -152,7 +153,8 @@ async fn list(catalog: &Catalog, kind: Kind) -> Result<(Vec<Arc<Value>>, i64), A
         .send(message)
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))??;
-    Ok((page.items, page.revision))
+    let items = page.items.iter().map(|o| Arc::new(o.value())).collect();
+    Ok((items, page.revision))
 }
 
 async fn open(
