@@ -20,8 +20,11 @@ pub mod controllers;
 pub mod error;
 pub mod metrics;
 pub mod object;
+pub mod pki;
 pub mod registry;
 pub mod routes;
+pub mod serviceaccount;
+pub mod serving;
 pub mod startup;
 pub mod storage;
 

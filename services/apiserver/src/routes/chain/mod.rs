@@ -21,7 +21,7 @@ pub mod panic_recovery;
 use std::sync::Arc;
 use std::time::Instant;
 
-use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
 use tracing::Instrument;
 
 use super::request_info::RequestInfo;
@@ -29,11 +29,14 @@ use super::resource;
 use super::AppState;
 use crate::error::ApiError;
 use crate::registry::options::{parse_query, Query};
+use crate::serving::Peer;
 
 /// The chain's pluggable steps.
 pub struct Chain {
     pub in_flight: max_in_flight::MaxInFlight,
     pub authenticator: Arc<dyn authentication::Authenticator>,
+    /// The audiences a request's token must be for (`--api-audiences`).
+    pub audiences: Vec<String>,
     pub audit: Arc<dyn audit::AuditSink>,
     pub authorizer: Arc<dyn authorization::Authorizer>,
 }
@@ -44,6 +47,7 @@ impl Chain {
         Chain {
             in_flight: max_in_flight::MaxInFlight::default(),
             authenticator: Arc::new(authentication::Anonymous),
+            audiences: Vec::new(),
             audit: Arc::new(audit::TraceSink),
             authorizer: Arc::new(authorization::AlwaysAllow),
         }
@@ -94,8 +98,10 @@ async fn steps(
     let info = info?;
     let chain = &state.chain;
     let _permit = chain.in_flight.admit(&info)?;
-    let user = chain.authenticator.authenticate(req.headers())?;
+    let user = authenticate(req, chain).await?;
     let user = impersonation::apply(req.headers(), user, &info, chain.authorizer.as_ref())?;
+    // Handlers that answer about the user (SelfSubjectReview) find it here.
+    req.extensions_mut().insert(user.clone());
     let served = match authorization::check(chain.authorizer.as_ref(), &user, &info) {
         Ok(()) => resource::dispatch(req, payload, state, &info, query).await,
         Err(denied) => Err(denied),
@@ -110,4 +116,21 @@ async fn steps(
         code,
     });
     served
+}
+
+/// The request's user, from its headers and its connection.
+async fn authenticate(req: &HttpRequest, chain: &Chain) -> Result<authentication::User, ApiError> {
+    let peer = req.conn_data::<Peer>();
+    let (peer_certificates, insecure) = match peer {
+        Some(Peer::Tls(chain)) => (chain.as_slice(), false),
+        Some(Peer::Insecure) => (&[][..], true),
+        None => (&[][..], false),
+    };
+    let credentials = authentication::Credentials {
+        headers: req.headers(),
+        peer_certificates,
+        insecure,
+        audiences: &chain.audiences,
+    };
+    authentication::user_of(chain.authenticator.as_ref(), &credentials).await
 }
