@@ -15,8 +15,10 @@ capstan_tests::on_both_backends!(
     defaults_and_name_rules_follow_kubernetes,
 );
 
-/// GET with an Accept header, by curl: status code, content type, body.
+/// GET with an Accept header, by curl as the admin: status code,
+/// content type, body.
 fn curl(port: u16, path: &str, accept: &str) -> (String, String, String) {
+    let pki = capstan_tests::tls::pki_of(port).expect("an HTTPS API server");
     let output = Command::new("curl")
         .args([
             "-s",
@@ -25,7 +27,13 @@ fn curl(port: u16, path: &str, accept: &str) -> (String, String, String) {
             "-w",
             "\n%{http_code} %{content_type}",
         ])
-        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .arg("--cacert")
+        .arg(pki.server_ca())
+        .arg("--cert")
+        .arg(pki.admin_cert())
+        .arg("--key")
+        .arg(pki.admin_key())
+        .arg(format!("https://127.0.0.1:{port}{path}"))
         .output()
         .expect("run curl");
     let text = String::from_utf8_lossy(&output.stdout).to_string();

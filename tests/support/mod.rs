@@ -18,6 +18,7 @@ pub mod kubectl;
 pub mod mutate;
 pub mod poll;
 pub mod store;
+pub mod tls;
 pub mod watch;
 pub mod watchdog;
 pub mod writers;

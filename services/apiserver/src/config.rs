@@ -31,6 +31,10 @@ pub struct Flags {
     /// `system:unsecured` in `system:masters`). 0, the default, is off.
     #[arg(long)]
     pub insecure_port: Option<u16>,
+    /// Address of the insecure port: 127.0.0.1 unless set on purpose
+    /// (compose.yaml does, behind its private network, for now).
+    #[arg(long)]
+    pub insecure_bind_address: Option<String>,
     /// The serving certificate (PEM, leaf first).
     #[arg(long)]
     pub tls_cert_file: Option<String>,
@@ -79,6 +83,7 @@ pub struct ApiserverConfig {
     pub bind_address: String,
     pub secure_port: u16,
     pub insecure_port: u16,
+    pub insecure_bind_address: String,
     pub tls_cert_file: String,
     pub tls_private_key_file: String,
     pub client_ca_file: String,
@@ -105,6 +110,7 @@ impl ApiserverConfig {
             .set_default("bind_address", "127.0.0.1")?
             .set_default("secure_port", 6443)?
             .set_default("insecure_port", 0)?
+            .set_default("insecure_bind_address", "127.0.0.1")?
             .set_default("tls_cert_file", "")?
             .set_default("tls_private_key_file", "")?
             .set_default("client_ca_file", "")?
@@ -122,6 +128,7 @@ impl ApiserverConfig {
             ("bind_address", flags.bind_address.clone()),
             ("secure_port", flags.secure_port.map(|p| p.to_string())),
             ("insecure_port", flags.insecure_port.map(|p| p.to_string())),
+            ("insecure_bind_address", flags.insecure_bind_address.clone()),
             ("tls_cert_file", flags.tls_cert_file.clone()),
             ("tls_private_key_file", flags.tls_private_key_file.clone()),
             ("client_ca_file", flags.client_ca_file.clone()),

@@ -147,7 +147,10 @@ impl Authenticator for Union {
                     }
                 }
             }
-            match refused || !self.anonymous {
+            // A bearer token nobody recognises is refused, as kube-apiserver
+            // refuses it, rather than ignored into anonymity.
+            let unknown_token = credentials.bearer().is_some();
+            match refused || unknown_token || !self.anonymous {
                 true => Err(ApiError::Unauthorized),
                 false => Ok(Some(Authenticated {
                     user: User::anonymous(),
