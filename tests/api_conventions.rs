@@ -110,7 +110,8 @@ fn pod_spec_mistakes_are_invalid_with_causes(backend: Backend) {
 fn access_reviews_and_kubelet_subresources(backend: Backend) {
     let cluster = ApiCluster::start_on(backend);
     let kubectl = &cluster.kubectl;
-    // No authorization yet: every question gets a yes, from anonymous.
+    // No authorization yet: every question gets a yes; the kubeconfig is
+    // the admin's.
     assert_eq!(
         kubectl
             .ok(&["auth", "can-i", "delete", "pods", "-n", "kube-system"])
@@ -124,7 +125,7 @@ fn access_reviews_and_kubelet_subresources(backend: Backend) {
     let rules = kubectl.ok(&["auth", "can-i", "--list"]);
     assert!(rules.contains("*.*") && rules.contains("[*]"), "{rules}");
     let whoami = kubectl.ok(&["auth", "whoami"]);
-    assert!(whoami.contains("system:anonymous"), "{whoami}");
+    assert!(whoami.contains("system:admin"), "{whoami}");
     let resources = kubectl.ok(&[
         "api-resources",
         "--api-group=authorization.k8s.io",
