@@ -63,7 +63,7 @@ bench: deps
 
 bench-short: deps
 	$(CARGO) build --bins
-	./target/debug/capstan-bench --duration 1s --clients 1,8 --api-list-size 100 --quiet
+	./target/debug/capstan-bench --duration 1s --clients 1,8 --api-list-size 100 --api-cache-objects 200 --quiet
 
 ## Long fault-injection runs: the fault suites (kill -9, SIGSTOP, partitions,
 ## one-way partitions, membership changes; histories checked for

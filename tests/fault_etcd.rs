@@ -5,7 +5,8 @@
 //! leader, or all at once), paused (SIGSTOP/SIGCONT), cut off from the
 //! others' peer links (both ways, or the leader deafened one way), and a
 //! follower is replaced by a new member; a lease kept alive throughout
-//! must not expire. Afterwards the history must be linearizable per
+//! must not expire, and short leases left alone must expire, never early.
+//! Afterwards the history must be linearizable per
 //! key (final reads included, so an acknowledged write that vanished
 //! fails), and each watcher's stream, resumed across member restarts,
 //! must be ordered, unique, atomic per revision, gap-free and complete,
@@ -25,6 +26,7 @@ use capstan_tests::faults::schedule::{self, Report, Settings, Targets, EVERY_FAU
 use capstan_tests::faults::Network;
 use capstan_tests::history::{self, Input, Output};
 use capstan_tests::history_etcd::{self, Traffic, Watcher, PREFIX};
+use capstan_tests::history_leases::{Expiries, EXPIRY_PREFIX};
 
 const CLIENTS: usize = 4;
 /// Generous deadlines for the end of a run on a loaded 2-core machine.
@@ -53,6 +55,8 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
         .map(|id| runtime.spawn(history_etcd::client(id, traffic.clone())))
         .collect();
     let held = runtime.spawn(history_etcd::held_lease(traffic.clone()));
+    let expiries = Arc::new(Expiries::default());
+    let expiring = runtime.spawn(expiries.clone().run(traffic.clone()));
     let watchers: Vec<Arc<Watcher>> = (0..2).map(|_| Watcher::new()).collect();
     let watching: Vec<_> = watchers
         .iter()
@@ -70,7 +74,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
 
     traffic.stop.store(true, Ordering::Relaxed);
     runtime.block_on(async {
-        for client in clients.into_iter().chain([held]) {
+        for client in clients.into_iter().chain([held, expiring]) {
             tokio::time::timeout(FINISH, client)
                 .await
                 .expect("a client did not stop")
@@ -79,6 +83,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     });
     cluster.wait_for_leader(FINISH);
     let urls = cluster.urls();
+    runtime.block_on(expiries.finish(&urls, &traffic.recorder, FINISH));
     let until = runtime.block_on(final_reads(&urls, &traffic));
     for watcher in &watchers {
         watcher.until.store(until, Ordering::Relaxed);
@@ -103,9 +108,20 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     let mut report = Report::for_history("etcd", "etcd API", &ops, faults);
     let acked = traffic.acked.lock().unwrap().clone();
     let issued = traffic.issued.lock().unwrap().clone();
+    // A stream's last response may carry events past `until` (a lease
+    // of the traffic expiring after the final reads); the runs compared
+    // are those up to `until`, which every watcher reached.
     let mut streams: Vec<Vec<Event>> = watchers
         .iter()
         .map(|w| w.events.lock().unwrap().clone())
+        .collect();
+    let beyond: Vec<usize> = streams
+        .iter_mut()
+        .map(|events| {
+            let before = events.len();
+            events.retain(|e| e.revision <= until);
+            before - events.len()
+        })
         .collect();
     let everything = streams.pop().expect("the replaying watcher");
     streams.push(
@@ -127,7 +143,7 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     report.absorb(findings);
     check_every_revision(&mut report, &everything, start, until);
     report.notes.push(format!(
-        "revisions {start}..{until}; watch events {:?}; watch streams opened {:?}; acknowledged writes {}",
+        "revisions {start}..{until}; watch events {:?} (and past {until}: {beyond:?}); watch streams opened {:?}; acknowledged writes {}",
         streams.iter().map(Vec::len).collect::<Vec<_>>(),
         watchers.iter().map(|w| w.resumed.load(Ordering::Relaxed)).collect::<Vec<_>>(),
         acked.len()
@@ -136,6 +152,10 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
     report
         .notes
         .push(format!("leases: {:?}", traffic.leases.lock().unwrap()));
+    report.notes.push(expiries.summary());
+    report
+        .violations
+        .extend(expiries.violations.lock().unwrap().drain(..));
     report.publish();
     assert!(report.faults.len() >= 2, "too few faults to mean anything");
     assert!(
@@ -158,7 +178,7 @@ fn check_every_revision(report: &mut Report, everything: &[Event], start: i64, u
     }
     let outside: BTreeMap<i64, &str> = everything
         .iter()
-        .filter(|e| !e.key.starts_with(PREFIX))
+        .filter(|e| !e.key.starts_with(PREFIX) && !e.key.starts_with(EXPIRY_PREFIX))
         .map(|e| (e.revision, e.key.as_str()))
         .collect();
     if !outside.is_empty() {

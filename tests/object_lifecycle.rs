@@ -488,30 +488,45 @@ fn events_expire_after_the_event_ttl(backend: Backend) {
     );
 }
 
-/// A claim whose owner is gone (as an API server stopped part way through
-/// a namespace's removal would leave) is released by the repair pass; a
-/// live service's claim is not.
+/// A claim whose owner is gone is released by the repair pass; a live
+/// service's claim is not. The owner goes as an operator's
+/// `etcdctl del` of the object's key would remove it: behind the API
+/// server's back, leaving its cluster IP claimed by nobody.
 fn leaked_claims_are_given_back(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let store = StoreBackend::start(backend, &dir.path().join("store"));
+    let api = ApiServer::start_with(&[store.url()], dir.path(), "api", &[]);
+    let mut http = Http::connect(api.port);
+    for (name, ip) in [("ghost", "10.96.9.9"), ("kept", "10.96.8.8")] {
+        let object = service(name, "ClusterIP", Some(ip), None);
+        let (code, status) =
+            http.request("POST", "/api/v1/namespaces/default/services", Some(&object));
+        assert_eq!(code, 201, "{status}");
+    }
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
+    let deleted = runtime.block_on(async {
         let mut client = etcd_client::Client::connect([store.url()], None)
             .await
             .unwrap();
-        let ghost = "/registry/services/default/ghost 5b0e5a53-0000-4000-8000-000000000000";
-        client
-            .put("/registry/claims/serviceips/10.96.9.9", ghost, None)
+        let options = etcd_client::DeleteOptions::new().with_prefix();
+        let response = client
+            .delete("/registry/services/default/ghost", Some(options))
             .await
             .unwrap();
+        response.deleted()
     });
-    let api = ApiServer::start_with(&[store.url()], dir.path(), "api", &[]);
+    assert_eq!(
+        deleted, 1,
+        "the ghost service's key is where the store layout puts it"
+    );
+    // Repair passes run at start and then every minute: a restart
+    // brings the next one forward.
+    drop(http);
+    drop(api);
+    let api = ApiServer::start_with(&[store.url()], dir.path(), "api-restarted", &[]);
     let mut http = Http::connect(api.port);
-    let kept = service("kept", "ClusterIP", Some("10.96.8.8"), None);
-    let (code, status) = http.request("POST", "/api/v1/namespaces/default/services", Some(&kept));
-    assert_eq!(code, 201, "{status}");
+    let wanted = service("reuser", "ClusterIP", Some("10.96.9.9"), None);
     wait_for(PATIENCE, "the leaked cluster IP to be given back", || {
-        let wanted = service("reuser", "ClusterIP", Some("10.96.9.9"), None);
         let (code, _) = http.request("POST", "/api/v1/namespaces/default/services", Some(&wanted));
         (code == 201).then_some(())
     });

@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::apiserver::ApiConfig;
+use crate::workload::Workload;
 
 /// The most connections one workload opens; clients beyond this share them,
 /// as etcd's own `benchmark` tool shares `--conns` among `--clients`.
@@ -84,6 +85,11 @@ pub struct Args {
     #[arg(long, default_value = "all", value_parser = ["store", "apiserver", "all"])]
     pub workload: String,
 
+    /// Which etcd-API workloads run, comma-separated: `put`, `txn`, `get`
+    /// (e.g. `put,txn` to measure writes only).
+    #[arg(long, default_value = "put,txn,get", value_parser = parse_store_workloads)]
+    pub store_workloads: StoreWorkloads,
+
     /// Concurrent clients of the API server workloads.
     #[arg(long, default_value_t = 16)]
     pub api_clients: usize,
@@ -92,9 +98,43 @@ pub struct Args {
     #[arg(long, default_value_t = 1000)]
     pub api_list_size: usize,
 
+    /// ConfigMaps created to measure the API server's watch cache (RSS per
+    /// cached object, a list of all of them from the cache); 0 skips it.
+    #[arg(long, default_value_t = 10_000)]
+    pub api_cache_objects: usize,
+
     /// The capstan-apiserver binary (default: next to this executable).
     #[arg(long)]
     pub apiserver_bin: Option<PathBuf>,
+
+    /// Run the API servers with `--authorization-mode=RBAC` and a token
+    /// file; the clients send a plain user's token (see `apiserver::rbac`).
+    #[arg(long)]
+    pub api_rbac: bool,
+}
+
+/// The parsed `--store-workloads` list, in the order given.
+#[derive(Debug, Clone)]
+pub struct StoreWorkloads(pub Vec<Workload>);
+
+/// Parses `put,txn` into workloads (no duplicates).
+pub fn parse_store_workloads(text: &str) -> Result<StoreWorkloads, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let workload = match part {
+            "put" => Workload::Put,
+            "txn" => Workload::Txn,
+            "get" => Workload::Get,
+            other => return Err(format!("unknown workload `{other}` (use put, txn, get)")),
+        };
+        if !out.contains(&workload) {
+            out.push(workload);
+        }
+    }
+    if out.is_empty() {
+        return Err("give at least one workload, e.g. put,txn".into());
+    }
+    Ok(StoreWorkloads(out))
 }
 
 /// The parsed `--clients` list (a newtype so clap treats it as one value).
@@ -129,6 +169,7 @@ impl Args {
             clients: self.api_clients,
             duration: self.duration,
             list_size: self.api_list_size,
+            cache_objects: self.api_cache_objects,
             request_timeout: self.request_timeout,
             progress: !self.quiet,
         }
@@ -240,5 +281,15 @@ mod tests {
         assert!(parse_clients("0").is_err());
         assert!(parse_clients("").is_err());
         assert!(parse_clients("a").is_err());
+    }
+
+    #[test]
+    fn workload_lists() {
+        assert_eq!(
+            parse_store_workloads("put, txn,put").unwrap().0,
+            vec![Workload::Put, Workload::Txn]
+        );
+        assert!(parse_store_workloads("scan").is_err());
+        assert!(parse_store_workloads("").is_err());
     }
 }

@@ -29,7 +29,7 @@ use crate::checks::Checks;
 use crate::cli::Args;
 use crate::report::RunStats;
 use crate::servers::{ServerKind, ServerProcess};
-use crate::workload::{RunSpec, Workload};
+use crate::workload::RunSpec;
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -40,12 +40,23 @@ fn main() -> ExitCode {
     let mut checks = Checks::new(args.quiet);
     let mut stats = Vec::new();
     let mut api_stats = Vec::new();
-    if let Err(err) = run(&args, &mut checks, &mut stats, &mut api_stats) {
+    let mut cache_stats = Vec::new();
+    let ran = run(
+        &args,
+        &mut checks,
+        &mut stats,
+        &mut api_stats,
+        &mut cache_stats,
+    );
+    if let Err(err) = ran {
         checks.record("benchmark ran to the end", false, err);
     }
 
     print_store_results(&args, &stats);
     print_api_results(&args, &api_stats);
+    if !cache_stats.is_empty() {
+        print!("{}", apiserver::cache_table(&cache_stats));
+    }
     if let Some(path) = &args.json {
         write_json(&args, path, &stats, &api_stats, &mut checks);
     }
@@ -129,6 +140,7 @@ fn run(
     checks: &mut Checks,
     stats: &mut Vec<RunStats>,
     api_stats: &mut Vec<ApiStats>,
+    cache_stats: &mut Vec<apiserver::CacheStats>,
 ) -> Result<(), String> {
     let say = |line: String| {
         if !args.quiet {
@@ -178,9 +190,12 @@ fn run(
     let mut backends = Vec::new();
     if args.runs_apiserver() {
         let binary = args.apiserver_bin()?;
+        if args.api_rbac {
+            apiserver::rbac::enable();
+        }
         backends = apiserver::start_backends(&binary, &servers, args.startup_timeout, checks);
         let config = args.api_config();
-        let runs = apiserver::run_all(&config, &mut backends, checks, api_stats);
+        let runs = apiserver::run_all(&config, &mut backends, checks, api_stats, cache_stats);
         runtime.block_on(until_signal(runs))?;
         apiserver::check_logs(&backends, checks);
     }
@@ -228,7 +243,7 @@ async fn run_workloads(
     let mut dead: Vec<ServerKind> = Vec::new();
     for &clients in &args.clients.0 {
         for server in servers.iter_mut() {
-            for workload in [Workload::Put, Workload::Txn, Workload::Get] {
+            for &workload in &args.store_workloads.0 {
                 if dead.contains(&server.kind) {
                     continue;
                 }

@@ -61,6 +61,12 @@ impl Member {
         self.child = Some(child);
     }
 
+    /// The exit status of a member that was started and has stopped on
+    /// its own (None while it runs, or when it was never started).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
     /// SIGKILL and reap.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -2,6 +2,7 @@
 //! free loopback ports, drive them with real clients, kill them for real.
 
 pub mod apiserver;
+pub mod certs;
 pub mod checker;
 pub mod client;
 pub mod cluster;
@@ -12,6 +13,7 @@ pub mod grpc_raw;
 pub mod history;
 pub mod history_etcd;
 pub mod history_kube;
+pub mod history_leases;
 pub mod http;
 pub mod keyspace;
 pub mod kubectl;
@@ -19,6 +21,7 @@ pub mod mutate;
 pub mod poll;
 pub mod store;
 pub mod tls;
+pub mod token_proxy;
 pub mod watch;
 pub mod watchdog;
 pub mod writers;

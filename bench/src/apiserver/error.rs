@@ -15,6 +15,8 @@ use hyper::{Method, StatusCode};
 pub enum ApiError {
     #[error("create a temporary directory for capstan-apiserver: {0}")]
     TempDir(#[source] io::Error),
+    #[error("set up the RBAC variant: {0}")]
+    Rbac(String),
     #[error("find a free port for capstan-apiserver: {0}")]
     Port(#[source] io::Error),
     #[error("create the log {}: {source}", path.display())]
@@ -45,6 +47,12 @@ pub enum ApiError {
         what: String,
         #[source]
         source: WrongAnswer,
+    },
+    #[error("read {path}: {source}")]
+    Rss {
+        path: String,
+        #[source]
+        source: io::Error,
     },
     #[error("merge latency histograms: {0}")]
     Histogram(#[from] hdrhistogram::AdditionError),

@@ -78,8 +78,15 @@ impl Connection {
             .uri(path)
             .header(HOST, format!("127.0.0.1:{}", self.port))
             .header(ACCEPT, "application/json")
-            .header(CONTENT_TYPE, "application/json")
-            .body(Full::new(body))?;
+            .header(CONTENT_TYPE, "application/json");
+        let request = match super::rbac::enabled() {
+            true => request.header(
+                "authorization",
+                format!("Bearer {}", super::rbac::CLIENT_TOKEN),
+            ),
+            false => request,
+        };
+        let request = request.body(Full::new(body))?;
         let sender = self.ready_sender().await?;
         let response = sender.send_request(request).await?;
         let status = response.status();

@@ -11,13 +11,16 @@
 //! - [`run`]: one timed run of one request kind;
 //! - [`verify`]: checks of the server's state after the creates;
 //! - [`table`]: ratios and the printed table;
+//! - [`rbac`]: the `--api-rbac` variant (RBAC on, clients with a token);
 //! - this file: the order of it all and the checks it records.
 
 mod answers;
+mod cache;
 mod error;
 mod http;
 mod prepare;
 mod process;
+pub mod rbac;
 mod run;
 mod table;
 mod verify;
@@ -31,6 +34,7 @@ use serde::Serialize;
 
 use crate::checks::Checks;
 use crate::servers::{ServerKind, ServerProcess};
+pub use cache::{table as cache_table, CacheStats};
 use http::Connection;
 use process::ApiProcess;
 pub use table::{ratios, table, ApiRatio};
@@ -68,6 +72,8 @@ pub struct ApiConfig {
     pub clients: usize,
     pub duration: Duration,
     pub list_size: usize,
+    /// ConfigMaps cached for the watch cache's figures; 0 skips them.
+    pub cache_objects: usize,
     pub request_timeout: Duration,
     pub progress: bool,
 }
@@ -200,12 +206,13 @@ pub fn start_backends(
 /// Prepares every backend, then runs each request kind on each backend in
 /// turn, so one kind's runs are next to each other in time and the
 /// machine's noise affects both alike. Reads go first, on stores not yet
-/// grown by the creates.
+/// grown by the creates; the watch cache's figures come last.
 pub async fn run_all(
     config: &ApiConfig,
     backends: &mut [Backend],
     checks: &mut Checks,
     stats: &mut Vec<ApiStats>,
+    cache_stats: &mut Vec<CacheStats>,
 ) {
     for backend in backends.iter_mut() {
         prepare_one(config, backend, checks).await;
@@ -213,6 +220,49 @@ pub async fn run_all(
     for op in [ApiOp::Get, ApiOp::List, ApiOp::Create] {
         for backend in backends.iter_mut().filter(|b| b.usable) {
             run_one(config, op, backend, checks, stats).await;
+        }
+    }
+    if config.cache_objects == 0 {
+        return;
+    }
+    for backend in backends.iter_mut().filter(|b| b.usable) {
+        measure_cache(config, backend, checks, cache_stats).await;
+    }
+}
+
+async fn measure_cache(
+    config: &ApiConfig,
+    backend: &mut Backend,
+    checks: &mut Checks,
+    cache_stats: &mut Vec<CacheStats>,
+) {
+    if config.progress {
+        eprintln!(
+            "{}: measuring the watch cache with {} ConfigMaps",
+            backend.kind, config.cache_objects
+        );
+    }
+    let (port, pid) = (backend.process.port, backend.process.pid());
+    let measured = cache::measure(
+        backend.kind,
+        port,
+        pid,
+        config.request_timeout,
+        config.cache_objects,
+    )
+    .await;
+    let label = format!("{}: watch cache measured", backend.kind);
+    match measured {
+        Ok(row) => {
+            checks.record(
+                label,
+                true,
+                format!("{:.0} B per object", row.rss_per_object_bytes),
+            );
+            cache_stats.push(row);
+        }
+        Err(err) => {
+            checks.record(label, false, err.to_string());
         }
     }
 }

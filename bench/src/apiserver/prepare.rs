@@ -50,7 +50,11 @@ pub async fn prepare(port: u16, timeout: Duration, list_size: usize) -> Result<(
     }
 }
 
-async fn create(http: &mut Connection, namespace: &str, name: &str) -> Result<(), ApiError> {
+pub(super) async fn create(
+    http: &mut Connection,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApiError> {
     let answer = http.post(&collection(namespace), configmap(name)).await?;
     answers::check_create(&answer, name)
         .map(drop)
@@ -60,7 +64,7 @@ async fn create(http: &mut Connection, namespace: &str, name: &str) -> Result<()
         })
 }
 
-fn expect_created(answer: &Answer, what: String) -> Result<(), ApiError> {
+pub(super) fn expect_created(answer: &Answer, what: String) -> Result<(), ApiError> {
     answers::expect_status(answer, StatusCode::CREATED)
         .map_err(|source| ApiError::Wrong { what, source })
 }

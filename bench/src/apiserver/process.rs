@@ -57,6 +57,12 @@ impl ApiProcess {
             ])
             // No compaction mid-run: it would be measured as store noise.
             .args(["--log-level", "warn", "--etcd-compaction-interval", "0"])
+            .args(match super::rbac::enabled() {
+                true => {
+                    super::rbac::flags(dir.path()).map_err(|e| ApiError::Rbac(e.to_string()))?
+                }
+                false => Vec::new(),
+            })
             .stdout(Stdio::null())
             .stderr(log);
         die_with_parent(&mut command);
@@ -71,6 +77,14 @@ impl ApiProcess {
             _dir: dir,
         };
         process.wait_ready(timeout)?;
+        if super::rbac::enabled() {
+            let bound =
+                super::rbac::bind_clients(port).map_err(|e| ApiError::Rbac(e.to_string()))?;
+            if !bound.contains(" 201 ") {
+                let why = format!("binding the bench clients answered {bound:?}");
+                return Err(ApiError::Rbac(why));
+            }
+        }
         Ok(process)
     }
 
@@ -88,6 +102,11 @@ impl ApiProcess {
         }
         let log = self.log_tail(30);
         Err(ApiError::NotReady { timeout, log })
+    }
+
+    /// Its process id (for its resident memory).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The last `lines` lines of its log.

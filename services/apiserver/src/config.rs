@@ -75,7 +75,28 @@ pub struct Flags {
     /// How long events live in the store (`1h`; kube-apiserver's default).
     #[arg(long)]
     pub event_ttl: Option<String>,
+    /// CA (PEM) that the store's serving certificate is checked against
+    /// (the store is then reached over https://).
+    #[arg(long)]
+    pub etcd_cafile: Option<String>,
+    /// Client certificate (PEM) presented to the store.
+    #[arg(long)]
+    pub etcd_certfile: Option<String>,
+    /// Private key (PEM) of --etcd-certfile.
+    #[arg(long)]
+    pub etcd_keyfile: Option<String>,
+    /// Comma list of authorizers asked in order: `RBAC`, `AlwaysAllow`,
+    /// `AlwaysDeny` (kube-apiserver's names; `Node` is not served).
+    #[arg(long)]
+    pub authorization_mode: Option<String>,
+    /// kube-apiserver's static token CSV: `token,user,uid,"group1,group2"`.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
 }
+
+/// Nobody is authenticated over plain HTTP yet, so RBAC would refuse
+/// everyone: the default becomes `RBAC` with authentication.
+pub const DEFAULT_AUTHORIZATION_MODE: &str = "AlwaysAllow";
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ApiserverConfig {
@@ -96,6 +117,12 @@ pub struct ApiserverConfig {
     pub log_level: String,
     pub etcd_compaction_interval: String,
     pub event_ttl: String,
+    pub etcd_cafile: String,
+    pub etcd_certfile: String,
+    pub etcd_keyfile: String,
+    pub authorization_mode: String,
+    #[serde(default)]
+    pub token_auth_file: Option<PathBuf>,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -122,7 +149,11 @@ impl ApiserverConfig {
             .set_default("storage_prefix", "/registry")?
             .set_default("log_level", "info")?
             .set_default("etcd_compaction_interval", "5m")?
-            .set_default("event_ttl", "1h")?;
+            .set_default("event_ttl", "1h")?
+            .set_default("etcd_cafile", "")?
+            .set_default("etcd_certfile", "")?
+            .set_default("etcd_keyfile", "")?
+            .set_default("authorization_mode", DEFAULT_AUTHORIZATION_MODE)?;
         let overrides = [
             ("etcd_servers", flags.etcd_servers.clone()),
             ("bind_address", flags.bind_address.clone()),
@@ -156,6 +187,17 @@ impl ApiserverConfig {
                 flags.etcd_compaction_interval.clone(),
             ),
             ("event_ttl", flags.event_ttl.clone()),
+            ("etcd_cafile", flags.etcd_cafile.clone()),
+            ("etcd_certfile", flags.etcd_certfile.clone()),
+            ("etcd_keyfile", flags.etcd_keyfile.clone()),
+            ("authorization_mode", flags.authorization_mode.clone()),
+            (
+                "token_auth_file",
+                flags
+                    .token_auth_file
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
+            ),
         ];
         let config: ApiserverConfig = capstan_telemetry::settings::load_layered(
             defaults,
@@ -163,6 +205,7 @@ impl ApiserverConfig {
             &overrides,
         )?;
         config.validate()?;
+        config.etcd_tls()?;
         Ok(config)
     }
 
@@ -184,6 +227,12 @@ impl ApiserverConfig {
             field: "etcd_compaction_interval",
             reason: "not a duration (such as 5m or 30s; 0 turns compaction off)".into(),
         })?;
+        crate::routes::chain::authorization::parse_modes(&self.authorization_mode).map_err(
+            |reason| ConfigError::Invalid {
+                field: "authorization_mode",
+                reason,
+            },
+        )?;
         match parse_interval(&self.event_ttl) {
             Some(ttl) if ttl >= Duration::from_secs(1) => Ok(()),
             _ => Err(ConfigError::Invalid {
@@ -228,6 +277,32 @@ impl ApiserverConfig {
         split_list(&self.service_account_key_file)
     }
 
+    /// How the store is reached over TLS (kube's `--etcd-cafile`,
+    /// `--etcd-certfile`, `--etcd-keyfile`), or None for plain HTTP. A
+    /// missing or malformed file is refused naming the flag and the file.
+    pub fn etcd_tls(&self) -> Result<Option<etcd_client::TlsOptions>, ConfigError> {
+        if self.etcd_certfile.is_empty() != self.etcd_keyfile.is_empty() {
+            return Err(ConfigError::Invalid {
+                field: "etcd_certfile",
+                reason: "--etcd-certfile and --etcd-keyfile must be given together".into(),
+            });
+        }
+        if self.etcd_cafile.is_empty() && self.etcd_certfile.is_empty() {
+            return Ok(None);
+        }
+        let mut tls = etcd_client::TlsOptions::new();
+        if !self.etcd_cafile.is_empty() {
+            let ca = read_pem("etcd_cafile", &self.etcd_cafile)?;
+            tls = tls.ca_certificate(etcd_client::Certificate::from_pem(ca));
+        }
+        if !self.etcd_certfile.is_empty() {
+            let cert = read_pem("etcd_certfile", &self.etcd_certfile)?;
+            let key = read_pem("etcd_keyfile", &self.etcd_keyfile)?;
+            tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
+        }
+        Ok(Some(tls))
+    }
+
     /// How long events live in the store.
     pub fn event_ttl(&self) -> Duration {
         parse_interval(&self.event_ttl).unwrap_or(Duration::from_secs(3600))
@@ -249,6 +324,15 @@ fn split_list(text: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+fn read_pem(field: &'static str, path: &str) -> Result<Vec<u8>, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid { field, reason };
+    let bytes = std::fs::read(path).map_err(|err| invalid(format!("{path}: {err}")))?;
+    if !String::from_utf8_lossy(&bytes).contains("-----BEGIN") {
+        return Err(invalid(format!("{path}: not a PEM file")));
+    }
+    Ok(bytes)
 }
 
 /// A duration as kube-apiserver's flags take them (`5m`, `1m30s`, `0`).

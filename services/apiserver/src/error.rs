@@ -283,6 +283,7 @@ impl ApiError {
             }
             StorageError::Corrupt { .. } => ApiError::Internal(err.to_string()),
             StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
+            StorageError::CacheBehind(message) => ApiError::CacheBehind(message),
         }
     }
 }

@@ -12,6 +12,7 @@
 //! [`run`] serves until a shutdown future completes; the `capstan` binary
 //! embeds it next to a store member.
 
+pub mod admission;
 pub mod bootstrap;
 pub mod cache;
 pub mod codec;
@@ -21,6 +22,7 @@ pub mod error;
 pub mod metrics;
 pub mod object;
 pub mod pki;
+pub mod rbac;
 pub mod registry;
 pub mod routes;
 pub mod serviceaccount;

@@ -34,6 +34,8 @@ pub enum StartError {
     Store(#[from] StorageError),
     #[error("bootstrap: {0}")]
     Bootstrap(#[from] ApiError),
+    #[error("authentication: {0}")]
+    TokenFile(#[from] routes::chain::token_file::TokenFileError),
     #[error("http: {0}")]
     Http(#[from] std::io::Error),
     #[error("{0}")]
@@ -76,14 +78,11 @@ pub async fn run(
         actix_rt::spawn(compactor::run(client.clone(), interval));
     }
     let issuer = issuer(&config)?;
-    let chain = routes::chain::Chain {
-        authenticator: authenticator(&config, &catalog, issuer.clone())?,
-        audiences: config.audiences(),
-        ..routes::chain::Chain::allow_all()
-    };
+    let authenticators = authenticator(&config, &catalog, issuer.clone())?;
+    let chain = routes::chain::Chain::configured(&config, &catalog, authenticators).await?;
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
-        catalog,
+        catalog: catalog.clone(),
         metrics: Arc::new(Metrics::new(client.metrics())),
         store: Store::new(&client),
         chain,
@@ -92,6 +91,9 @@ pub async fn run(
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
+            .wrap(actix_web::middleware::from_fn(
+                routes::chain::non_resource::guard,
+            ))
             .configure(routes::configure)
     })
     .workers(2)
@@ -154,7 +156,7 @@ fn issuer(config: &ApiserverConfig) -> Result<Option<Arc<Issuer>>, StartError> {
     Ok(Some(Arc::new(issuer)))
 }
 
-/// kube-apiserver's union: client certificates, service-account tokens,
+/// kube-apiserver's union: static tokens, client certificates, service-account tokens,
 /// the loopback plain-HTTP superuser; anonymous if `--anonymous-auth`.
 fn authenticator(
     config: &ApiserverConfig,
@@ -162,6 +164,9 @@ fn authenticator(
     issuer: Option<Arc<Issuer>>,
 ) -> Result<Arc<dyn Authenticator>, StartError> {
     let mut authenticators: Vec<Arc<dyn Authenticator>> = Vec::new();
+    if let Some(path) = &config.token_auth_file {
+        authenticators.push(Arc::new(routes::chain::token_file::TokenFile::load(path)?));
+    }
     if !config.client_ca_file.is_empty() {
         let roots = crate::serving::tls::certificates(&config.client_ca_file)?;
         let x509 = X509::new(&roots).map_err(StartError::ClientCa)?;
@@ -185,7 +190,10 @@ fn authenticator(
 /// The store's members, once one of them answers a read (any member will
 /// do: the connection moves to another when its member goes).
 async fn connect(config: &ApiserverConfig) -> Result<Connection, StorageError> {
-    let connection = Connection::new(&config.endpoints()).await?;
+    let tls = config
+        .etcd_tls()
+        .map_err(|err| StorageError::Unavailable(err.to_string()))?;
+    let connection = Connection::with_tls(&config.endpoints(), tls).await?;
     let deadline = Instant::now() + STORE_WAIT;
     loop {
         match Store::new(&connection).current_revision().await {

@@ -79,6 +79,12 @@ pub struct Flags {
     /// data directory already holds a member).
     #[arg(long)]
     pub restore_snapshot: Option<PathBuf>,
+    /// Serves `/debug/failpoints/...` on the client URLs, for fault tests
+    /// (see `failpoints.rs`); never on in production.
+    #[arg(long)]
+    pub experimental_enable_failpoints: bool,
+    #[command(flatten)]
+    pub tls: crate::tls::TlsFlags,
 }
 
 /// The settled configuration.
@@ -103,6 +109,10 @@ pub struct StoreConfig {
     pub watch_progress_notify_interval: String,
     pub log_level: String,
     pub restore_snapshot: String,
+    pub experimental_enable_failpoints: bool,
+    /// Loaded beside the rest (see `tls::settings`).
+    #[serde(skip)]
+    pub tls: crate::tls::TlsSettings,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -128,8 +138,9 @@ impl StoreConfig {
             .set_default("max_txn_ops", 128)?
             .set_default("watch_progress_notify_interval", "10m")?
             .set_default("log_level", "info")?
-            .set_default("restore_snapshot", "")?;
-        let overrides: [(&str, Option<String>); 19] = [
+            .set_default("restore_snapshot", "")?
+            .set_default("experimental_enable_failpoints", false)?;
+        let overrides: [(&str, Option<String>); 20] = [
             (
                 "restore_snapshot",
                 flags
@@ -179,12 +190,19 @@ impl StoreConfig {
                 flags.watch_progress_notify_interval.clone(),
             ),
             ("log_level", flags.log_level.clone()),
+            (
+                "experimental_enable_failpoints",
+                flags
+                    .experimental_enable_failpoints
+                    .then(|| "true".to_string()),
+            ),
         ];
         let mut config: StoreConfig = capstan_telemetry::settings::load_layered(
             defaults,
             flags.config_file.as_deref(),
             &overrides,
         )?;
+        config.tls = crate::tls::TlsSettings::load(&flags.tls, flags.config_file.as_deref())?;
         config.fill_derived_defaults();
         config.validate()?;
         Ok(config)

@@ -1,6 +1,7 @@
 //! `capstan-store`: one member of Capstan's revisioned key-value store.
 //!
 //! Layers, bottom up — each only uses the ones below it:
+//! - [`failpoints`]: fault injection for tests, off by default;
 //! - [`storage`]: the durable ordered key-value backend (sled behind a trait);
 //! - [`mvcc`]: revisions, the key index, historical reads, compaction;
 //! - [`lease`] and [`watch`]: lease table and clock; watchers fed by MVCC events;
@@ -12,6 +13,7 @@ pub mod apply;
 pub mod backup;
 pub mod config;
 pub mod error;
+pub mod failpoints;
 pub mod jobs;
 pub mod lease;
 pub mod member;
@@ -20,6 +22,7 @@ pub mod mvcc;
 pub mod raft;
 pub mod server;
 pub mod storage;
+pub mod tls;
 pub mod watch;
 
 use std::future::Future;
@@ -32,6 +35,7 @@ use parking_lot::Mutex;
 use crate::apply::{restore_leases, Applier};
 use crate::config::{split_urls, StoreConfig};
 use crate::error::{Result, StoreError};
+use crate::failpoints::Failpoints;
 use crate::lease::Lessor;
 use crate::member::Cluster;
 use crate::mvcc::MvccStore;
@@ -53,7 +57,14 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         .map_err(|err| StoreError::Storage(format!("{}: {err}", config.data_dir.display())))?;
     let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(&config.data_dir.join("db"))?);
     let cluster = Cluster::bootstrap(config, &*backend)?;
-    let log = RaftLog::open(&config.data_dir.join("raft.wal"))?;
+    let failpoints = config
+        .experimental_enable_failpoints
+        .then(|| Arc::new(Failpoints::default()));
+    let mut log = RaftLog::open(&config.data_dir.join("raft.wal"))?;
+    if let Some(failpoints) = &failpoints {
+        tracing::warn!("failpoints enabled (--experimental-enable-failpoints)");
+        log = log.with_failpoints(failpoints.clone());
+    }
     log.import_legacy(&*backend)?;
     let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
     let mvcc = Arc::new(MvccStore::open(backend.clone())?);
@@ -107,6 +118,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         },
         metrics,
         peers: Default::default(),
+        failpoints,
     });
     spawn_jobs(&ctx, config)?;
     Ok(ctx)
@@ -172,26 +184,51 @@ async fn listen(
     Ok((listener, stopped))
 }
 
+/// The client and peer servers' TLS, read and checked before anything
+/// starts; how peers are dialed is set for the whole process.
+fn tls_configs(
+    settings: &tls::TlsSettings,
+) -> Result<(
+    Option<tonic::transport::ServerTlsConfig>,
+    Option<tonic::transport::ServerTlsConfig>,
+)> {
+    settings.client.validate("")?;
+    settings.peer.validate("peer-")?;
+    let client = settings.client.server("")?;
+    let peer = settings.peer.server("peer-")?;
+    tls::set_peer_client(settings.peer.client("peer-")?);
+    Ok((client, peer))
+}
+
 /// Runs a member until `shutdown` resolves: opens its state, binds every
 /// client URL, serves.
 pub async fn run(
     config: StoreConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    let (client_tls, peer_tls) = tls_configs(&config.tls)?;
     let ctx = open(&config)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = Vec::new();
     for url in split_urls(&config.listen_client_urls) {
         let (listener, stop) = listen(&url, &stop_rx).await?;
         tracing::info!(%url, "serving the etcd v3 API");
-        servers.push(tokio::spawn(server::serve(ctx.clone(), listener, stop)));
+        let tls = client_tls.clone();
+        servers.push(tokio::spawn(server::serve(
+            ctx.clone(),
+            listener,
+            tls,
+            stop,
+        )));
     }
     for url in split_urls(&config.listen_peer_urls) {
         let (listener, stop) = listen(&url, &stop_rx).await?;
         tracing::info!(%url, "serving peers");
+        let tls = peer_tls.clone();
         servers.push(tokio::spawn(server::serve_peers(
             ctx.clone(),
             listener,
+            tls,
             stop,
         )));
     }

@@ -4,6 +4,11 @@ use clap::Parser;
 
 use capstan_store::config::{Flags, StoreConfig};
 
+/// Every request allocates (gRPC frames, protobuf messages, raft entries);
+/// under glibc's malloc that was about 15% of the store's CPU per put.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     let flags = Flags::parse();

@@ -23,7 +23,7 @@ pub fn replace_member(cluster: &mut Cluster, index: usize, name: &str) -> Result
         .filter(|&m| m != index)
         .map(|m| cluster.members[m].url())
         .collect();
-    let old = cluster.members[index].name.clone();
+    let old = cluster.members[index].peer_url();
     runtime.block_on(until_done("remove a member", || {
         remove(survivors.clone(), old.clone())
     }))?;
@@ -67,11 +67,18 @@ async fn client(urls: Vec<String>) -> Option<Client> {
     Client::connect(urls, Some(options)).await.ok()
 }
 
-/// Some(()) once no member is named `name`.
-async fn remove(urls: Vec<String>, name: String) -> Option<()> {
+/// Some(()) once no member has `peer_url`. Members are found by peer URL,
+/// not by name: a member that has not yet published its name (one that
+/// joined moments ago) is listed without one, and taking it for already
+/// removed would leave a dead voter in the cluster.
+async fn remove(urls: Vec<String>, peer_url: String) -> Option<()> {
     let mut etcd = client(urls).await?;
     let members = etcd.member_list().await.ok()?;
-    let Some(member) = members.members().iter().find(|m| m.name() == name) else {
+    let found = members
+        .members()
+        .iter()
+        .find(|m| m.peer_urls().contains(&peer_url));
+    let Some(member) = found else {
         return Some(());
     };
     etcd.member_remove(member.id()).await.ok().map(|_| ())

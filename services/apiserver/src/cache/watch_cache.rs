@@ -1,12 +1,16 @@
-//! Objects, the event window, and the watchers served from them.
+//! Objects, the event window, and the watchers served from them. Every
+//! object is an `Arc<Object>` (see `storage::Object`): the current state,
+//! the window's events and the watchers' queues share one copy of each
+//! version.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::borrow::Borrow;
+use std::collections::{BTreeSet, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::error::ApiError;
+use crate::storage::{Freshness, Object, StorageError};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum EventType {
@@ -29,41 +33,75 @@ impl EventType {
     }
 }
 
-/// A change seen in the store, at `revision`.
+/// A change seen in the store, at `revision`; its key is the object's.
+/// A DELETED event's object is the last state, at the delete's revision.
 #[derive(Debug, Clone)]
 pub struct Event {
     pub kind: EventType,
-    pub key: String,
-    pub object: Arc<Value>,
+    pub object: Arc<Object>,
     /// The object before the change (for selector transitions).
-    pub previous: Option<Arc<Value>>,
+    pub previous: Option<Arc<Object>>,
     pub revision: i64,
 }
 
-/// What a watcher's stream carries.
+/// What a watcher's stream carries: the event as this watcher sees it.
 #[derive(Debug, Clone)]
 pub struct WatchItem {
     pub kind: EventType,
-    pub object: Arc<Value>,
+    pub object: Arc<Object>,
+    pub previous: Option<Arc<Object>>,
 }
 
 /// How deep a watcher's buffer may get before it is cut off, so one slow
 /// consumer never holds up the others.
 pub const WATCHER_BUFFER: usize = 1024;
 
+/// Does an object belong to a watch (namespace, selectors, key prefix)?
+pub type Filter = Box<dyn Fn(&Object) -> bool + Send + Sync>;
+
 /// A registered watcher: its channel, filter, and where it starts.
 pub struct Watcher {
     pub sender: mpsc::Sender<WatchItem>,
-    /// Does an object belong to this watch (namespace and selectors)?
-    pub filter: Box<dyn Fn(&Value) -> bool + Send>,
+    pub filter: Filter,
     pub bookmarks: bool,
     /// Events at or before this revision were already seen by the client
     /// (the cache may lag the list it read from the store).
     pub after: i64,
 }
 
+/// A current object, ordered by its key (the store's order), so the set
+/// holds each key once without a second copy of it.
+#[derive(Debug, Clone)]
+struct Keyed(Arc<Object>);
+
+impl Borrow<str> for Keyed {
+    fn borrow(&self) -> &str {
+        self.0.key()
+    }
+}
+
+impl PartialEq for Keyed {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key() == other.0.key()
+    }
+}
+
+impl Eq for Keyed {}
+
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Keyed {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.key().cmp(other.0.key())
+    }
+}
+
 pub struct WatchCache {
-    objects: BTreeMap<String, Arc<Value>>,
+    objects: BTreeSet<Keyed>,
     window: VecDeque<Event>,
     capacity: usize,
     /// The newest revision the cache reflects.
@@ -76,12 +114,12 @@ pub struct WatchCache {
 impl WatchCache {
     /// A cache holding `objects` as of `revision`.
     pub fn new(
-        objects: impl IntoIterator<Item = (String, Value)>,
+        objects: impl IntoIterator<Item = Arc<Object>>,
         revision: i64,
         capacity: usize,
     ) -> WatchCache {
         WatchCache {
-            objects: objects.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
+            objects: objects.into_iter().map(Keyed).collect(),
             window: VecDeque::with_capacity(capacity),
             capacity,
             revision,
@@ -94,59 +132,67 @@ impl WatchCache {
         self.revision
     }
 
+    /// The oldest revision a watch can resume after.
+    pub fn oldest(&self) -> i64 {
+        self.oldest
+    }
+
     pub fn watcher_count(&self) -> usize {
         self.watchers.len()
     }
 
-    pub fn objects(&self) -> impl Iterator<Item = &Arc<Value>> {
-        self.objects.values()
+    pub fn objects(&self) -> impl Iterator<Item = &Arc<Object>> {
+        self.objects.iter().map(|k| &k.0)
     }
 
     /// The object stored under `key`.
-    pub fn get(&self, key: &str) -> Option<&Arc<Value>> {
-        self.objects.get(key)
+    pub fn get(&self, key: &str) -> Option<&Arc<Object>> {
+        self.objects.get(key).map(|k| &k.0)
     }
 
-    /// Objects whose keys start with `prefix`, in key order (the store's
-    /// order), from `start` on (inclusive) when given.
+    /// Objects whose keys start with `prefix`, in key order, from `start`
+    /// on (inclusive) when given.
     pub fn under<'a>(
         &'a self,
         prefix: &'a str,
         start: Option<&str>,
-    ) -> impl Iterator<Item = (&'a String, &'a Arc<Value>)> + 'a {
-        let from = start.filter(|s| *s > prefix).unwrap_or(prefix).to_string();
+    ) -> impl Iterator<Item = &'a Arc<Object>> + 'a {
+        let from = start.filter(|s| *s > prefix).unwrap_or(prefix);
         self.objects
-            .range(from..)
-            .take_while(move |(k, _)| k.starts_with(prefix))
+            .range::<str, _>((Bound::Included(from), Bound::Unbounded))
+            .map(|k| &k.0)
+            .take_while(move |o| o.key().starts_with(prefix))
     }
 
     /// Does the cache hold the store's state as of a linearizable read
     /// of `key` (or of every key under it, when `prefix`)? See
-    /// [`crate::storage::Freshness`] for why the count settles it.
-    pub fn is_fresh(&self, key: &str, prefix: bool, store: &crate::storage::Freshness) -> bool {
+    /// [`Freshness`] for why the count settles it.
+    pub fn is_fresh(&self, key: &str, prefix: bool, store: &Freshness) -> bool {
         if self.revision >= store.revision {
             return true;
         }
         let count = match prefix {
             true => self.under(key, None).count() as i64,
-            false => self.objects.contains_key(key) as i64,
+            false => self.objects.contains(key) as i64,
         };
         self.revision >= store.newest && count == store.count
     }
 
-    /// Starts over from a fresh listing (after the store watch was lost
-    /// past compaction): watchers are closed, as they cannot be told what
-    /// they missed; clients re-list.
-    pub fn reset(&mut self, objects: impl IntoIterator<Item = (String, Value)>, revision: i64) {
-        *self = WatchCache::new(objects, revision, self.capacity);
+    /// Forgets the window's events at or before `revision`, as if it had
+    /// held no more (the cache's own compaction, for tests).
+    pub fn forget_through(&mut self, revision: i64) {
+        while self.window.front().is_some_and(|e| e.revision <= revision) {
+            self.window.pop_front();
+        }
+        self.oldest = self.oldest.max(revision);
     }
 
     /// Records a store change and fans it out.
     pub fn apply(&mut self, event: Event) {
         self.revision = self.revision.max(event.revision);
         match event.kind {
-            EventType::Deleted => self.objects.remove(&event.key),
-            _ => self.objects.insert(event.key.clone(), event.object.clone()),
+            EventType::Deleted => self.objects.remove(event.object.key()),
+            _ => self.objects.replace(Keyed(event.object.clone())).is_some(),
         };
         self.watchers.retain(|w| deliver(w, &event));
         if self.window.len() == self.capacity {
@@ -159,19 +205,20 @@ impl WatchCache {
 
     /// Registers a watcher from `from` (exclusive). None replays the
     /// current state as ADDED events first. The initial items go into the
-    /// channel before any live event, so order holds.
+    /// channel before any live event, so order holds. A `from` older than
+    /// the window is `Compacted` with the oldest revision it can serve.
     pub fn watch(
         &mut self,
         watcher: Watcher,
         from: Option<i64>,
-        initial_end_bookmark: Option<Value>,
-    ) -> Result<(), ApiError> {
+        initial_end_bookmark: Option<Arc<Object>>,
+    ) -> Result<(), StorageError> {
         let initial: Vec<WatchItem> = match from {
             Some(rv) if rv < self.oldest => {
-                return Err(ApiError::Expired(format!(
-                    "too old resource version: {rv} ({})",
-                    self.oldest
-                )));
+                return Err(StorageError::Compacted {
+                    requested: rv,
+                    compacted: Some(self.oldest),
+                });
             }
             Some(rv) => self
                 .window
@@ -180,22 +227,15 @@ impl WatchCache {
                 .filter_map(|e| transition(&watcher, e))
                 .collect(),
             None => self
-                .objects
-                .values()
+                .objects()
                 .filter(|o| (watcher.filter)(o))
-                .map(|o| WatchItem {
-                    kind: EventType::Added,
-                    object: o.clone(),
-                })
+                .map(|o| item(EventType::Added, o.clone(), None))
                 .collect(),
         };
-        let end = initial_end_bookmark.map(|b| WatchItem {
-            kind: EventType::Bookmark,
-            object: Arc::new(b),
-        });
+        let end = initial_end_bookmark.map(|b| item(EventType::Bookmark, b, None));
         for item in initial.into_iter().chain(end) {
             if watcher.sender.try_send(item).is_err() {
-                return Err(ApiError::Internal(
+                return Err(StorageError::Unavailable(
                     "too many initial events for one watch; use a list first".into(),
                 ));
             }
@@ -205,15 +245,12 @@ impl WatchCache {
     }
 
     /// Sends a BOOKMARK at the cache's revision to watchers that asked.
-    pub fn bookmark(&mut self, make: impl Fn(i64) -> Value) {
+    pub fn bookmark(&mut self, make: impl Fn(i64) -> Object) {
         let object = Arc::new(make(self.revision));
         self.watchers.retain(|w| {
             !w.bookmarks
                 || w.sender
-                    .try_send(WatchItem {
-                        kind: EventType::Bookmark,
-                        object: object.clone(),
-                    })
+                    .try_send(item(EventType::Bookmark, object.clone(), None))
                     .is_ok()
         });
     }
@@ -221,6 +258,14 @@ impl WatchCache {
     /// Drops watchers whose clients went away.
     pub fn prune(&mut self) {
         self.watchers.retain(|w| !w.sender.is_closed());
+    }
+}
+
+fn item(kind: EventType, object: Arc<Object>, previous: Option<Arc<Object>>) -> WatchItem {
+    WatchItem {
+        kind,
+        object,
+        previous,
     }
 }
 
@@ -235,10 +280,7 @@ fn transition(watcher: &Watcher, event: &Event) -> Option<WatchItem> {
         (true, true) => event.kind,
         (true, false) => EventType::Deleted,
     };
-    Some(WatchItem {
-        kind,
-        object: event.object.clone(),
-    })
+    Some(item(kind, event.object.clone(), event.previous.clone()))
 }
 
 /// False when the watcher must go: its client left, or it fell behind.
@@ -257,23 +299,23 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn obj(name: &str, app: &str) -> Value {
-        json!({"metadata": {"name": name, "labels": {"app": app}}})
+    fn obj(name: &str, app: &str) -> Arc<Object> {
+        let value = json!({"metadata": {"name": name, "labels": {"app": app}}});
+        Arc::new(Object::new(name, value, 1, &[]))
     }
 
     fn event(kind: EventType, name: &str, app: &str, prev: Option<&str>, revision: i64) -> Event {
         Event {
             kind,
-            key: name.into(),
-            object: Arc::new(obj(name, app)),
-            previous: prev.map(|p| Arc::new(obj(name, p))),
+            object: obj(name, app),
+            previous: prev.map(|p| obj(name, p)),
             revision,
         }
     }
 
     fn watcher(app: &'static str) -> (Watcher, mpsc::Receiver<WatchItem>) {
         let (sender, receiver) = mpsc::channel(WATCHER_BUFFER);
-        let filter = Box::new(move |o: &Value| o["metadata"]["labels"]["app"] == app);
+        let filter = Box::new(move |o: &Object| o.label("app") == Some(app));
         (
             Watcher {
                 sender,
@@ -287,7 +329,7 @@ mod tests {
 
     #[test]
     fn replays_from_a_revision_and_reports_transitions() {
-        let mut cache = WatchCache::new([("a".to_string(), obj("a", "web"))], 10, 100);
+        let mut cache = WatchCache::new([obj("a", "web")], 10, 100);
         cache.apply(event(EventType::Modified, "a", "db", Some("web"), 11));
         cache.apply(event(EventType::Added, "b", "web", None, 12));
         let (w, mut rx) = watcher("web");
@@ -300,13 +342,19 @@ mod tests {
 
     #[test]
     fn too_old_is_expired_and_none_lists_state() {
-        let mut cache = WatchCache::new([("a".to_string(), obj("a", "web"))], 10, 1);
+        let mut cache = WatchCache::new([obj("a", "web")], 10, 1);
         cache.apply(event(EventType::Added, "b", "web", None, 11));
         cache.apply(event(EventType::Added, "c", "web", None, 12));
         let (w, _rx) = watcher("web");
-        assert_eq!(cache.watch(w, Some(10), None).unwrap_err().code(), 410);
+        assert_eq!(
+            cache.watch(w, Some(10), None).unwrap_err(),
+            StorageError::Compacted {
+                requested: 10,
+                compacted: Some(11)
+            }
+        );
         let (w, mut rx) = watcher("web");
-        cache.watch(w, None, Some(json!({}))).unwrap();
+        cache.watch(w, None, Some(obj("bookmark", "-"))).unwrap();
         let kinds: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
             .map(|i| i.kind)
             .collect();
@@ -324,8 +372,7 @@ mod tests {
     #[test]
     fn fresh_once_every_change_up_to_the_store_revision_is_in() {
         use crate::storage::Freshness;
-        let objects =
-            [("p/a", "x"), ("p/b", "x"), ("q/c", "x")].map(|(k, app)| (k.to_string(), obj(k, app)));
+        let objects = [("p/a", "x"), ("p/b", "x"), ("q/c", "x")].map(|(k, app)| obj(k, app));
         let mut cache = WatchCache::new(objects, 10, 100);
         // Nothing changed under p/ since 10; the store is at 20 (writes elsewhere).
         let quiet = Freshness {
@@ -341,9 +388,7 @@ mod tests {
             count: 1,
         };
         assert!(!cache.is_fresh("p/", true, &deleted));
-        let mut delete = event(EventType::Deleted, "p/b", "x", Some("x"), 15);
-        delete.key = "p/b".into();
-        cache.apply(delete);
+        cache.apply(event(EventType::Deleted, "p/b", "x", Some("x"), 15));
         assert!(cache.is_fresh("p/", true, &deleted));
         // p/a was rewritten at 18: not fresh until that event is in.
         let rewritten = Freshness {
@@ -353,9 +398,7 @@ mod tests {
         };
         assert!(!cache.is_fresh("p/", true, &rewritten));
         assert!(!cache.is_fresh("p/a", false, &rewritten));
-        let mut put = event(EventType::Modified, "p/a", "y", Some("x"), 18);
-        put.key = "p/a".into();
-        cache.apply(put);
+        cache.apply(event(EventType::Modified, "p/a", "y", Some("x"), 18));
         assert!(cache.is_fresh("p/", true, &rewritten));
         assert!(cache.is_fresh(
             "p/a",
@@ -381,7 +424,7 @@ mod tests {
 
     #[test]
     fn slow_watchers_are_cut_off() {
-        let mut cache = WatchCache::new(Vec::new(), 1, 10);
+        let mut cache = WatchCache::new(Vec::<Arc<Object>>::new(), 1, 10);
         let (sender, _rx) = mpsc::channel(1);
         cache
             .watch(

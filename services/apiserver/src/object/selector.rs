@@ -44,7 +44,11 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let get = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+        self.matches_with(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
+    }
+
+    /// Matches labels read by `get` (a label's value, if it has one).
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.0.iter().all(|req| {
             let value = get(&req.key);
             match &req.op {

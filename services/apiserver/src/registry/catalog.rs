@@ -36,6 +36,8 @@ impl Catalog {
         let deletions = Arc::new(tokio::sync::Notify::new());
         let store: Arc<dyn Interface> = Arc::new(Store::new(client));
         let strategies = kinds::all();
+        // No admission plugins yet: a later issue puts them here.
+        let admission = Arc::new(crate::admission::Chain::default());
         let bare = |strategy: &Arc<dyn Strategy>| Handle {
             strategy: strategy.clone(),
             store: store.clone(),
@@ -44,6 +46,7 @@ impl Catalog {
             namespaces: None,
             deletions: deletions.clone(),
             expiry: strategy.expires().then_some(event_ttl),
+            admission: admission.clone(),
         };
         let namespaces = strategies
             .iter()

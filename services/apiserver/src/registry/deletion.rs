@@ -11,10 +11,12 @@
 
 use serde_json::{json, Value};
 
+use super::admit::Admitted;
 use super::claims;
-use super::handle::{Handle, Reply};
+use super::handle::{Handle, Part, Reply};
 use super::listing::list;
 use super::options::{DeleteOptions, ListOptions};
+use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::object::meta;
 use crate::object::time::{is_past, now_rfc3339, rfc3339_in};
@@ -88,6 +90,14 @@ pub async fn delete(
     loop {
         let current = h.read(namespace, name).await?;
         check_preconditions(h, &current, &options)?;
+        let write = Admitted {
+            operation: Operation::Delete,
+            namespace,
+            part: Part::Main,
+            dry_run: options.dry_run,
+            user: &options.user,
+        };
+        h.admit_validated(&write, name, None, Some(&current.object))?;
         let reply = |body| Reply {
             code: 200,
             body,
@@ -234,14 +244,7 @@ pub async fn delete_collection(
     .await?;
     let mut deleted = Vec::new();
     for item in page.items {
-        match delete(
-            h,
-            meta::namespace(&item),
-            meta::name(&item),
-            options.clone(),
-        )
-        .await
-        {
+        match delete(h, item.namespace(), item.name(), options.clone()).await {
             Ok(reply) => deleted.push(reply.body),
             Err(ApiError::NotFound(_)) => {}
             Err(e) => return Err(e),

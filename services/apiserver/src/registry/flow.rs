@@ -1,17 +1,21 @@
 //! The generic flow every resource type runs: create, guaranteed update
 //! (read, change, compare-and-swap, retry), patch, delete and list, with
 //! the type's strategy deciding the type-specific parts (deletion lives in
-//! `deletion`, lists in `listing`). These are plain
+//! `deletion`, lists in `listing`). A write goes decode → defaults (the
+//! strategy's `prepare_for_*`) → admission (mutating) → validation →
+//! admission (validating) → storage (see `crate::admission`). These are plain
 //! async functions over a [`Handle`]; the resource actor runs them as
 //! futures so it never waits on the store.
 
 use serde_json::{json, Value};
 
+use super::admit::Admitted;
 use super::claims::{self, ClaimFailure};
 pub use super::deletion::{delete, delete_collection};
 pub use super::handle::{render, Handle, Page, Part, Reply};
 pub use super::listing::{check_fields, encode_token, list, list_metadata, matches};
 use super::options::WriteOptions;
+use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::object::apply;
 use crate::object::managed_fields::{self, Writer};
@@ -41,6 +45,22 @@ pub async fn create(
     options: WriteOptions,
 ) -> Result<Reply, ApiError> {
     create_as(h, namespace, body, options, true).await
+}
+
+/// A write as admission sees it (see `admit.rs`).
+fn admitted<'a>(
+    operation: Operation,
+    namespace: &'a str,
+    part: Part,
+    options: &'a WriteOptions,
+) -> Admitted<'a> {
+    Admitted {
+        operation,
+        namespace,
+        part,
+        dry_run: options.dry_run,
+        user: &options.user,
+    }
 }
 
 /// Who a write's fields belong to (see `object::managed_fields`).
@@ -87,6 +107,8 @@ async fn create_as(
     let (mut obj, warnings) = h.decode(&body, &options)?;
     prepare_create_metadata(h, &mut obj, namespace);
     h.strategy.prepare_for_create(&mut obj);
+    let write = admitted(Operation::Create, namespace, Part::Main, &options);
+    h.admit(&write, &mut obj, None)?;
     if record {
         let api_version = h.def().api_version();
         let writer = writer(h, &options, Part::Main, &api_version);
@@ -95,8 +117,10 @@ async fn create_as(
     let unpicked = obj.clone();
     h.strategy.allocate(&mut obj, None);
     h.validate(&obj, None)?;
-    h.check_namespace(namespace).await?;
+    check_requester(h, &options, &obj, None)?;
     let name = meta::name(&obj).to_string();
+    h.admit_validated(&write, &name, Some(&obj), None)?;
+    h.check_namespace(namespace).await?;
     if options.dry_run {
         return Ok(Reply {
             code: 201,
@@ -215,6 +239,8 @@ where
         let applied_fields = proposed.pointer("/metadata/managedFields").cloned();
         let (decoded, warnings) = h.decode(&proposed, options)?;
         let mut new = prepare_update(h, decoded, &current.object, part);
+        let write = admitted(Operation::Update, namespace, part, options);
+        h.admit(&write, &mut new, Some(&current.object))?;
         record_fields(
             h,
             options,
@@ -234,6 +260,8 @@ where
             });
         }
         h.validate(&new, Some(&current.object))?;
+        check_requester(h, options, &new, Some(&current.object))?;
+        h.admit_validated(&write, name, Some(&new), Some(&current.object))?;
         if options.dry_run {
             return Ok(Reply {
                 code: 200,
@@ -281,6 +309,20 @@ where
             Err(ClaimFailure::Repick) => continue,
             Err(failure) => return Err(h.claim_error(name, failure)),
         }
+    }
+}
+
+/// The strategy's rules about who may write `obj` (see
+/// `Strategy::check_requester`).
+fn check_requester(
+    h: &Handle,
+    options: &WriteOptions,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    match &options.requester {
+        Some(requester) => h.strategy.check_requester(obj, old, requester.as_ref()),
+        None => Ok(()),
     }
 }
 

@@ -16,7 +16,7 @@ use crate::object::patch::PatchType;
 use crate::storage::MemoryStorage;
 
 /// The core type `resource` on `store`.
-fn handle(store: &Arc<MemoryStorage>, resource: &str) -> Handle {
+pub(super) fn handle(store: &Arc<MemoryStorage>, resource: &str) -> Handle {
     let bare = |strategy| Handle {
         strategy,
         store: store.clone(),
@@ -25,6 +25,7 @@ fn handle(store: &Arc<MemoryStorage>, resource: &str) -> Handle {
         namespaces: None,
         deletions: Arc::new(tokio::sync::Notify::new()),
         expiry: None,
+        admission: Arc::new(crate::admission::Chain::default()),
     };
     let namespaces = kinds::all().into_iter().find(|s| s.holds_contents());
     let strategy = kinds::all()
@@ -39,7 +40,7 @@ fn handle(store: &Arc<MemoryStorage>, resource: &str) -> Handle {
 }
 
 /// A store holding the namespace `default`.
-async fn with_default_namespace() -> Arc<MemoryStorage> {
+pub(super) async fn with_default_namespace() -> Arc<MemoryStorage> {
     let store = Arc::new(MemoryStorage::new());
     let namespace =
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
@@ -54,7 +55,7 @@ async fn with_default_namespace() -> Arc<MemoryStorage> {
     store
 }
 
-fn config_map(name: &str, data: Value) -> Value {
+pub(super) fn config_map(name: &str, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
 }
 
@@ -277,11 +278,7 @@ async fn list_pages_read_one_snapshot_across_a_concurrent_write() {
         ..Default::default()
     };
     let rest = flow::list(&h, Some("default"), rest_options).await.unwrap();
-    let names: Vec<&str> = rest
-        .items
-        .iter()
-        .map(|o| o["metadata"]["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = rest.items.iter().map(|o| o.name()).collect();
     assert_eq!(
         names,
         ["c"],
@@ -291,11 +288,7 @@ async fn list_pages_read_one_snapshot_across_a_concurrent_write() {
     let now = flow::list(&h, Some("default"), ListOptions::default())
         .await
         .unwrap();
-    let names: Vec<&str> = now
-        .items
-        .iter()
-        .map(|o| o["metadata"]["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = now.items.iter().map(|o| o.name()).collect();
     assert_eq!(names, ["a", "b", "d"]);
 }
 
@@ -355,13 +348,7 @@ async fn a_watch_from_a_revision_sees_what_came_after_it() {
         let item = next
             .expect("a watch event within 20s")
             .expect("the watch stays open");
-        seen.push((
-            item.kind,
-            item.object["metadata"]["name"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-        ));
+        seen.push((item.kind, item.object.name().to_string()));
     }
     assert_eq!(
         seen,

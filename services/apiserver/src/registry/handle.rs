@@ -11,7 +11,7 @@ use super::options::{FieldValidation, WriteOptions};
 use super::strategy::Strategy;
 use crate::error::{ApiError, Reading};
 use crate::object::meta::{self, validate_metadata};
-use crate::storage::{Interface, StorageError, Stored};
+use crate::storage::{Interface, Object, StorageError, Stored};
 
 /// Everything a flow needs about one resource type.
 #[derive(Clone)]
@@ -32,6 +32,8 @@ pub struct Handle {
     pub deletions: Arc<tokio::sync::Notify>,
     /// For types whose objects expire (events): how long they live.
     pub expiry: Option<std::time::Duration>,
+    /// The admission plugins every write of the type goes through.
+    pub admission: Arc<crate::admission::Chain>,
 }
 
 /// A successful write: HTTP code, body, and Warning header texts.
@@ -46,7 +48,7 @@ pub struct Reply {
 #[derive(Debug)]
 pub struct Page {
     /// Shared with the watch cache when the page comes from there.
-    pub items: Vec<Arc<Value>>,
+    pub items: Vec<Arc<Object>>,
     pub revision: i64,
     pub continue_token: Option<String>,
     pub remaining: Option<i64>,

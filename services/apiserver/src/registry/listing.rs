@@ -1,9 +1,8 @@
-//! Lists: read from the store at one revision (a consistent read, a
-//! continue token's revision, or an exact one), page by page, filtered by
-//! label and field selectors. Lists the watch cache can answer do not come
-//! here (see the resource actor).
-
-use std::sync::Arc;
+//! Lists: read from the type's storage at one revision (the current one,
+//! any, one not older than asked, a continue token's, or an exact one),
+//! page by page, filtered by label and field selectors. Behind the
+//! resource actor that storage is its Cacher, which answers all but reads
+//! of the past from memory.
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -12,8 +11,7 @@ use super::handle::{Handle, Page};
 use super::options::ListOptions;
 use super::strategy::{field_value, supports_field, Strategy};
 use crate::error::{ApiError, Reading};
-use crate::object::meta;
-use crate::storage::ListRequest;
+use crate::storage::{ListRequest, Object, Predicate, ReadAt};
 
 /// The opaque continue token: the snapshot revision and the next key.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -46,8 +44,26 @@ fn decode_token(h: &Handle, token: &str, prefix: &str) -> Result<ContinueToken, 
     Ok(parsed)
 }
 
-/// Reads a list straight from the store: a consistent read, or at the
-/// token's (or an exact) revision, filtered by the selectors.
+/// Which state a list reads: kube's rules for `resourceVersion`,
+/// `resourceVersionMatch` and `limit` (a revision with a limit and no
+/// match is the legacy exact form).
+fn read_at(options: &ListOptions) -> Result<ReadAt, ApiError> {
+    let exact = options.resource_version_match.as_deref() == Some("Exact");
+    let legacy_exact = options.limit > 0 && options.resource_version_match.is_none();
+    Ok(
+        match (options.resource_version.as_deref(), options.revision()?) {
+            (None, _) => ReadAt::Latest,
+            (_, Some(rv)) if exact || legacy_exact => ReadAt::Exact(rv),
+            (_, Some(rv)) => ReadAt::NotOlderThan(rv),
+            (Some(_), None) if exact => ReadAt::Latest,
+            (Some(_), None) => ReadAt::Any,
+        },
+    )
+}
+
+/// Reads a list from the type's storage (the Cacher answers what it can
+/// from memory), at one revision, filtered by the selectors; a continue
+/// token reads on at its revision.
 pub async fn list(
     h: &Handle,
     namespace: Option<&str>,
@@ -55,46 +71,39 @@ pub async fn list(
 ) -> Result<Page, ApiError> {
     check_fields(h, &options)?;
     let prefix = h.collection(namespace);
-    let (mut revision, mut start) = (0, None);
+    let (mut at, mut start) = (read_at(&options)?, None);
     if let Some(token) = &options.continue_token {
         let token = decode_token(h, token, &prefix)?;
-        (revision, start) = (token.rv, Some(token.start));
-    } else if options.resource_version_match.as_deref() == Some("Exact")
-        || (options.limit > 0 && options.revision()?.is_some())
-    {
-        revision = options.revision()?.unwrap_or(0);
+        (at, start) = (ReadAt::Exact(token.rv), Some(token.start));
     }
-    let mut items = Vec::new();
+    let reading = match options.continue_token {
+        Some(_) => Reading::Continue,
+        None => Reading::Plain,
+    };
+    let wanted = |o: &Object| matches(h.strategy.as_ref(), &options, o);
+    let (mut items, mut revision) = (Vec::new(), at.exact());
     loop {
         let want = if options.limit > 0 {
             options.limit - items.len() as i64
         } else {
             0
         };
-        let reading = match options.continue_token {
-            Some(_) => Reading::Continue,
-            None => Reading::Plain,
-        };
         let request = ListRequest {
             start: start.as_deref(),
-            revision,
+            at,
             limit: want,
+            filter: Some(Predicate(&wanted)),
         };
         let listing = h.store.get_list(&prefix, request).await;
         let listing =
             listing.map_err(|e| ApiError::from_storage(e, h.strategy.def().target(""), reading))?;
         // A read at a past revision is reported at that revision (the
-        // header says the store's current one).
+        // header says the store's current one); later pages read there.
         if revision == 0 {
             revision = listing.revision;
         }
-        items.extend(
-            listing
-                .items
-                .into_iter()
-                .map(|s| Arc::new(s.object))
-                .filter(|o| matches(h.strategy.as_ref(), &options, o)),
-        );
+        at = ReadAt::Exact(revision);
+        items.extend(listing.items);
         start = listing.next_key;
         let full = options.limit > 0 && items.len() as i64 >= options.limit;
         if start.is_none() || full {
@@ -127,9 +136,14 @@ pub fn check_fields(h: &Handle, options: &ListOptions) -> Result<(), ApiError> {
     Ok(())
 }
 
-pub fn matches(strategy: &dyn Strategy, options: &ListOptions, obj: &Value) -> bool {
-    options.labels.matches(meta::labels(obj))
-        && options.fields.matches(|f| field_value(strategy, obj, f))
+/// Does `obj` pass the list's selectors? Fields the object was not
+/// indexed by are read from its JSON.
+pub fn matches(strategy: &dyn Strategy, options: &ListOptions, obj: &Object) -> bool {
+    options.labels.matches_with(|key| obj.label(key))
+        && options.fields.matches(|f| match obj.field(f) {
+            Some(value) => Some(value.to_string()),
+            None => field_value(strategy, &obj.value(), f),
+        })
 }
 
 /// The ListMeta of a page.

@@ -4,6 +4,9 @@
 //! [`kinds::all`], not a new flow.
 
 pub mod actor;
+#[cfg(test)]
+mod admission_tests;
+mod admit;
 pub mod binding;
 pub mod catalog;
 pub mod claims;

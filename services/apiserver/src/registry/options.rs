@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::admission::UserInfo;
 use crate::error::ApiError;
 use crate::object::selector::{FieldSelector, LabelSelector};
 
@@ -150,6 +151,10 @@ pub struct WriteOptions {
     /// The User-Agent's product (before the first `/`): the manager of a
     /// write that names none, as kube-apiserver derives it.
     pub agent: String,
+    /// Who writes (for admission).
+    pub user: UserInfo,
+    /// Who asks, for the strategies' checks; None for the server's own writes.
+    pub requester: Option<std::sync::Arc<dyn super::strategy::Requester>>,
 }
 
 impl WriteOptions {
@@ -158,6 +163,7 @@ impl WriteOptions {
     pub fn by(manager: &str) -> WriteOptions {
         WriteOptions {
             field_manager: Some(manager.to_string()),
+            user: UserInfo::server(),
             ..Default::default()
         }
     }
@@ -189,7 +195,15 @@ impl WriteOptions {
             field_manager: query.get("fieldManager").filter(|m| !m.is_empty()).cloned(),
             force,
             agent: String::new(),
+            user: UserInfo::default(),
+            requester: None,
         })
+    }
+
+    /// The user the handler chain says the request acts as.
+    pub fn with_user(mut self, user: UserInfo) -> WriteOptions {
+        self.user = user;
+        self
     }
 
     pub fn with_user_agent(mut self, user_agent: Option<&str>) -> WriteOptions {
@@ -272,6 +286,8 @@ pub struct DeleteOptions {
     pub propagation: Option<String>,
     pub uid: Option<String>,
     pub resource_version: Option<String>,
+    /// Who deletes (for admission).
+    pub user: UserInfo,
 }
 
 impl DeleteOptions {
@@ -304,6 +320,13 @@ impl DeleteOptions {
             resource_version: body["preconditions"]["resourceVersion"]
                 .as_str()
                 .map(str::to_string),
+            user: UserInfo::default(),
         })
+    }
+
+    /// The user the handler chain says the request acts as.
+    pub fn with_user(mut self, user: UserInfo) -> DeleteOptions {
+        self.user = user;
+        self
     }
 }

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::error::ApiError;
 use crate::registry::flow::Page;
 use crate::registry::Strategy;
+use crate::storage::Object;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Form {
@@ -107,29 +108,38 @@ pub struct ListBody {
     items: SharedItems,
 }
 
-pub struct SharedItems(Vec<Arc<Value>>);
+/// Written as the cached JSON texts are (see `storage::Object`).
+pub struct SharedItems(Vec<Arc<Object>>);
 
 impl Serialize for SharedItems {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(Arc::as_ref))
+        serializer.collect_seq(self.0.iter().map(|o| o.json()))
     }
 }
 
 pub fn list(strategy: &dyn Strategy, form: Form, page: Page) -> Body {
     let metadata = crate::registry::flow::list_metadata(&page);
+    let kind = format!("{}List", strategy.def().kind);
     match form {
-        Form::Json | Form::Yaml => Body::List(ListBody {
-            kind: format!("{}List", strategy.def().kind),
+        Form::Json => Body::List(ListBody {
+            kind,
             api_version: strategy.def().api_version(),
             metadata,
             items: SharedItems(page.items),
         }),
+        // Only JSON writers take the texts as they are.
+        Form::Yaml => {
+            let items: Vec<Value> = page.items.iter().map(|o| o.value()).collect();
+            Body::Value(
+                json!({"kind": kind, "apiVersion": strategy.def().api_version(), "metadata": metadata, "items": items}),
+            )
+        }
         Form::Table => {
-            let items: Vec<Value> = page.items.iter().map(|o| o.as_ref().clone()).collect();
+            let items: Vec<Value> = page.items.iter().map(|o| o.value()).collect();
             Body::Value(table(strategy, &items, metadata, true))
         }
         Form::Metadata => {
-            let items: Vec<Value> = page.items.iter().map(|o| partial(o)).collect();
+            let items: Vec<Value> = page.items.iter().map(|o| partial(&o.value())).collect();
             Body::Value(
                 json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "items": items}),
             )

@@ -1,14 +1,16 @@
 //! The resource handler: decode the request into a request description
 //! and options, send it to the resource type's actor, render the answer.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::Value;
 
+use super::chain::authentication::User;
 use super::render::{self, Form};
 use super::request_info::{RequestInfo, Verb};
 use super::AppState;
+use crate::admission::UserInfo;
 use crate::codec;
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
@@ -67,7 +69,15 @@ pub(crate) async fn dispatch(
             super::identity::GROUP => {
                 super::identity::answer(req, state, review, info, &body).await?
             }
-            _ => super::reviews::answer(review, info, &body)?,
+            _ => {
+                let user = req
+                    .extensions()
+                    .get::<User>()
+                    .cloned()
+                    .unwrap_or_else(User::anonymous);
+                let authorizer = state.chain.authorizer.as_ref();
+                super::reviews::answer(review, info, &body, &user, authorizer)?
+            }
         };
         return Ok(respond(201, Form::Json, answer, &[]));
     }
@@ -139,8 +149,11 @@ impl Call<'_> {
     }
 
     fn write_options(&self) -> Result<WriteOptions, ApiError> {
-        let options = WriteOptions::parse(self.query)?;
-        Ok(options.with_user_agent(header(self.req, "user-agent")))
+        let mut options = WriteOptions::parse(self.query)?;
+        options.requester =
+            crate::rbac::requester::of_request(self.req, &self.state.chain.authorizer);
+        let options = options.with_user_agent(header(self.req, "user-agent"));
+        Ok(options.with_user(user_of(self.req)))
     }
 
     fn written(&self, reply: Reply) -> HttpResponse {
@@ -268,7 +281,7 @@ async fn delete(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, 
         true => None,
         false => Some(decode(call.req, bytes)?),
     };
-    let options = DeleteOptions::parse(call.query, body.as_ref())?;
+    let options = DeleteOptions::parse(call.query, body.as_ref())?.with_user(user_of(call.req));
     let reply = call
         .entry
         .actor
@@ -283,7 +296,7 @@ async fn delete(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, 
 
 async fn delete_collection(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
     let list = ListOptions::parse(call.query)?;
-    let options = DeleteOptions::parse(call.query, None)?;
+    let options = DeleteOptions::parse(call.query, None)?.with_user(user_of(call.req));
     let items = call
         .entry
         .actor
@@ -294,12 +307,27 @@ async fn delete_collection(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
         })
         .await??;
     let page = Page {
-        items: items.into_iter().map(std::sync::Arc::new).collect(),
+        items: items
+            .into_iter()
+            .map(|item| std::sync::Arc::new(crate::storage::Object::from_value(item)))
+            .collect(),
         revision: 0,
         continue_token: None,
         remaining: None,
     };
     Ok(call.listed(page))
+}
+
+/// The user the handler chain put in the request's extensions (anonymous
+/// when it put none), for admission.
+fn user_of(req: &HttpRequest) -> UserInfo {
+    match req.extensions().get::<User>() {
+        Some(user) => UserInfo {
+            name: user.name.clone(),
+            groups: user.groups.clone(),
+        },
+        None => UserInfo::anonymous(),
+    }
 }
 
 fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {

@@ -70,7 +70,7 @@ pub fn respond(
 }
 
 fn event_object(strategy: &dyn Strategy, form: Form, item: &WatchItem, first: bool) -> Value {
-    let object = item.object.as_ref().clone();
+    let object = item.object.value();
     match (form, item.kind) {
         (_, EventType::Error) | (_, EventType::Bookmark) => object,
         (Form::Table, _) => {

@@ -1,5 +1,7 @@
 //! One table of cases every [`Interface`] must pass, run against the
-//! in-memory storage and against the etcd one on a real `etcd` process:
+//! in-memory storage, the etcd one on a real `etcd` process and on a
+//! `capstan-store` process (`conformance_processes.rs`), and the Cacher in
+//! front of each (`cache/cacher_tests.rs`):
 //! revisions, preconditions, paging snapshots, watch from a revision, 410
 //! after compaction, guaranteed-update conflicts. Each case works under
 //! its own prefix, so the cases can share one store.
@@ -12,7 +14,7 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::interface::{Change, GuaranteedUpdate, Interface, ListRequest, Preconditions};
+use super::interface::{Change, GuaranteedUpdate, Interface, ListRequest, Preconditions, ReadAt};
 use super::{ClaimError, EventStream, MemoryStorage, StorageError, StoreEvent};
 
 /// A store under test, and how to compact it (not part of the interface:
@@ -159,11 +161,8 @@ async fn paging_snapshot(b: &Backend, p: String) {
         )
         .await
         .unwrap();
-    let names = |items: &[super::Stored]| -> Vec<String> {
-        items
-            .iter()
-            .map(|i| i.object["metadata"]["name"].as_str().unwrap().to_string())
-            .collect()
+    let names = |items: &[Arc<super::Object>]| -> Vec<String> {
+        items.iter().map(|i| i.name().to_string()).collect()
     };
     assert_eq!(names(&first.items), ["a", "b"]);
     assert_eq!(first.remaining, 3);
@@ -176,16 +175,18 @@ async fn paging_snapshot(b: &Backend, p: String) {
         .unwrap();
     let request = ListRequest {
         start: Some(&next),
-        revision: first.revision,
+        at: ReadAt::Exact(first.revision),
         limit: 2,
+        ..Default::default()
     };
     let second = s.get_list(&p, request).await.unwrap();
     assert_eq!(names(&second.items), ["c", "d"]);
     assert_eq!(second.remaining, 1);
     let request = ListRequest {
         start: second.next_key.as_deref(),
-        revision: first.revision,
+        at: ReadAt::Exact(first.revision),
         limit: 2,
+        ..Default::default()
     };
     let third = s.get_list(&p, request).await.unwrap();
     assert_eq!(names(&third.items), ["e"]);
@@ -202,7 +203,7 @@ async fn future_revision(b: &Backend, p: String) {
         .await
         .unwrap();
     let request = ListRequest {
-        revision: current + 1000,
+        at: ReadAt::Exact(current + 1000),
         ..Default::default()
     };
     match s.get_list(&p, request).await {
@@ -276,7 +277,7 @@ async fn compacted(b: &Backend, p: String) {
     let new = s.update(&key, &object("a", "2"), old).await.unwrap();
     (b.compact)(new).await;
     let request = ListRequest {
-        revision: old,
+        at: ReadAt::Exact(old),
         ..Default::default()
     };
     let listed = s.get_list(&p, request).await;
@@ -303,7 +304,7 @@ async fn compacted(b: &Backend, p: String) {
         "the refusal says where history starts"
     );
     let at = ListRequest {
-        revision: new,
+        at: ReadAt::Exact(new),
         ..Default::default()
     };
     assert_eq!(s.get_list(&p, at).await.unwrap().items.len(), 1);
@@ -434,80 +435,4 @@ async fn the_memory_storage_conforms() {
         }),
     };
     run_all(&backend, "/registry/conformance").await;
-}
-
-/// A free loopback port (bound, then released for etcd to take).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().expect("a bound address").port()
-}
-
-/// The etcd storage on a real `etcd` started here; skipped, saying why,
-/// when there is no `etcd` binary.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_etcd_storage_conforms() {
-    let Some(etcd) = which("etcd") else {
-        eprintln!("skipped: no `etcd` binary on PATH");
-        return;
-    };
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let (client, peer) = (free_port(), free_port());
-    let client_url = format!("http://127.0.0.1:{client}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let _etcd = tokio::process::Command::new(etcd)
-        .arg("--data-dir")
-        .arg(dir.path().join("etcd"))
-        .args([
-            "--listen-client-urls",
-            &client_url,
-            "--advertise-client-urls",
-            &client_url,
-        ])
-        .args([
-            "--listen-peer-urls",
-            &peer_url,
-            "--initial-advertise-peer-urls",
-            &peer_url,
-        ])
-        .args(["--initial-cluster", &format!("default={peer_url}")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("etcd starts");
-    let connection = super::Connection::new(std::slice::from_ref(&client_url))
-        .await
-        .unwrap();
-    let store = super::Store::new(&connection);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while store.current_revision().await.is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "etcd at {client_url} did not answer within 60s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let backend = Backend {
-        storage: Arc::new(store),
-        compact: Box::new(move |revision| {
-            let connection = connection.clone();
-            Box::pin(async move {
-                let compact = |client: etcd_client::Client| async move {
-                    client.kv_client().compact(revision, None).await
-                };
-                connection
-                    .unary(super::Call::Write, compact)
-                    .await
-                    .expect("compaction");
-            })
-        }),
-    };
-    run_all(&backend, "/registry/conformance").await;
-}
-
-fn which(binary: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(binary))
-        .find(|candidate| candidate.is_file())
 }

@@ -120,7 +120,15 @@ impl Connection {
     /// A client per endpoint; nothing is sent until the first request, so
     /// this works while members are down.
     pub async fn new(urls: &[String]) -> Result<Connection, StorageError> {
-        let options = ConnectOptions::new()
+        Connection::with_tls(urls, None).await
+    }
+
+    /// As [`Connection::new`], over TLS when `tls` is given.
+    pub async fn with_tls(
+        urls: &[String],
+        tls: Option<etcd_client::TlsOptions>,
+    ) -> Result<Connection, StorageError> {
+        let mut options = ConnectOptions::new()
             .with_connect_timeout(CONNECT_TIMEOUT)
             .with_keep_alive(KEEP_ALIVE, KEEP_ALIVE_TIMEOUT)
             .with_keep_alive_while_idle(false)
@@ -128,6 +136,9 @@ impl Connection {
             // watches ("no leader"), so we move to one that can see the
             // cluster instead of waiting on a silent stream.
             .with_require_leader(true);
+        if let Some(tls) = tls {
+            options = options.with_tls(tls);
+        }
         let mut members = Vec::new();
         for url in urls {
             let client = Client::connect([url.as_str()], Some(options.clone()))

@@ -45,6 +45,9 @@ pub enum StorageError {
     Corrupt { key: String, reason: String },
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// A cache in front of the store did not catch up with it in time.
+    #[error("{0}")]
+    CacheBehind(String),
 }
 
 impl StorageError {

@@ -13,7 +13,7 @@ use super::connection::{Call, Connection};
 use super::interface::{
     ClaimFuture, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, Stored,
 };
-use super::{Leases, StorageError};
+use super::{Leases, Object, StorageError};
 use crate::object::meta;
 
 #[derive(Clone)]
@@ -99,21 +99,21 @@ impl Store {
         })
     }
 
-    /// Objects under `prefix` from `start` on (inclusive), at `revision`
-    /// (0 = now), at most `limit` of them (0 = all).
+    /// Objects under `prefix` from `request.start` on (inclusive), as
+    /// `request.at` says (only `Exact` reads the past), at most
+    /// `request.limit` keys read (0 = all), those that pass its filter kept.
     pub async fn list(
         &self,
         prefix: &str,
-        start: Option<&str>,
-        revision: i64,
-        limit: i64,
+        request: ListRequest<'_>,
     ) -> Result<Listing, StorageError> {
         let end = prefix_end(prefix);
+        let revision = request.at.exact();
         let mut options = GetOptions::new().with_range(end).with_revision(revision);
-        if limit > 0 {
-            options = options.with_limit(limit);
+        if request.limit > 0 {
+            options = options.with_limit(request.limit);
         }
-        let from = start.unwrap_or(prefix);
+        let from = request.start.unwrap_or(prefix);
         let response = match self.range(from, Some(options)).await {
             Ok(response) => response,
             Err(StorageError::FutureRevision { .. }) => {
@@ -126,25 +126,24 @@ impl Store {
             Err(e) => return Err(e.at_revision(revision)),
         };
         let revision = response.header().map(|h| h.revision()).unwrap_or(revision);
-        let items: Vec<Stored> = response
-            .kvs()
-            .iter()
-            .map(|kv| {
-                decode(
-                    &String::from_utf8_lossy(kv.key()),
-                    kv.value(),
-                    kv.mod_revision(),
-                )
-            })
-            .collect::<Result<_, _>>()?;
-        let next_key = match (response.more(), items.last()) {
-            (true, Some(_)) => response
+        request.at.check(revision)?;
+        let mut items = Vec::with_capacity(response.kvs().len());
+        for kv in response.kvs() {
+            let key = String::from_utf8_lossy(kv.key());
+            let stored = decode(&key, kv.value(), kv.mod_revision())?;
+            let object = Object::new(&key, stored.object, kv.mod_revision(), &[]);
+            if request.filter.is_none_or(|f| f.matches(&object)) {
+                items.push(Arc::new(object));
+            }
+        }
+        let next_key = match response.more() {
+            true => response
                 .kvs()
                 .last()
                 .map(|kv| format!("{}\0", String::from_utf8_lossy(kv.key()))),
-            _ => None,
+            false => None,
         };
-        let remaining = (response.count() - items.len() as i64).max(0);
+        let remaining = (response.count() - response.kvs().len() as i64).max(0);
         Ok(Listing {
             items,
             revision,
@@ -300,7 +299,7 @@ impl Interface for Store {
         prefix: &'a str,
         request: ListRequest<'a>,
     ) -> StorageFuture<'a, Listing> {
-        Box::pin(self.list(prefix, request.start, request.revision, request.limit))
+        Box::pin(self.list(prefix, request))
     }
 
     fn count<'a>(&'a self, prefix: &'a str) -> StorageFuture<'a, i64> {

@@ -1,21 +1,23 @@
 //! The storage interface, shaped like Kubernetes' `storage.Interface`:
 //! what the registry needs from a store of JSON objects under string keys
 //! with one global revision. [`super::Store`] implements it on any etcd v3
-//! store, [`super::MemoryStorage`] in memory for unit tests; the same
-//! conformance table (`conformance.rs`) runs against both.
+//! store, [`super::MemoryStorage`] in memory for unit tests, and
+//! `cache::Cacher` in front of either, answering reads and watches from
+//! memory; the same conformance table (`conformance.rs`) runs against all.
 //!
 //! Revisions are etcd's: every write makes a new one, an object's
 //! `resourceVersion` is the revision of its last write, and reads and
 //! watches can ask for a past revision until compaction removes it.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-use super::{ClaimError, StorageError};
+use super::{ClaimError, Object, StorageError};
 use crate::object::meta;
 
 /// One object read from the store with the revision of its last write
@@ -40,26 +42,94 @@ pub struct Freshness {
     pub count: i64,
 }
 
+/// Which state of the store a read may answer from: Kubernetes'
+/// `resourceVersion` with `resourceVersionMatch`. A store without a cache
+/// answers all but `Exact` with its current state; the Cacher answers all
+/// but `Exact` from memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum ReadAt {
+    /// The current state (no resourceVersion): a consistent read.
+    #[default]
+    Latest,
+    /// Any state, however stale (`resourceVersion=0`).
+    Any,
+    /// A state at this revision or later.
+    NotOlderThan(i64),
+    /// The state at exactly this revision (a continue token's, or
+    /// `resourceVersionMatch=Exact`); compacted history is `Compacted`.
+    Exact(i64),
+}
+
+impl ReadAt {
+    /// The revision to read at: the exact one, or 0 (now).
+    pub fn exact(self) -> i64 {
+        match self {
+            ReadAt::Exact(revision) => revision,
+            _ => 0,
+        }
+    }
+
+    /// The oldest revision the answer may reflect, when one is set.
+    pub fn minimum(self) -> Option<i64> {
+        match self {
+            ReadAt::NotOlderThan(revision) | ReadAt::Exact(revision) => Some(revision),
+            _ => None,
+        }
+    }
+
+    /// A state read at the store's `current` revision is too old for this.
+    pub fn check(self, current: i64) -> Result<(), StorageError> {
+        match self.minimum() {
+            Some(requested) if requested > current => {
+                Err(StorageError::FutureRevision { requested, current })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Which objects a list wants (label and field selectors, namespace).
+#[derive(Clone, Copy)]
+pub struct Predicate<'a>(pub &'a (dyn Fn(&Object) -> bool + Send + Sync));
+
+impl Predicate<'_> {
+    pub fn matches(&self, object: &Object) -> bool {
+        (self.0)(object)
+    }
+}
+
+impl std::fmt::Debug for Predicate<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Predicate")
+    }
+}
+
 /// Which part of a prefix a list reads, and when.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ListRequest<'a> {
     /// The first key to read (inclusive); the prefix itself when unset.
     pub start: Option<&'a str>,
-    /// The revision to read at; 0 is now (a linearizable read).
-    pub revision: i64,
-    /// At most this many objects; 0 is all of them.
+    pub at: ReadAt,
+    /// At most this many objects; 0 is all of them. With a `filter`, a
+    /// page may hold fewer (the store filters the keys it read); the
+    /// caller reads on from `next_key`.
     pub limit: i64,
+    /// Only the objects that pass; all when unset.
+    pub filter: Option<Predicate<'a>>,
 }
 
 /// A page of a list, read at one revision.
 #[derive(Debug)]
 pub struct Listing {
-    pub items: Vec<Stored>,
+    /// Shared with the cache when it answered (see [`Object`]).
+    pub items: Vec<Arc<Object>>,
     /// The store's current revision when the page was read (a read at a
-    /// past revision reports the present one, as etcd's header does).
+    /// past revision reports the present one, as etcd's header does; the
+    /// Cacher reports the revision its state is at).
     pub revision: i64,
-    /// The key after the last one returned, when more remain.
+    /// The key after the last one read, when more remain.
     pub next_key: Option<String>,
+    /// Keys after `next_key` (whether or not they pass the filter).
     pub remaining: i64,
 }
 
@@ -125,8 +195,21 @@ pub type StorageFuture<'a, T> = BoxFuture<'a, Result<T, StorageError>>;
 pub type ClaimFuture<'a, T> = BoxFuture<'a, Result<T, ClaimError>>;
 
 pub trait Interface: Send + Sync {
-    /// The object at `key`, by a linearizable read.
+    /// The object at `key`, by a linearizable read (what a write's
+    /// read-modify-write starts from).
     fn get<'a>(&'a self, key: &'a str) -> StorageFuture<'a, Option<Stored>>;
+
+    /// The object at `key` as `at` allows (Kubernetes' get with a
+    /// resourceVersion): here a linearizable read, refused as
+    /// `FutureRevision` when the store has not reached the revision asked.
+    fn get_at<'a>(&'a self, key: &'a str, at: ReadAt) -> StorageFuture<'a, Option<Stored>> {
+        Box::pin(async move {
+            if at.minimum().is_some() {
+                at.check(self.current_revision().await?)?;
+            }
+            self.get(key).await
+        })
+    }
 
     /// Writes `object` only if `key` does not exist (else `Exists`); with
     /// a `ttl`, the object goes when it runs out. The new revision.

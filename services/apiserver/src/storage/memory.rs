@@ -6,7 +6,7 @@
 //! nothing expires here.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -19,7 +19,7 @@ use super::interface::{
     Change, ClaimFuture, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture,
     StoreEvent, Stored,
 };
-use super::{ClaimError, StorageError};
+use super::{ClaimError, Object, StorageError};
 
 #[derive(Default)]
 pub struct MemoryStorage {
@@ -208,7 +208,8 @@ impl MemoryStorage {
     fn list(&self, prefix: &str, request: ListRequest<'_>) -> Result<Listing, StorageError> {
         let state = self.state();
         let current = state.revision;
-        let requested = request.revision;
+        request.at.check(current)?;
+        let requested = request.at.exact();
         if requested > current {
             return Err(StorageError::FutureRevision { requested, current });
         }
@@ -233,7 +234,12 @@ impl MemoryStorage {
         };
         Ok(Listing {
             remaining: total - limit,
-            items: page.iter().map(|(_, stored)| stored.clone()).collect(),
+            items: page
+                .iter()
+                .map(|(key, s)| Object::new(key, s.object.clone(), s.mod_revision, &[]))
+                .filter(|o| request.filter.is_none_or(|f| f.matches(o)))
+                .map(Arc::new)
+                .collect(),
             revision: current,
             next_key,
         })

@@ -9,13 +9,16 @@
 mod claims;
 pub mod compactor;
 #[cfg(test)]
-mod conformance;
+pub(crate) mod conformance;
+#[cfg(test)]
+pub(crate) mod conformance_processes;
 mod connection;
 mod errors;
 mod etcd;
 mod interface;
 mod leases;
 mod memory;
+mod object;
 mod watch;
 
 pub use claims::{ClaimError, CLAIMS};
@@ -23,8 +26,9 @@ pub use connection::{Call, Connection, StoreMetrics};
 pub use errors::StorageError;
 pub use etcd::{decode, Store};
 pub use interface::{
-    Change, EventStream, Freshness, GuaranteedUpdate, Interface, ListRequest, Listing,
-    Preconditions, StorageFuture, StoreEvent, Stored,
+    Change, ClaimFuture, EventStream, Freshness, GuaranteedUpdate, Interface, ListRequest, Listing,
+    Preconditions, Predicate, ReadAt, StorageFuture, StoreEvent, Stored,
 };
 pub use leases::Leases;
 pub use memory::MemoryStorage;
+pub use object::{text_at, FieldPaths, Object};

@@ -1,9 +1,12 @@
 //! Apply: turns committed raft entries into MVCC writes.
 //!
-//! Each entry is one [`RaftRequest`]; it is applied in one MVCC write view,
-//! persisted together with its raft index, and its events are handed to the
-//! watch hub. The outcome goes back to the member that proposed it.
+//! Each entry is one `RaftRequest`; it is applied in one MVCC write view.
+//! The views of a run of entries (a Ready's committed entries) are written
+//! to the backend in one batch with the last one's raft index
+//! ([`ApplyBatch`]); their events are then handed to the watch hub, and the
+//! outcomes go back to the member that proposed them.
 
+mod batch;
 mod kv;
 mod lease;
 pub mod members;
@@ -17,11 +20,11 @@ use capstan_proto::etcdserverpb::{
     ResponseHeader, TxnResponse,
 };
 use capstan_proto::internal::raft_request::Request;
-use capstan_proto::internal::{MemberRecord, RaftRequest};
+use capstan_proto::internal::MemberRecord;
 use parking_lot::Mutex;
-use prost::Message;
 use raft::eraftpb::ConfChangeType;
 
+pub use batch::ApplyBatch;
 pub use lease::restore_leases;
 
 use crate::error::{Result, StoreError};
@@ -60,35 +63,17 @@ impl Applier {
         Applier { mvcc, lessor, hub }
     }
 
-    /// Applies the entry at raft `index`. Entries with no data (a new
-    /// leader's empty entry) only advance the applied index.
-    pub fn apply(&self, index: u64, data: &[u8]) -> Option<Applied> {
-        let request = if data.is_empty() {
-            None
-        } else {
-            match RaftRequest::decode(data) {
-                Ok(request) => Some(request),
-                Err(err) => panic!("raft entry {index} is not a RaftRequest: {err}"),
-            }
-        };
-        let mut view = self.mvcc.write();
-        let result = request
-            .as_ref()
-            .and_then(|r| r.request.as_ref())
-            .map(|request| self.dispatch(&mut view, request));
-        let committed = view
-            .finish(index)
-            .unwrap_or_else(|err| panic!("cannot persist raft entry {index}: {err}"));
-        if !committed.events.is_empty() {
-            self.hub.notify(committed.revision, committed.events);
+    /// Starts applying a run of committed entries as one backend batch.
+    pub fn batch(&self) -> ApplyBatch<'_> {
+        ApplyBatch {
+            applier: self,
+            group: None,
+            committed: Vec::new(),
+            outcomes: Vec::new(),
         }
-        Some(Applied {
-            request_id: request?.id,
-            result: result?,
-        })
     }
 
-    fn dispatch(&self, view: &mut WriteView, request: &Request) -> Result<ApplyOutcome> {
+    pub(super) fn dispatch(&self, view: &mut WriteView, request: &Request) -> Result<ApplyOutcome> {
         let mut lessor = self.lessor.lock();
         match request {
             Request::Put(req) => kv::put(view, &mut lessor, req).map(ApplyOutcome::Put),

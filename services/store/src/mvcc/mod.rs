@@ -15,8 +15,12 @@ mod index;
 mod key_history;
 mod key_range;
 mod revision;
+mod state;
 mod store;
+mod write;
 
 pub use key_range::KeyRange;
 pub use revision::Revision;
-pub use store::{Committed, MvccStore, RangeOutput, WriteView, META_APPLIED_INDEX};
+pub use state::{RangeOutput, META_APPLIED_INDEX};
+pub use store::MvccStore;
+pub use write::{Committed, WriteGroup, WriteView};

@@ -1,65 +1,26 @@
 //! [`MvccStore`]: reads at any retained revision, and write views that turn a
 //! batch of changes into one new store revision.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use capstan_proto::internal::{SnapshotPair, StoredRevision};
+use capstan_proto::internal::SnapshotPair;
 use capstan_proto::mvccpb::{event::EventType, Event, KeyValue};
-use parking_lot::{RwLock, RwLockWriteGuard};
+use parking_lot::RwLock;
 use prost::Message;
 
-use super::index::KeyIndex;
-use super::key_history::LiveMeta;
 use super::revision::REVISION_PREFIX;
+use super::state::{
+    check_read_revision, collect_revisions, decode_revision, load_state, read_i64, RangeOutput,
+    State, META_APPLIED_INDEX,
+};
+use super::write::{WriteGroup, WriteView};
 use super::{KeyRange, Revision};
 use crate::error::{Result, StoreError};
 use crate::storage::{Backend, Space, WriteBatch};
 
-/// The raft index of the last entry whose effects are in the MVCC space.
-/// Written in the same atomic batch as those effects.
-pub const META_APPLIED_INDEX: &[u8] = b"m/applied_index";
-const META_CURRENT_REV: &[u8] = b"m/current_rev";
-const META_COMPACT_REV: &[u8] = b"m/compact_rev";
-
-struct State {
-    index: KeyIndex,
-    /// The newest store revision; 1 for an empty store, as in etcd.
-    current_rev: i64,
-    /// Reads below this revision fail with `Compacted`.
-    compact_rev: i64,
-}
-
 pub struct MvccStore {
     backend: Arc<dyn Backend>,
     state: RwLock<State>,
-}
-
-/// The result of a range read.
-#[derive(Debug, Default)]
-pub struct RangeOutput {
-    pub kvs: Vec<KeyValue>,
-    /// Keys in the range at the read revision, ignoring the limit.
-    pub count: i64,
-    /// The store's current revision when the read happened.
-    pub current_rev: i64,
-}
-
-pub(crate) fn read_i64(backend: &dyn Backend, key: &[u8]) -> Result<Option<i64>> {
-    match backend.get(Space::Mvcc, key)? {
-        Some(bytes) => {
-            let arr: [u8; 8] = bytes
-                .as_slice()
-                .try_into()
-                .map_err(|_| StoreError::Corrupt(format!("meta {key:?}")))?;
-            Ok(Some(i64::from_be_bytes(arr)))
-        }
-        None => Ok(None),
-    }
-}
-
-fn decode_revision(bytes: &[u8]) -> Result<StoredRevision> {
-    Ok(StoredRevision::decode(bytes)?)
 }
 
 impl MvccStore {
@@ -244,287 +205,16 @@ impl MvccStore {
             .collect()
     }
 
-    /// Starts the changes of one store revision. Only the apply loop writes.
+    /// Starts the changes of one store revision, written on its own.
     pub fn write(&self) -> WriteView<'_> {
-        let state = self.state.write();
-        let main = state.current_rev + 1;
-        WriteView {
-            state,
-            backend: &*self.backend,
-            main,
-            sub: 0,
-            batch: WriteBatch::default(),
-            pending: HashMap::new(),
-            events: Vec::new(),
-        }
-    }
-}
-
-/// Rebuilds the in-memory state from the backend's MVCC space.
-fn load_state(backend: &dyn Backend) -> Result<State> {
-    let mut index = KeyIndex::default();
-    let mut last_main = 1;
-    let start = [REVISION_PREFIX];
-    let end = [REVISION_PREFIX + 1];
-    for (key, value) in backend.scan(Space::Mvcc, &start, Some(&end))? {
-        let rev = Revision::from_key(&key)
-            .ok_or_else(|| StoreError::Corrupt(format!("revision key {key:?}")))?;
-        let stored = decode_revision(&value)?;
-        let kv = stored.kv.unwrap_or_default();
-        if stored.tombstone {
-            index.record_delete(&kv.key, rev);
-        } else {
-            let meta = LiveMeta {
-                create_revision: kv.create_revision,
-                mod_revision: kv.mod_revision,
-                version: kv.version,
-                lease: kv.lease,
-            };
-            index.restore_put(&kv.key, rev, meta);
-        }
-        last_main = rev.main;
-    }
-    let current_rev = read_i64(backend, META_CURRENT_REV)?
-        .unwrap_or(1)
-        .max(last_main);
-    let compact_rev = read_i64(backend, META_COMPACT_REV)?.unwrap_or(0);
-    Ok(State {
-        index,
-        current_rev,
-        compact_rev,
-    })
-}
-
-fn check_read_revision(state: &State, at: i64) -> Result<i64> {
-    if at <= 0 {
-        return Ok(state.current_rev);
-    }
-    if at > state.current_rev {
-        return Err(StoreError::FutureRevision);
-    }
-    if at < state.compact_rev {
-        return Err(StoreError::Compacted);
-    }
-    Ok(at)
-}
-
-fn collect_revisions(
-    index: &KeyIndex,
-    range: &KeyRange,
-    at: i64,
-    limit: usize,
-) -> (Vec<Revision>, i64) {
-    let mut revs = Vec::new();
-    let mut count = 0i64;
-    index.visit_at(range, at, |_, rev| {
-        count += 1;
-        if limit == 0 || revs.len() < limit {
-            revs.push(rev);
-        }
-        true
-    });
-    (revs, count)
-}
-
-/// The outcome of a finished write view.
-#[derive(Debug)]
-pub struct Committed {
-    /// The store revision after the write (unchanged if nothing changed).
-    pub revision: i64,
-    /// The events of this revision, in change order, with previous values.
-    pub events: Vec<Event>,
-}
-
-/// The changes of one store revision, under the store's write lock. Reads
-/// through the view see the changes made so far, as etcd's write txns do.
-pub struct WriteView<'a> {
-    state: RwLockWriteGuard<'a, State>,
-    backend: &'a dyn Backend,
-    main: i64,
-    sub: i64,
-    batch: WriteBatch,
-    pending: HashMap<Revision, KeyValue>,
-    events: Vec<Event>,
-}
-
-impl WriteView<'_> {
-    /// The revision a read through this view reports.
-    pub fn revision(&self) -> i64 {
-        if self.changed() {
-            self.main
-        } else {
-            self.state.current_rev
-        }
+        self.write_group().view()
     }
 
-    pub fn compact_revision(&self) -> i64 {
-        self.state.compact_rev
-    }
-
-    fn changed(&self) -> bool {
-        self.sub > 0
-    }
-
-    pub fn live(&self, key: &[u8]) -> Option<LiveMeta> {
-        self.state.index.live(key)
-    }
-
-    pub fn live_in(&self, range: &KeyRange) -> Vec<(Vec<u8>, LiveMeta)> {
-        self.state.index.live_in(range)
-    }
-
-    fn kv_at(&self, rev: Revision) -> Result<Option<KeyValue>> {
-        if let Some(kv) = self.pending.get(&rev) {
-            return Ok(Some(kv.clone()));
-        }
-        match self.backend.get(Space::Mvcc, &rev.to_key())? {
-            Some(bytes) => Ok(decode_revision(&bytes)?.kv),
-            None => Ok(None),
-        }
-    }
-
-    /// The current value of `key`, including this view's changes.
-    pub fn get(&self, key: &[u8]) -> Result<Option<KeyValue>> {
-        let rev = self
-            .state
-            .index
-            .history(key)
-            .and_then(|h| h.visible_at(self.revision()));
-        match rev {
-            Some(rev) => self.kv_at(rev),
-            None => Ok(None),
-        }
-    }
-
-    /// Reads through the view; `at` ≤ 0 reads the view's own state.
-    pub fn range(&self, range: &KeyRange, at: i64, limit: usize) -> Result<RangeOutput> {
-        let read_rev = if at <= 0 || at == self.revision() {
-            self.revision()
-        } else {
-            check_read_revision(&self.state, at)?
-        };
-        let (revs, count) = collect_revisions(&self.state.index, range, read_rev, limit);
-        let mut kvs = Vec::with_capacity(revs.len());
-        for rev in revs {
-            let kv = self
-                .kv_at(rev)?
-                .ok_or_else(|| StoreError::Corrupt(format!("missing revision {rev:?}")))?;
-            kvs.push(kv);
-        }
-        Ok(RangeOutput {
-            kvs,
-            count,
-            current_rev: self.revision(),
-        })
-    }
-
-    fn next_revision(&mut self) -> Revision {
-        let rev = Revision::new(self.main, self.sub);
-        self.sub += 1;
-        rev
-    }
-
-    fn record(&mut self, rev: Revision, kv: &KeyValue, tombstone: bool) {
-        let stored = StoredRevision {
-            kv: Some(kv.clone()),
-            tombstone,
-        };
-        self.batch
-            .put(rev.to_key().to_vec(), stored.encode_to_vec());
-    }
-
-    /// Writes `key`, returning the new pair and the one it replaced.
-    pub fn put(
-        &mut self,
-        key: &[u8],
-        value: Vec<u8>,
-        lease: i64,
-    ) -> Result<(KeyValue, Option<KeyValue>)> {
-        let prev = self.get(key)?;
-        let rev = self.next_revision();
-        let meta = self.state.index.record_put(key, rev, lease);
-        let kv = KeyValue {
-            key: key.to_vec(),
-            create_revision: meta.create_revision,
-            mod_revision: meta.mod_revision,
-            version: meta.version,
-            value,
-            lease,
-        };
-        self.record(rev, &kv, false);
-        self.pending.insert(rev, kv.clone());
-        self.events.push(Event {
-            r#type: EventType::Put as i32,
-            kv: Some(kv.clone()),
-            prev_kv: prev.clone(),
-        });
-        Ok((kv, prev))
-    }
-
-    /// Deletes `key` if it is live, returning its last pair.
-    pub fn delete(&mut self, key: &[u8]) -> Result<Option<KeyValue>> {
-        let Some(prev) = self.get(key)? else {
-            return Ok(None);
-        };
-        let rev = self.next_revision();
-        self.state.index.record_delete(key, rev);
-        let tombstone = KeyValue {
-            key: key.to_vec(),
-            mod_revision: rev.main,
-            ..Default::default()
-        };
-        self.record(rev, &tombstone, true);
-        self.events.push(Event {
-            r#type: EventType::Delete as i32,
-            kv: Some(tombstone),
-            prev_kv: Some(prev.clone()),
-        });
-        Ok(Some(prev))
-    }
-
-    /// Discards history older than `at`. Does not create a revision.
-    pub fn compact(&mut self, at: i64) -> Result<()> {
-        if at <= self.state.compact_rev {
-            return Err(StoreError::Compacted);
-        }
-        if at > self.state.current_rev {
-            return Err(StoreError::FutureRevision);
-        }
-        for rev in self.state.index.compact(at) {
-            self.batch.delete(rev.to_key().to_vec());
-        }
-        self.state.compact_rev = at;
-        self.batch
-            .put(META_COMPACT_REV.to_vec(), at.to_be_bytes().to_vec());
-        Ok(())
-    }
-
-    /// Adds a record outside the revision history (leases) to this batch.
-    pub fn put_record(&mut self, key: Vec<u8>, value: Vec<u8>) {
-        self.batch.put(key, value);
-    }
-
-    pub fn delete_record(&mut self, key: Vec<u8>) {
-        self.batch.delete(key);
-    }
-
-    /// Persists the changes together with `applied_index`, atomically.
-    pub fn finish(mut self, applied_index: u64) -> Result<Committed> {
-        if self.changed() {
-            self.state.current_rev = self.main;
-            self.batch
-                .put(META_CURRENT_REV.to_vec(), self.main.to_be_bytes().to_vec());
-        }
-        self.batch.put(
-            META_APPLIED_INDEX.to_vec(),
-            (applied_index as i64).to_be_bytes().to_vec(),
-        );
-        let batch = std::mem::take(&mut self.batch);
-        self.backend.write(Space::Mvcc, batch)?;
-        Ok(Committed {
-            revision: self.state.current_rev,
-            events: std::mem::take(&mut self.events),
-        })
+    /// Starts changes of many store revisions (one per applied entry),
+    /// written to the backend in one batch by [`WriteGroup::commit`]. Only
+    /// the apply loop writes; readers wait for the group to be committed.
+    pub fn write_group(&self) -> WriteGroup<'_> {
+        WriteGroup::new(self.state.write(), &*self.backend)
     }
 }
 

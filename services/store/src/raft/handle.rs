@@ -50,6 +50,14 @@ pub enum NodeMsg {
         id: u64,
         done: oneshot::Sender<Option<bool>>,
     },
+    /// The persist thread made the Readies up to this number durable.
+    Persisted {
+        number: u64,
+    },
+    /// The state machine is durable up to this applied index.
+    StateFlushed {
+        upto: u64,
+    },
 }
 
 /// What the Ready loop publishes about the node, for status and headers.

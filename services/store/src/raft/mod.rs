@@ -13,6 +13,7 @@
 mod handle;
 mod logger;
 mod node;
+mod persist;
 mod storage;
 mod transport;
 mod wal;

@@ -2,13 +2,20 @@
 //!
 //! Each turn it takes every queued proposal and read request (so one Ready —
 //! and one fsync — covers many client requests), ticks the clock, and handles
-//! the Ready in the order raft-rs documents: send messages, apply committed
-//! entries, append new entries and hard state, sync the log file once (one
-//! fdatasync), send persisted messages, advance, apply what `advance`
-//! committed, advance the apply index. The state machine is flushed only
-//! before the log is truncated (see `truncate_log`).
+//! the Ready with raft-rs's asynchronous persistence: send messages, apply
+//! committed entries (those are durable on a quorum, this member included),
+//! stage new entries and hard state in the log, hand the sync to the persist
+//! thread (`persist.rs`) and advance. While that fdatasync runs, the loop
+//! builds and stages the next Ready. When the persist thread reports a Ready
+//! durable, the loop tells raft (`on_persist_ready`) and only then sends that
+//! Ready's persisted messages (a follower's acknowledgements, votes); the
+//! entries it made committable are applied and answered in a later Ready.
+//! The state machine is flushed only before the log is truncated (see
+//! `truncate_log`).
 
-use std::collections::HashMap;
+mod apply;
+
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -17,14 +24,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use capstan_proto::internal::{raft_request, MemberRecord, RaftRequest};
 use parking_lot::Mutex;
 use prost::Message as _;
-use protobuf::Message as _;
-use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType, Snapshot};
+use raft::eraftpb::{Message, Snapshot};
 use raft::{Config, RawNode, ReadState, StateRole};
-use raft_proto::ConfChangeI;
 use tokio::sync::{oneshot, watch};
 
 use super::handle::{NodeMsg, RaftHandle, RaftStatus};
 use super::logger::raft_logger;
+use super::persist::{spawn_persister, spawn_state_flusher};
 use super::storage::RaftLog;
 use super::transport::Transport;
 use crate::apply::{Applier, ApplyOutcome};
@@ -88,6 +94,14 @@ struct Node {
     next_read_ctx: u64,
     applied: u64,
     role: StateRole,
+    /// Ready numbers go here once staged; the persist thread syncs them.
+    persist: std::sync::mpsc::Sender<u64>,
+    /// Messages that may go only once their Ready is durable, by number.
+    unpersisted: VecDeque<(u64, Vec<Message>)>,
+    /// Applied indexes go here to be made durable in the state machine.
+    flush_state: std::sync::mpsc::Sender<u64>,
+    /// A state flush is under way; the log is truncated when it ends.
+    flushing: bool,
 }
 
 /// Bootstraps the log if it is new, then starts the Ready loop thread.
@@ -139,6 +153,8 @@ pub fn start_node(
     };
     transport.set_feedback(tx.clone());
     transport.set_peers(peers);
+    let persist = spawn_persister(log.clone(), tx.clone(), config.metrics.clone())?;
+    let flush_state = spawn_state_flusher(backend.clone(), tx.clone())?;
     let handle = RaftHandle {
         tx,
         status: status.clone(),
@@ -163,6 +179,10 @@ pub fn start_node(
         next_read_ctx: 0,
         applied,
         role: StateRole::Follower,
+        persist,
+        unpersisted: VecDeque::new(),
+        flush_state,
+        flushing: false,
     };
     node.report_log_start();
     std::thread::Builder::new()
@@ -256,6 +276,13 @@ impl Node {
             NodeMsg::TransferLeader { to } => self.raw.transfer_leader(to),
             NodeMsg::LearnerInSync { id, done } => {
                 let _ = done.send(self.learner_in_sync(id));
+            }
+            NodeMsg::Persisted { number } => self.on_persisted(number),
+            NodeMsg::StateFlushed { upto } => {
+                if let Err(err) = self.on_state_flushed(upto) {
+                    tracing::error!(%err, "cannot truncate the raft log; stopping");
+                    std::process::exit(2);
+                }
             }
         }
     }
@@ -353,11 +380,14 @@ impl Node {
         }
         self.answer_reads(ready.take_read_states());
         self.apply(ready.take_committed_entries())?;
-        let must_flush = !ready.entries().is_empty() || ready.hs().is_some();
+        let staged = !ready.entries().is_empty() || ready.hs().is_some();
         if !ready.entries().is_empty() {
             let entries = ready.entries().len() as f64;
             self.config.metrics.entries_per_ready.observe(entries);
         }
+        // raft reads appended entries back through `Storage` from
+        // `advance_append_async` on, so they go in before it; they are
+        // durable once the persist thread reports this Ready's number.
         self.log.append(ready.entries())?;
         if let Some(hard_state) = ready.hs() {
             self.log.set_hard_state(hard_state)?;
@@ -366,16 +396,45 @@ impl Node {
                 .commit
                 .fetch_max(hard_state.commit, Ordering::AcqRel);
         }
-        if must_flush {
-            let started = Instant::now();
-            self.log.sync()?;
-            let metrics = &self.config.metrics;
-            metrics
-                .flush_seconds
-                .observe(started.elapsed().as_secs_f64());
+        if !ready.snapshot().is_empty() {
+            return self.finish_synchronously(ready);
+        }
+        let persisted = ready.take_persisted_messages();
+        if ready.must_sync() {
+            self.unpersisted.push_back((ready.number(), persisted));
+            if self.persist.send(ready.number()).is_err() {
+                return Err(StoreError::Storage(
+                    "the raft log sync thread stopped".into(),
+                ));
+            }
+        } else if let Some((_, waiting)) = self.unpersisted.back_mut() {
+            // Nothing of this Ready needs a sync of its own (a new commit
+            // index rides with the next one), but its messages keep their
+            // order behind those of a Ready still being synced.
+            waiting.extend(persisted);
+        } else {
+            self.send(persisted);
+        }
+        self.raw.advance_append_async(ready);
+        self.raw.advance_apply();
+        self.publish_progress();
+        if staged {
+            self.truncate_log()?;
+        }
+        Ok(())
+    }
+
+    /// Ends a Ready that installed a snapshot the synchronous way: raft
+    /// must not count the snapshot as applied before it counts it as
+    /// persisted. The snapshot is durable already; one sync makes this and
+    /// every earlier Ready durable, then `advance_append` says so.
+    fn finish_synchronously(&mut self, mut ready: raft::Ready) -> Result<()> {
+        self.log.sync()?;
+        for (_, messages) in std::mem::take(&mut self.unpersisted) {
+            self.send(messages);
         }
         self.send(ready.take_persisted_messages());
-        let mut light = self.raw.advance(ready);
+        let mut light = self.raw.advance_append(ready);
         if let Some(commit) = light.commit_index() {
             self.log.set_commit(commit)?;
             self.status.commit.fetch_max(commit, Ordering::AcqRel);
@@ -384,10 +443,22 @@ impl Node {
         self.apply(light.take_committed_entries())?;
         self.raw.advance_apply();
         self.publish_progress();
-        if must_flush {
-            self.truncate_log()?;
-        }
         Ok(())
+    }
+
+    /// The persist thread made Readies up to `number` durable: raft may
+    /// count their entries as this member's, and their messages may go.
+    fn on_persisted(&mut self, number: u64) {
+        self.raw.on_persist_ready(number);
+        while self
+            .unpersisted
+            .front()
+            .is_some_and(|(waiting, _)| *waiting <= number)
+        {
+            if let Some((_, messages)) = self.unpersisted.pop_front() {
+                self.send(messages);
+            }
+        }
     }
 
     fn on_role_change(&mut self, leader: u64, role: StateRole) {
@@ -438,84 +509,6 @@ impl Node {
         Ok(())
     }
 
-    fn apply(&mut self, entries: Vec<Entry>) -> Result<()> {
-        for entry in entries {
-            let lost = self.proposal_index.remove(&entry.index);
-            let applied_id = match entry.get_entry_type() {
-                EntryType::EntryNormal => self.apply_normal(&entry),
-                EntryType::EntryConfChange => {
-                    let change = ConfChange::parse_from_bytes(&entry.data)
-                        .map_err(|err| StoreError::Corrupt(err.to_string()))?;
-                    self.apply_conf_change(&entry, &change)?
-                }
-                EntryType::EntryConfChangeV2 => {
-                    let change = ConfChangeV2::parse_from_bytes(&entry.data)
-                        .map_err(|err| StoreError::Corrupt(err.to_string()))?;
-                    self.apply_conf_change(&entry, &change)?
-                }
-            };
-            if let Some(lost) = lost.filter(|id| Some(*id) != applied_id) {
-                if let Some(waiter) = self.waiters.remove(&lost) {
-                    let _ = waiter.done.send(Err(StoreError::LeaderChanged));
-                }
-            }
-            self.applied = entry.index;
-        }
-        Ok(())
-    }
-
-    /// Applies a normal entry; returns the request id it carried.
-    fn apply_normal(&mut self, entry: &Entry) -> Option<u64> {
-        let applied = self.applier.apply(entry.index, &entry.data)?;
-        if let Ok(ApplyOutcome::Members(members)) = &applied.result {
-            // A member's peer URLs may have changed (`member update`).
-            self.transport.set_peers(peer_list(members));
-        }
-        if let Some(waiter) = self.waiters.remove(&applied.request_id) {
-            let _ = waiter.done.send(applied.result);
-        }
-        Some(applied.request_id)
-    }
-
-    fn apply_conf_change(
-        &mut self,
-        entry: &Entry,
-        change: &impl ConfChangeI,
-    ) -> Result<Option<u64>> {
-        let v2 = change.as_v2();
-        let conf_state = match self.raw.apply_conf_change(change) {
-            Ok(conf_state) => conf_state,
-            Err(err) => {
-                // An invalid change (e.g. removing the last voter) is skipped
-                // the same way on every member; the entry still counts as applied.
-                tracing::warn!(%err, "membership change rejected");
-                self.applier.apply(entry.index, &[]);
-                return Ok(None);
-            }
-        };
-        self.log.set_conf_state(&conf_state)?;
-        let context = RaftRequest::decode(entry.context.as_ref()).ok();
-        let record = context.as_ref().and_then(|c| match &c.request {
-            Some(raft_request::Request::MemberAttributes(record)) => Some(record),
-            _ => None,
-        });
-        let mut members = Vec::new();
-        for single in v2.changes.iter() {
-            members = self.applier.apply_member_change(
-                entry.index,
-                single.get_change_type(),
-                single.node_id,
-                record,
-            )?;
-        }
-        self.transport.set_peers(peer_list(&members));
-        let id = context.map(|c| c.id);
-        if let Some(waiter) = id.and_then(|id| self.waiters.remove(&id)) {
-            let _ = waiter.done.send(Ok(ApplyOutcome::Members(members)));
-        }
-        Ok(id)
-    }
-
     fn publish_progress(&mut self) {
         self.status
             .last_index
@@ -528,20 +521,31 @@ impl Node {
         });
     }
 
-    /// Drops log entries that are applied and older than the catch-up
-    /// window, once `snapshot_count` of them have piled up. The state
-    /// machine is not synced per Ready but replayed from the log after a
-    /// crash, so it is flushed first: no entry goes before what it built
-    /// is on disk.
+    /// Once `snapshot_count` applied entries beyond the catch-up window
+    /// have piled up, asks the flush thread to make the state machine
+    /// durable. The state machine is not synced per Ready but replayed from
+    /// the log after a crash, so no entry may go before what it built is on
+    /// disk; the flush (long: all of sled's dirty state) runs beside the
+    /// loop, and `on_state_flushed` drops the entries it covers.
     fn truncate_log(&mut self) -> Result<()> {
         let first = self.log.first_index();
         let keep = CATCH_UP_ENTRIES.min(self.config.snapshot_count);
         let applied = self.applied;
-        if applied < first + self.config.snapshot_count + keep {
+        if self.flushing || applied < first + self.config.snapshot_count + keep {
             return Ok(());
         }
-        self.backend.flush()?;
-        let upto = applied - keep;
+        self.flushing = true;
+        self.flush_state
+            .send(applied)
+            .map_err(|_| StoreError::Storage("the state flush thread stopped".into()))
+    }
+
+    /// The state machine is durable up to applied index `upto`: entries
+    /// before the catch-up window behind it go.
+    fn on_state_flushed(&mut self, upto: u64) -> Result<()> {
+        self.flushing = false;
+        let keep = CATCH_UP_ENTRIES.min(self.config.snapshot_count);
+        let upto = upto.saturating_sub(keep);
         tracing::info!(upto, "truncating the raft log");
         self.log.truncate_front(upto)?;
         self.report_log_start();

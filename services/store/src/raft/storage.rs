@@ -21,6 +21,7 @@ use raft::{GetEntriesContext, RaftState, Storage, StorageError};
 
 use super::wal::{Position, WalEntry, WalFile, WalRecord};
 use crate::error::{Result, StoreError};
+use crate::failpoints::Failpoints;
 use crate::mvcc::MvccStore;
 use crate::storage::{Backend, Space, WriteBatch};
 
@@ -146,8 +147,14 @@ impl Cached {
 pub struct RaftLog {
     cached: Arc<RwLock<Cached>>,
     wal: Arc<Mutex<WalFile>>,
+    /// Held while the file is written: by a sync (outside `wal`'s lock, so
+    /// the Ready loop stages the next records meanwhile) and by a rewrite,
+    /// which must not replace the file under a sync. Taken before `cached`
+    /// and `wal`.
+    io: Arc<Mutex<()>>,
     /// The state machine a snapshot for a lagging peer is cut from.
     state_machine: Option<Arc<MvccStore>>,
+    failpoints: Option<Arc<Failpoints>>,
 }
 
 impl RaftLog {
@@ -161,7 +168,9 @@ impl RaftLog {
         Ok(RaftLog {
             cached: Arc::new(RwLock::new(cached)),
             wal: Arc::new(Mutex::new(wal)),
+            io: Arc::new(Mutex::new(())),
             state_machine: None,
+            failpoints: None,
         })
     }
 
@@ -185,6 +194,12 @@ impl RaftLog {
         self.apply_snapshot(&snapshot)
     }
 
+    /// Lets the `raft-log-sync-delay` failpoint hold every sync.
+    pub fn with_failpoints(mut self, failpoints: Arc<Failpoints>) -> Self {
+        self.failpoints = Some(failpoints);
+        self
+    }
+
     pub fn with_state_machine(mut self, mvcc: Arc<MvccStore>) -> Self {
         self.state_machine = Some(mvcc);
         self
@@ -194,6 +209,7 @@ impl RaftLog {
     /// the log now starts right after the snapshot. Durable on return.
     pub fn apply_snapshot(&self, snapshot: &Snapshot) -> Result<()> {
         let meta = snapshot.get_metadata();
+        let _io = self.io.lock();
         let mut cached = self.cached.write();
         let mut wal = self.wal.lock();
         cached.entries.clear();
@@ -261,23 +277,34 @@ impl RaftLog {
     pub fn set_conf_state(&self, conf_state: &ConfState) -> Result<()> {
         let mut cached = self.cached.write();
         cached.conf_state = conf_state.clone();
-        let mut wal = self.wal.lock();
-        wal.stage(&WalRecord {
+        self.wal.lock().stage(&WalRecord {
             conf_state: Some(encode(conf_state)),
             ..Default::default()
         });
-        wal.sync()
+        drop(cached);
+        self.sync()
     }
 
-    /// Writes everything staged and waits until it is on disk.
+    /// Writes everything staged and waits until it is on disk. Records
+    /// staged meanwhile wait for the next sync.
     pub fn sync(&self) -> Result<()> {
-        self.wal.lock().sync()
+        if let Some(failpoints) = &self.failpoints {
+            if self.wal.lock().has_pending() {
+                failpoints.before_log_sync();
+            }
+        }
+        let _io = self.io.lock();
+        let staged = self.wal.lock().take_staged();
+        staged.write()?;
+        self.wal.lock().give_back(staged);
+        Ok(())
     }
 
     /// Drops entries up to and including `index`. The caller has made the
     /// state machine durable past `index`, so they are never replayed again.
     /// The file is rewritten with what remains.
     pub fn truncate_front(&self, index: u64) -> Result<()> {
+        let _io = self.io.lock();
         let mut cached = self.cached.write();
         if index <= cached.truncated_index || index > cached.last_index() {
             return Ok(());
@@ -300,6 +327,7 @@ impl RaftLog {
         let Some(conf_state) = backend.get(Space::Raft, b"s/conf_state")? else {
             return Ok(());
         };
+        let _io = self.io.lock();
         let mut cached = self.cached.write();
         cached.conf_state = decode(&conf_state)?;
         if let Some(bytes) = backend.get(Space::Raft, b"s/hard_state")? {

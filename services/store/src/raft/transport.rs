@@ -18,7 +18,7 @@ use raft::eraftpb::{Message, MessageType};
 use raft::SnapshotStatus;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use super::handle::NodeMsg;
 use crate::member::ClusterId;
@@ -218,7 +218,7 @@ fn encode(message: &Message) -> Vec<u8> {
 }
 
 async fn connect(url: &str) -> Result<Channel, tonic::transport::Error> {
-    Endpoint::from_shared(url.to_string())?
+    crate::tls::peer_endpoint(url)?
         .connect_timeout(Duration::from_secs(1))
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(5))

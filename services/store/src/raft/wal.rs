@@ -10,6 +10,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
 use prost::Message;
@@ -65,7 +66,8 @@ fn io_err(path: &Path, err: std::io::Error) -> StoreError {
 
 /// The open log file and the records staged for the next sync.
 pub struct WalFile {
-    file: File,
+    /// Shared with a sync under way, which writes outside the log's lock.
+    file: Arc<File>,
     path: PathBuf,
     pending: Vec<u8>,
 }
@@ -87,7 +89,7 @@ impl WalFile {
         file.set_len(intact as u64)
             .map_err(|err| io_err(path, err))?;
         let wal = WalFile {
-            file,
+            file: Arc::new(file),
             path: path.to_path_buf(),
             pending: Vec::new(),
         };
@@ -108,17 +110,35 @@ impl WalFile {
         self.pending[start + 4..start + HEADER].copy_from_slice(&crc.to_le_bytes());
     }
 
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Writes everything staged and waits until it is on disk.
+    #[cfg(test)]
     pub fn sync(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        self.file
-            .write_all(&self.pending)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|err| io_err(&self.path, err))?;
-        self.pending.clear();
+        let staged = self.take_staged();
+        staged.write()?;
+        self.give_back(staged);
         Ok(())
+    }
+
+    /// Takes back a written [`Staged`]'s buffer to stage into again, if
+    /// nothing was staged meanwhile (saves an allocation per Ready).
+    pub fn give_back(&mut self, staged: Staged) {
+        if self.pending.is_empty() {
+            self.pending = staged.recycle();
+        }
+    }
+
+    /// Hands what is staged to a [`Staged::write`] that may run without
+    /// this file's lock, so staging goes on meanwhile.
+    pub fn take_staged(&mut self) -> Staged {
+        Staged {
+            bytes: std::mem::take(&mut self.pending),
+            file: self.file.clone(),
+            path: self.path.clone(),
+        }
     }
 
     /// Replaces the whole file with `record` (the complete state of the
@@ -142,8 +162,34 @@ impl WalFile {
         std::fs::rename(&tmp, &self.path).map_err(|err| io_err(&self.path, err))?;
         sync_dir(&self.path)?;
         self.pending.clear();
-        self.file = file;
+        self.file = Arc::new(file);
         Ok(())
+    }
+}
+
+/// Staged records on their way to disk.
+pub struct Staged {
+    bytes: Vec<u8>,
+    file: Arc<File>,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// One write and one fdatasync (none if nothing was staged).
+    pub fn write(&self) -> Result<()> {
+        if self.bytes.is_empty() {
+            return Ok(());
+        }
+        let mut file = &*self.file;
+        file.write_all(&self.bytes)
+            .and_then(|()| file.sync_data())
+            .map_err(|err| io_err(&self.path, err))
+    }
+
+    /// The buffer, emptied, to stage into again without reallocating.
+    pub fn recycle(mut self) -> Vec<u8> {
+        self.bytes.clear();
+        self.bytes
     }
 }
 
@@ -217,7 +263,7 @@ mod tests {
         let intact = std::fs::metadata(&path).unwrap().len();
         let mut torn = Vec::new();
         let mut scratch = WalFile {
-            file: File::open(&path).unwrap(),
+            file: Arc::new(File::open(&path).unwrap()),
             path: path.clone(),
             pending: Vec::new(),
         };

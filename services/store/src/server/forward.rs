@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use capstan_proto::peer::peer_client::PeerClient;
 use parking_lot::Mutex;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use super::Context;
 use crate::apply::members;
@@ -24,7 +24,7 @@ impl PeerChannels {
         if let Some(channel) = channels.get(url) {
             return Ok(channel.clone());
         }
-        let channel = Endpoint::from_shared(url.to_string())
+        let channel = crate::tls::peer_endpoint(url)
             .map_err(|err| StoreError::Storage(format!("peer url {url}: {err}")))?
             .connect_timeout(Duration::from_secs(1))
             .timeout(Duration::from_secs(5))

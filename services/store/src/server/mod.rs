@@ -3,6 +3,7 @@
 //! port. Handlers validate, then read locally or propose through raft.
 
 mod cluster;
+mod debug;
 mod forward;
 mod http;
 mod kv;
@@ -29,6 +30,7 @@ use capstan_proto::internal::raft_request::Request;
 use parking_lot::Mutex;
 use tonic::service::interceptor::InterceptedService;
 use tonic::service::Routes;
+use tonic::transport::ServerTlsConfig;
 use tonic::{Response, Status};
 use tracing::Instrument;
 
@@ -60,6 +62,8 @@ pub struct Context {
     pub limits: Limits,
     pub metrics: Metrics,
     pub peers: forward::PeerChannels,
+    /// Set only with `--experimental-enable-failpoints`.
+    pub failpoints: Option<Arc<crate::failpoints::Failpoints>>,
 }
 
 impl Context {
@@ -166,6 +170,7 @@ fn code_name(code: tonic::Code) -> &'static str {
 pub async fn serve(
     ctx: Arc<Context>,
     listener: tokio::net::TcpListener,
+    tls: Option<ServerTlsConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::result::Result<(), tonic::transport::Error> {
     // Leave room above the request limit so an oversized request is
@@ -199,8 +204,9 @@ pub async fn serve(
             ctx.clone(),
         )));
     let router = http::add_routes(routes.routes().into_axum_router(), ctx.clone());
+    let router = debug::add_routes(router, ctx.failpoints.clone());
     let incoming = no_delay(listener);
-    tonic::transport::Server::builder()
+    builder(tls)?
         .accept_http1(true)
         .tcp_nodelay(true)
         .add_routes(Routes::from(router))
@@ -212,14 +218,26 @@ pub async fn serve(
 pub async fn serve_peers(
     ctx: Arc<Context>,
     listener: tokio::net::TcpListener,
+    tls: Option<ServerTlsConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::result::Result<(), tonic::transport::Error> {
     let incoming = no_delay(listener);
-    tonic::transport::Server::builder()
+    builder(tls)?
         .tcp_nodelay(true)
         .add_service(peer::peer_server(ctx))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
+}
+
+/// A server builder, serving TLS when configured.
+fn builder(
+    tls: Option<ServerTlsConfig>,
+) -> std::result::Result<tonic::transport::Server, tonic::transport::Error> {
+    let builder = tonic::transport::Server::builder();
+    match tls {
+        Some(tls) => builder.tls_config(tls),
+        None => Ok(builder),
+    }
 }
 
 /// Accepted connections with Nagle's algorithm off: a small response must
@@ -229,8 +247,11 @@ fn no_delay(listener: tokio::net::TcpListener) -> tonic::transport::server::TcpI
     tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
-/// Binds a client URL such as `http://127.0.0.1:2379`.
+/// Binds a client URL such as `http://127.0.0.1:2379` or `https://...`.
 pub async fn bind(url: &str) -> std::io::Result<tokio::net::TcpListener> {
-    let host_port = url.trim_start_matches("http://").trim_end_matches('/');
+    let host_port = url
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .trim_end_matches('/');
     tokio::net::TcpListener::bind(host_port).await
 }

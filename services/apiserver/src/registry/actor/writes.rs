@@ -11,6 +11,7 @@ use crate::error::ApiError;
 use crate::object::patch::PatchType;
 use crate::registry::flow::{self, Part, Reply};
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::storage::Object;
 
 #[derive(Message)]
 #[rtype(result = "Result<Reply, ApiError>")]
@@ -139,7 +140,9 @@ impl Handler<Bind> for ResourceActor {
 }
 
 /// Every object the watch cache holds now (for the controllers, which
-/// look at all of them; a snapshot may trail the store a little).
+/// look at all of them; a snapshot may trail the store a little). They
+/// read metadata only: an object with no finalizers, owners or deletion
+/// (most of them) comes as its identity alone, not parsed in full.
 #[derive(Message)]
 #[rtype(result = "Vec<Arc<Value>>")]
 pub struct Snapshot;
@@ -148,6 +151,19 @@ impl Handler<Snapshot> for ResourceActor {
     type Result = Vec<Arc<Value>>;
 
     fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
-        self.cache.objects().cloned().collect()
+        let objects = self.cacher.snapshot();
+        objects.iter().map(|o| Arc::new(summary(o))).collect()
     }
+}
+
+fn summary(object: &Object) -> Value {
+    if object.held() {
+        return object.value();
+    }
+    let mut metadata = serde_json::json!({"name": object.name(), "uid": object.uid(),
+        "resourceVersion": object.revision().to_string()});
+    if !object.namespace().is_empty() {
+        metadata["namespace"] = object.namespace().into();
+    }
+    serde_json::json!({ "metadata": metadata })
 }

@@ -12,6 +12,7 @@ mod networking;
 mod pod;
 mod pod_validation;
 mod rbac;
+mod rbac_escalation;
 mod scheduling;
 mod secret;
 mod service;

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::super::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
 use super::common::{self, items, CREATED_AT};
 use super::default_at;
+use super::rbac_escalation::{check_binding, check_role};
 use super::simple::{simple, Simple};
 use crate::error::Cause;
 use crate::object::meta::NameRule;
@@ -19,18 +20,22 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(Simple::<ClusterRoleBinding> {
             validate: |o| validate_binding(o, false),
+            check_requester: |o, old, r| check_binding("clusterrolebindings", o, old, r),
             ..binding(cluster(def("clusterrolebindings", "ClusterRoleBinding")))
         }),
         Arc::new(Simple::<ClusterRole> {
             validate: |o| validate_rules(o, false),
+            check_requester: |o, old, r| check_role("clusterroles", o, old, r),
             ..role(cluster(def("clusterroles", "ClusterRole")))
         }),
         Arc::new(Simple::<RoleBinding> {
             validate: |o| validate_binding(o, true),
+            check_requester: |o, old, r| check_binding("rolebindings", o, old, r),
             ..binding(def("rolebindings", "RoleBinding"))
         }),
         Arc::new(Simple::<Role> {
             validate: |o| validate_rules(o, true),
+            check_requester: |o, old, r| check_role("roles", o, old, r),
             ..role(def("roles", "Role"))
         }),
     ]

@@ -14,10 +14,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use super::super::strategy::{age_cell, Column, Requester, ResourceDef, Strategy, AGE};
 use super::super::typed::{decode, Decoded};
 use super::workload;
-use crate::error::Cause;
+use crate::error::{ApiError, Cause};
 use crate::object::meta::NameRule;
 
 pub struct Simple<K> {
@@ -37,6 +37,8 @@ pub struct Simple<K> {
     pub name_cell: fn(&Value) -> Value,
     /// Objects expire after the server's event TTL.
     pub expires: bool,
+    /// Rules about who may write an object (see `Strategy::check_requester`).
+    pub check_requester: fn(&Value, Option<&Value>, &dyn Requester) -> Result<(), ApiError>,
     pub kind: PhantomData<fn() -> K>,
 }
 
@@ -98,6 +100,15 @@ where
     fn scale_of(&self, obj: &Value) -> Option<Value> {
         self.def.scale.then(|| workload::scale_of(obj))
     }
+
+    fn check_requester(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+        requester: &dyn Requester,
+    ) -> Result<(), ApiError> {
+        (self.check_requester)(obj, old, requester)
+    }
 }
 
 pub fn def(
@@ -144,6 +155,7 @@ pub fn simple<K>(def: ResourceDef) -> Simple<K> {
         on_create: |_| {},
         name_cell: |o| o["metadata"]["name"].clone(),
         expires: false,
+        check_requester: |_, _, _| Ok(()),
         kind: PhantomData,
     }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use actix_web::http::header::HeaderMap;
 
 use super::authentication::{User, ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED};
-use super::authorization::{Attributes, Authorizer, Decision};
+use super::authorization::{self, Attributes, Authorizer};
 use crate::error::ApiError;
 use crate::routes::request_info::RequestInfo;
 
@@ -173,30 +173,16 @@ fn allowed(authorizer: &dyn Authorizer, user: &User, what: &Target) -> Result<()
         subresource: what.subresource,
         namespace: what.namespace,
         name: Some(what.name),
+        path: None,
     };
-    match authorizer.authorize(&attributes) {
-        Decision::Allow => Ok(()),
-        Decision::Deny(why) => {
-            let resource = match what.group {
-                "" => what.resource.to_string(),
-                group => format!("{}.{group}", what.resource),
-            };
-            let scope = match what.namespace {
-                Some(namespace) => format!(" in the namespace \"{namespace}\""),
-                None => " at the cluster scope".to_string(),
-            };
-            Err(ApiError::Forbidden(format!(
-                "{resource} \"{}\" is forbidden: User \"{}\" cannot impersonate resource \"{}\" in API group \"{}\"{scope}: {why}",
-                what.name, user.name, what.resource, what.group
-            )))
-        }
-    }
+    authorization::check(authorizer, &attributes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::routes::chain::authorization::AlwaysAllow;
+    use crate::routes::chain::authorization::Decision;
     use actix_web::http::header::{HeaderName, HeaderValue};
     use actix_web::http::Method;
     use std::sync::Mutex;

@@ -16,7 +16,9 @@ pub mod authentication;
 pub mod authorization;
 pub mod impersonation;
 pub mod max_in_flight;
+pub mod non_resource;
 pub mod panic_recovery;
+pub mod token_file;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -51,6 +53,25 @@ impl Chain {
             audit: Arc::new(audit::TraceSink),
             authorizer: Arc::new(authorization::AlwaysAllow),
         }
+    }
+}
+
+impl Chain {
+    /// The chain `config` asks for: the given authenticators' union
+    /// (see `startup::authenticator`) and `--authorization-mode`.
+    pub async fn configured(
+        config: &crate::config::ApiserverConfig,
+        catalog: &Arc<crate::registry::Catalog>,
+        authenticator: Arc<dyn authentication::Authenticator>,
+    ) -> Result<Chain, crate::startup::StartError> {
+        let modes = authorization::parse_modes(&config.authorization_mode)
+            .map_err(|why| ApiError::BadRequest(format!("--authorization-mode: {why}")))?;
+        Ok(Chain {
+            authenticator,
+            audiences: config.audiences(),
+            authorizer: crate::rbac::setup::authorizer(&modes, catalog).await?,
+            ..Chain::allow_all()
+        })
     }
 }
 
@@ -100,9 +121,12 @@ async fn steps(
     let _permit = chain.in_flight.admit(&info)?;
     let user = authenticate(req, chain).await?;
     let user = impersonation::apply(req.headers(), user, &info, chain.authorizer.as_ref())?;
-    // Handlers that answer about the user (SelfSubjectReview) find it here.
+    // Later steps (access reviews, RBAC's escalation checks) ask who it is.
     req.extensions_mut().insert(user.clone());
-    let served = match authorization::check(chain.authorizer.as_ref(), &user, &info) {
+    let served = match authorization::check(
+        chain.authorizer.as_ref(),
+        &authorization::attributes(&user, &info),
+    ) {
         Ok(()) => resource::dispatch(req, payload, state, &info, query).await,
         Err(denied) => Err(denied),
     };

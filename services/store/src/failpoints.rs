@@ -1,0 +1,106 @@
+//! Fault injection for the fault suites, off unless the member was started
+//! with `--experimental-enable-failpoints`.
+//!
+//! One failpoint today: `raft-log-sync-delay`, a slow disk. Every raft log
+//! sync (the fdatasync behind every acknowledgement) waits the set number of
+//! milliseconds before it starts. Changing the delay wakes waiting syncs,
+//! so removing a huge delay lets them finish at once. Nothing is skipped:
+//! the sync still happens, only later.
+
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+#[derive(Debug, Default)]
+struct SyncDelay {
+    millis: u64,
+    /// Syncs waiting on the delay right now.
+    waiting: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct Failpoints {
+    sync_delay: Mutex<SyncDelay>,
+    changed: Condvar,
+}
+
+/// What `GET /debug/failpoints/raft-log-sync-delay` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncDelayState {
+    pub millis: u64,
+    pub waiting: u64,
+}
+
+impl Failpoints {
+    /// Sets the delay of every raft log sync from now on (0: none); syncs
+    /// already waiting measure their wait against the new value.
+    pub fn set_sync_delay(&self, millis: u64) {
+        self.sync_delay.lock().millis = millis;
+        self.changed.notify_all();
+    }
+
+    pub fn sync_delay(&self) -> SyncDelayState {
+        let delay = self.sync_delay.lock();
+        SyncDelayState {
+            millis: delay.millis,
+            waiting: delay.waiting,
+        }
+    }
+
+    /// Called before each raft log sync: returns once the sync has waited
+    /// the delay in force (which may change meanwhile).
+    pub fn before_log_sync(&self) {
+        let started = Instant::now();
+        let mut delay = self.sync_delay.lock();
+        if delay.millis == 0 {
+            return;
+        }
+        delay.waiting += 1;
+        loop {
+            let due = started + Duration::from_millis(delay.millis);
+            let now = Instant::now();
+            if now >= due {
+                break;
+            }
+            self.changed.wait_for(&mut delay, due - now);
+        }
+        delay.waiting -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn no_delay_returns_at_once() {
+        let failpoints = Failpoints::default();
+        failpoints.before_log_sync();
+        assert_eq!(failpoints.sync_delay().waiting, 0);
+    }
+
+    #[test]
+    fn a_waiting_sync_is_released_when_the_delay_is_removed() {
+        let failpoints = Arc::new(Failpoints::default());
+        failpoints.set_sync_delay(3_600_000);
+        let syncing = {
+            let failpoints = failpoints.clone();
+            std::thread::spawn(move || failpoints.before_log_sync())
+        };
+        while failpoints.sync_delay().waiting == 0 {
+            std::thread::yield_now();
+        }
+        assert!(!syncing.is_finished());
+        failpoints.set_sync_delay(0);
+        syncing.join().unwrap();
+        assert_eq!(
+            failpoints.sync_delay(),
+            SyncDelayState {
+                millis: 0,
+                waiting: 0
+            }
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! `/debug/failpoints/...` on the client URLs, only with
+//! `--experimental-enable-failpoints` (see `failpoints.rs`).
+//!
+//! - `GET /debug/failpoints/raft-log-sync-delay` answers
+//!   `{"delayMs":N,"syncsWaiting":K}`: the delay in force and how many raft
+//!   log syncs are held by it right now.
+//! - `PUT /debug/failpoints/raft-log-sync-delay` with a body of whole
+//!   milliseconds (`250`; `0` removes the delay) sets it and answers like GET.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::Router;
+
+use crate::failpoints::Failpoints;
+
+pub const SYNC_DELAY_PATH: &str = "/debug/failpoints/raft-log-sync-delay";
+
+pub fn add_routes(router: Router, failpoints: Option<Arc<Failpoints>>) -> Router {
+    let Some(failpoints) = failpoints else {
+        // Said plainly, rather than left to the gRPC fallback.
+        return router.route(SYNC_DELAY_PATH, any(disabled));
+    };
+    let debug = Router::new()
+        .route(SYNC_DELAY_PATH, get(show_sync_delay).put(set_sync_delay))
+        .with_state(failpoints);
+    router.merge(debug)
+}
+
+async fn disabled() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        "failpoints are disabled: start the store with --experimental-enable-failpoints\n",
+    )
+        .into_response()
+}
+
+async fn show_sync_delay(State(failpoints): State<Arc<Failpoints>>) -> Response {
+    sync_delay_json(&failpoints)
+}
+
+async fn set_sync_delay(State(failpoints): State<Arc<Failpoints>>, body: String) -> Response {
+    match body.trim().parse::<u64>() {
+        Ok(millis) => {
+            tracing::warn!(millis, "failpoint raft-log-sync-delay set");
+            failpoints.set_sync_delay(millis);
+            sync_delay_json(&failpoints)
+        }
+        Err(_) => (
+            StatusCode::BAD_REQUEST,
+            format!(
+                "raft-log-sync-delay: the body must be a whole number of milliseconds, got {:?}\n",
+                body
+            ),
+        )
+            .into_response(),
+    }
+}
+
+fn sync_delay_json(failpoints: &Failpoints) -> Response {
+    let state = failpoints.sync_delay();
+    let body = format!(
+        "{{\"delayMs\":{},\"syncsWaiting\":{}}}",
+        state.millis, state.waiting
+    );
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}

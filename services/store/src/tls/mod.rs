@@ -1,0 +1,167 @@
+//! TLS for the client and peer ports, with etcd's flags and meanings:
+//! `--cert-file`/`--key-file` serve clients over HTTPS, `--trusted-ca-file`
+//! with `--client-cert-auth` admits only clients whose certificate that CA
+//! signed; the `--peer-*` flags do the same for raft traffic, and a member
+//! dials `https://` peer URLs with its peer certificate as the client's.
+//!
+//! The files are read once at start; a missing or unreadable one stops
+//! start-up with a message naming the flag and the file.
+
+mod settings;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
+
+use crate::error::{Result, StoreError};
+pub use settings::{TlsFlags, TlsSettings};
+
+/// One side's files: what it presents and whom it trusts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Side {
+    pub cert_file: String,
+    pub key_file: String,
+    pub trusted_ca_file: String,
+    pub client_cert_auth: bool,
+}
+
+impl Side {
+    pub fn enabled(&self) -> bool {
+        !self.cert_file.is_empty()
+    }
+
+    /// Refuses half a configuration before anything is served.
+    pub fn validate(&self, prefix: &str) -> Result<()> {
+        if self.cert_file.is_empty() != self.key_file.is_empty() {
+            return Err(StoreError::Config(format!(
+                "--{prefix}cert-file and --{prefix}key-file must be given together"
+            )));
+        }
+        if self.client_cert_auth && self.trusted_ca_file.is_empty() {
+            return Err(StoreError::Config(format!(
+                "--{prefix}client-cert-auth needs --{prefix}trusted-ca-file"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The server side, or None for plain HTTP.
+    pub fn server(&self, prefix: &str) -> Result<Option<ServerTlsConfig>> {
+        if !self.enabled() {
+            return Ok(None);
+        }
+        let identity = Identity::from_pem(
+            read(&format!("{prefix}cert-file"), &self.cert_file)?,
+            read(&format!("{prefix}key-file"), &self.key_file)?,
+        );
+        let mut config = ServerTlsConfig::new().identity(identity);
+        if !self.trusted_ca_file.is_empty() {
+            let ca = read(&format!("{prefix}trusted-ca-file"), &self.trusted_ca_file)?;
+            config = config
+                .client_ca_root(Certificate::from_pem(ca))
+                .client_auth_optional(!self.client_cert_auth);
+        }
+        Ok(Some(config))
+    }
+
+    /// The client side, for dialing another member's `https://` URL.
+    pub fn client(&self, prefix: &str) -> Result<ClientTlsConfig> {
+        let mut config = ClientTlsConfig::new();
+        if !self.trusted_ca_file.is_empty() {
+            let ca = read(&format!("{prefix}trusted-ca-file"), &self.trusted_ca_file)?;
+            config = config.ca_certificate(Certificate::from_pem(ca));
+        }
+        if self.enabled() {
+            config = config.identity(Identity::from_pem(
+                read(&format!("{prefix}cert-file"), &self.cert_file)?,
+                read(&format!("{prefix}key-file"), &self.key_file)?,
+            ));
+        }
+        Ok(config)
+    }
+}
+
+fn read(flag: &str, path: &str) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(Path::new(path))
+        .map_err(|err| StoreError::Config(format!("--{flag} {path}: {err}")))?;
+    if !String::from_utf8_lossy(&bytes).contains("-----BEGIN") {
+        return Err(StoreError::Config(format!(
+            "--{flag} {path}: not a PEM file"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// How this member dials its peers, set once at start (the peer links
+/// and the request forwarding both dial, from deep inside raft's
+/// transport; a process runs one member).
+static PEER_CLIENT: OnceLock<ClientTlsConfig> = OnceLock::new();
+
+pub fn set_peer_client(config: ClientTlsConfig) {
+    let _ = PEER_CLIENT.set(config);
+}
+
+/// An endpoint for a peer URL: TLS for `https://`, plain otherwise.
+pub fn peer_endpoint(url: &str) -> std::result::Result<Endpoint, tonic::transport::Error> {
+    let endpoint = Endpoint::from_shared(url.to_string())?;
+    match (url.starts_with("https://"), PEER_CLIENT.get()) {
+        (true, Some(config)) => endpoint.tls_config(config.clone()),
+        (true, None) => endpoint.tls_config(ClientTlsConfig::new()),
+        (false, _) => Ok(endpoint),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_a_configuration_is_refused_with_the_flags_named() {
+        let only_cert = Side {
+            cert_file: "c.pem".into(),
+            ..Side::default()
+        };
+        let err = only_cert.validate("peer-").unwrap_err().to_string();
+        assert!(
+            err.contains("--peer-cert-file and --peer-key-file"),
+            "{err}"
+        );
+        let auth_without_ca = Side {
+            client_cert_auth: true,
+            ..Side::default()
+        };
+        let err = auth_without_ca.validate("").unwrap_err().to_string();
+        assert!(
+            err.contains("--client-cert-auth needs --trusted-ca-file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_non_pem_file_names_the_flag_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("not-pem.txt");
+        std::fs::write(&text, "hello").unwrap();
+        let side = Side {
+            cert_file: text.display().to_string(),
+            key_file: dir.path().join("absent.key").display().to_string(),
+            ..Side::default()
+        };
+        let err = side.server("").unwrap_err().to_string();
+        assert!(
+            err.contains("--cert-file") && err.contains("not a PEM file"),
+            "{err}"
+        );
+        let side = Side {
+            cert_file: dir.path().join("absent.pem").display().to_string(),
+            key_file: "k".into(),
+            ..Side::default()
+        };
+        let err = side.server("peer-").unwrap_err().to_string();
+        assert!(
+            err.contains("--peer-cert-file") && err.contains("absent.pem"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,399 @@
+//! RBAC as a person meets it, with kubectl 1.32 against `capstan-apiserver
+//! --authorization-mode=RBAC --token-auth-file=...` on `capstan-store`:
+//! an admin token in `system:masters`, plain users alice and bob, and
+//! anonymous requests.
+
+use std::path::Path;
+use std::time::Duration;
+
+use capstan_tests::apiserver::{ApiServer, Backend, StoreBackend};
+use capstan_tests::kubectl::Kubectl;
+use capstan_tests::poll::wait_for;
+use capstan_tests::token_proxy;
+
+/// A guard against hanging while a grant reaches the index.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+const TOKENS: &str = "admin-token,admin,1,\"system:masters\"\n\
+alice-token,alice,2\n\
+bob-token,bob,3,\"dev\"\n";
+
+/// kubectl as the holder of `token` (anonymous without one), through a
+/// proxy that adds the token (kubectl sends none over plain HTTP).
+fn kubectl_as(dir: &Path, port: u16, who: &str, token: Option<&str>) -> Kubectl {
+    let port = token.map_or(port, |t| token_proxy::start(port, t));
+    let kubeconfig = dir.join(format!("kubeconfig-{who}"));
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\n\
+contexts:\n- name: t\n  context: {{cluster: t, user: t, namespace: default}}\ncurrent-context: t\n\
+users:\n- name: t\n  user: {{}}\n"
+    );
+    std::fs::write(&kubeconfig, text).expect("write a kubeconfig");
+    Kubectl {
+        kubeconfig,
+        cache_dir: dir.join(format!("kube-cache-{who}")),
+    }
+}
+
+struct Cluster {
+    admin: Kubectl,
+    alice: Kubectl,
+    bob: Kubectl,
+    anonymous: Kubectl,
+    port: u16,
+    // Drop order: the API server, then the store, then the folder.
+    _api: ApiServer,
+    _store: StoreBackend,
+    _dir: tempfile::TempDir,
+}
+
+fn start(backend: Backend) -> Cluster {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, TOKENS).expect("write the token file");
+    let store = StoreBackend::start(backend, &dir.path().join("store"));
+    let flags = [
+        "--authorization-mode=RBAC",
+        "--token-auth-file",
+        tokens.to_str().expect("a UTF-8 path"),
+    ];
+    let api = ApiServer::start_with(&[store.url()], dir.path(), "apiserver", &flags);
+    let port = api.port;
+    let kubectl = |who, token| kubectl_as(dir.path(), port, who, token);
+    Cluster {
+        admin: kubectl("admin", Some("admin-token")),
+        alice: kubectl("alice", Some("alice-token")),
+        bob: kubectl("bob", Some("bob-token")),
+        anonymous: kubectl("anonymous", None),
+        port,
+        _api: api,
+        _store: store,
+        _dir: dir,
+    }
+}
+
+/// stderr of a kubectl run that fails, once it does.
+fn refused(kubectl: &Kubectl, args: &[&str]) -> String {
+    kubectl.fails(args)
+}
+
+/// Runs `args` until it succeeds (a new grant reaches the authorizer's
+/// index through a watch, a moment after the write is acknowledged).
+fn eventually_ok(kubectl: &Kubectl, args: &[&str]) -> String {
+    wait_for(PATIENCE, &format!("kubectl {args:?} to be allowed"), || {
+        let output = kubectl.run(args);
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).to_string())
+    })
+}
+
+#[test]
+fn alice_is_refused_until_bound_to_edit_on_capstan_store() {
+    alice_is_refused_until_bound_to_edit_and_then_only_in_her_namespace(Backend::Capstan);
+}
+
+#[test]
+fn alice_is_refused_until_bound_to_edit_on_etcd() {
+    alice_is_refused_until_bound_to_edit_and_then_only_in_her_namespace(Backend::Etcd);
+}
+
+fn alice_is_refused_until_bound_to_edit_and_then_only_in_her_namespace(backend: Backend) {
+    let c = start(backend);
+    c.admin.ok(&["create", "namespace", "team"]);
+    c.admin.ok(&["create", "namespace", "other"]);
+    let denied = refused(&c.alice, &["-n", "team", "get", "configmaps"]);
+    assert!(
+        denied.contains(
+            "Error from server (Forbidden): configmaps is forbidden: User \"alice\" cannot list \
+             resource \"configmaps\" in API group \"\" in the namespace \"team\""
+        ),
+        "{denied}"
+    );
+    let cluster = refused(&c.alice, &["get", "namespaces"]);
+    assert!(
+        cluster.contains(
+            "namespaces is forbidden: User \"alice\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+        ),
+        "{cluster}"
+    );
+    c.admin.ok(&[
+        "-n",
+        "team",
+        "create",
+        "rolebinding",
+        "alice-edit",
+        "--clusterrole=edit",
+        "--user=alice",
+    ]);
+    eventually_ok(
+        &c.alice,
+        &[
+            "-n",
+            "team",
+            "create",
+            "configmap",
+            "settings",
+            "--from-literal=mode=blue",
+        ],
+    );
+    let listed = c
+        .alice
+        .ok(&["-n", "team", "get", "configmaps", "-o", "name"]);
+    assert!(listed.contains("configmap/settings"), "{listed}");
+    c.alice.ok(&[
+        "-n",
+        "team",
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.25",
+    ]);
+    c.alice
+        .ok(&["-n", "team", "scale", "deployment", "web", "--replicas=3"]);
+    let elsewhere = refused(&c.alice, &["-n", "other", "create", "configmap", "x"]);
+    assert!(
+        elsewhere.contains("User \"alice\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"other\""),
+        "{elsewhere}"
+    );
+    // `edit` does not grant RBAC writes at all.
+    let bind = refused(
+        &c.alice,
+        &[
+            "-n",
+            "team",
+            "create",
+            "rolebinding",
+            "mine",
+            "--clusterrole=cluster-admin",
+            "--user=alice",
+        ],
+    );
+    assert!(
+        bind.contains("rolebindings.rbac.authorization.k8s.io is forbidden: User \"alice\" cannot create resource \"rolebindings\" in API group \"rbac.authorization.k8s.io\" in the namespace \"team\""),
+        "{bind}"
+    );
+    // `can-i` gives the same answers.
+    assert_eq!(
+        c.alice
+            .ok(&["auth", "can-i", "create", "configmaps", "-n", "team"])
+            .trim(),
+        "yes"
+    );
+    let no = c
+        .alice
+        .run(&["auth", "can-i", "create", "configmaps", "-n", "other"]);
+    assert_eq!(String::from_utf8_lossy(&no.stdout).trim(), "no");
+    assert!(!no.status.success());
+    let as_alice = c.admin.ok(&[
+        "auth", "can-i", "delete", "secrets", "-n", "team", "--as", "alice",
+    ]);
+    assert_eq!(as_alice.trim(), "yes");
+    let as_alice = c
+        .admin
+        .run(&["auth", "can-i", "get", "nodes", "--as", "alice"]);
+    assert_eq!(String::from_utf8_lossy(&as_alice.stdout).trim(), "no");
+}
+
+#[test]
+fn escalation_is_refused_unless_held_and_anonymous_reads_only_public_paths() {
+    let c = start(Backend::Capstan);
+    c.admin.ok(&["create", "namespace", "team2"]);
+    c.admin.ok(&[
+        "-n",
+        "team2",
+        "create",
+        "rolebinding",
+        "alice-admin",
+        "--clusterrole=admin",
+        "--user=alice",
+    ]);
+    // What alice holds she may grant...
+    eventually_ok(
+        &c.alice,
+        &[
+            "-n",
+            "team2",
+            "create",
+            "role",
+            "reader",
+            "--verb=get,list",
+            "--resource=configmaps",
+        ],
+    );
+    c.alice.ok(&[
+        "-n",
+        "team2",
+        "create",
+        "rolebinding",
+        "bob-view",
+        "--clusterrole=view",
+        "--user=bob",
+    ]);
+    // ...and nothing more.
+    let binding = refused(
+        &c.alice,
+        &[
+            "-n",
+            "team2",
+            "create",
+            "rolebinding",
+            "root",
+            "--clusterrole=cluster-admin",
+            "--user=alice",
+        ],
+    );
+    assert!(
+        binding.contains(
+            "rolebindings.rbac.authorization.k8s.io \"root\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}"
+        ),
+        "{binding}"
+    );
+    let role = refused(
+        &c.alice,
+        &[
+            "-n",
+            "team2",
+            "create",
+            "role",
+            "nodes",
+            "--verb=create",
+            "--resource=nodes",
+        ],
+    );
+    assert!(
+        role.contains("roles.rbac.authorization.k8s.io \"nodes\" is forbidden: user \"alice\"")
+            && role.contains("{APIGroups:[\"\"], Resources:[\"nodes\"], Verbs:[\"create\"]}"),
+        "{role}"
+    );
+    // The admin may grant anything.
+    c.admin.ok(&[
+        "-n",
+        "team2",
+        "create",
+        "role",
+        "nodes",
+        "--verb=create",
+        "--resource=nodes",
+    ]);
+
+    // bob, with `view`, lists pods but neither lists nor watches Secrets.
+    eventually_ok(&c.bob, &["-n", "team2", "get", "pods"]);
+    let list = refused(&c.bob, &["-n", "team2", "get", "secrets"]);
+    assert!(
+        list.contains("User \"bob\" cannot list resource \"secrets\""),
+        "{list}"
+    );
+    let watch = refused(
+        &c.bob,
+        &["get", "--raw", "/api/v1/namespaces/team2/secrets?watch=1"],
+    );
+    assert!(
+        watch.contains("secrets is forbidden: User \"bob\" cannot watch resource \"secrets\" in API group \"\" in the namespace \"team2\""),
+        "{watch}"
+    );
+    // Impersonation needs `impersonate`.
+    let impersonate = refused(&c.bob, &["-n", "team2", "get", "pods", "--as", "alice"]);
+    assert!(
+        impersonate.contains("users \"alice\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"),
+        "{impersonate}"
+    );
+    c.admin
+        .ok(&["-n", "team2", "get", "secrets", "--as", "alice"]);
+
+    // Anonymous: health and version, nothing else.
+    for path in ["/healthz", "/readyz", "/livez", "/version"] {
+        c.anonymous.ok(&["get", "--raw", path]);
+    }
+    let metrics = refused(&c.anonymous, &["get", "--raw", "/metrics"]);
+    assert!(
+        metrics
+            .contains("forbidden: User \\\"system:anonymous\\\" cannot get path \\\"/metrics\\\"")
+            || metrics
+                .contains("forbidden: User \"system:anonymous\" cannot get path \"/metrics\""),
+        "{metrics}"
+    );
+    let pods = refused(
+        &c.anonymous,
+        &["get", "--raw", "/api/v1/namespaces/team2/pods"],
+    );
+    assert!(
+        pods.contains("User \\\"system:anonymous\\\" cannot list")
+            || pods.contains("User \"system:anonymous\" cannot list"),
+        "{pods}"
+    );
+    // An unknown token is not anyone.
+    let stranger = kubectl_as(c._dir.path(), c.port, "stranger", Some("no-such-token"));
+    let unknown = refused(&stranger, &["get", "--raw", "/version"]);
+    assert!(unknown.contains("Unauthorized"), "{unknown}");
+}
+
+#[test]
+fn can_i_list_shows_the_rules_a_user_holds() {
+    let c = start(Backend::Capstan);
+    c.admin.ok(&["create", "namespace", "team3"]);
+    c.admin.ok(&[
+        "-n",
+        "team3",
+        "create",
+        "role",
+        "cm",
+        "--verb=get,update",
+        "--resource=configmaps",
+        "--resource-name=app",
+    ]);
+    c.admin.ok(&[
+        "-n",
+        "team3",
+        "create",
+        "rolebinding",
+        "bob-cm",
+        "--role=cm",
+        "--user=bob",
+    ]);
+    let listed = eventually_ok(&c.bob, &["auth", "can-i", "--list", "-n", "team3"]);
+    let header = listed.lines().next().unwrap_or("");
+    for column in ["Resources", "Non-Resource URLs", "Resource Names", "Verbs"] {
+        assert!(header.contains(column), "{listed}");
+    }
+    let row = |name: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(name))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    assert_eq!(
+        row("configmaps").as_deref(),
+        Some("configmaps [] [app] [get update]"),
+        "{listed}"
+    );
+    assert_eq!(
+        row("selfsubjectaccessreviews.authorization.k8s.io").as_deref(),
+        Some("selfsubjectaccessreviews.authorization.k8s.io [] [] [create]"),
+        "{listed}"
+    );
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.trim_start().starts_with("[/api/*]") && l.contains("[get]")),
+        "{listed}"
+    );
+    assert_eq!(
+        c.bob
+            .ok(&["auth", "can-i", "update", "configmaps/app", "-n", "team3"])
+            .trim(),
+        "yes"
+    );
+    let other = c
+        .bob
+        .run(&["auth", "can-i", "update", "configmaps/db", "-n", "team3"]);
+    assert_eq!(String::from_utf8_lossy(&other.stdout).trim(), "no");
+    let everything = c.admin.ok(&["auth", "can-i", "--list"]);
+    assert!(
+        everything
+            .lines()
+            .any(|l| l.starts_with("*.*") && l.contains("[*]")),
+        "{everything}"
+    );
+}
