@@ -9,7 +9,7 @@ use std::time::Duration;
 use capstan_tests::apiserver::{ApiServer, Backend, StoreBackend};
 use capstan_tests::kubectl::Kubectl;
 use capstan_tests::poll::wait_for;
-use capstan_tests::token_proxy;
+use capstan_tests::tls::Identity;
 
 /// A guard against hanging while a grant reaches the index.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -18,21 +18,14 @@ const TOKENS: &str = "admin-token,admin,1,\"system:masters\"\n\
 alice-token,alice,2\n\
 bob-token,bob,3,\"dev\"\n";
 
-/// kubectl as the holder of `token` (anonymous without one), through a
-/// proxy that adds the token (kubectl sends none over plain HTTP).
+/// kubectl as the holder of `token` (anonymous without one), over HTTPS
+/// with the server's CA.
 fn kubectl_as(dir: &Path, port: u16, who: &str, token: Option<&str>) -> Kubectl {
-    let port = token.map_or(port, |t| token_proxy::start(port, t));
-    let kubeconfig = dir.join(format!("kubeconfig-{who}"));
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\n\
-contexts:\n- name: t\n  context: {{cluster: t, user: t, namespace: default}}\ncurrent-context: t\n\
-users:\n- name: t\n  user: {{}}\n"
-    );
-    std::fs::write(&kubeconfig, text).expect("write a kubeconfig");
-    Kubectl {
-        kubeconfig,
-        cache_dir: dir.join(format!("kube-cache-{who}")),
-    }
+    let identity = match token {
+        Some(token) => Identity::Token(token.to_string()),
+        None => Identity::Anonymous,
+    };
+    Kubectl::as_identity(dir, port, &identity, &format!("kubeconfig-{who}"))
 }
 
 struct Cluster {

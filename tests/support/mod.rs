@@ -21,7 +21,6 @@ pub mod mutate;
 pub mod poll;
 pub mod store;
 pub mod tls;
-pub mod token_proxy;
 pub mod watch;
 pub mod watchdog;
 pub mod writers;

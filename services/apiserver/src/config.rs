@@ -94,9 +94,8 @@ pub struct Flags {
     pub token_auth_file: Option<PathBuf>,
 }
 
-/// Nobody is authenticated over plain HTTP yet, so RBAC would refuse
-/// everyone: the default becomes `RBAC` with authentication.
-pub const DEFAULT_AUTHORIZATION_MODE: &str = "AlwaysAllow";
+/// kube-apiserver's usual mode; `AlwaysAllow` is for development only.
+pub const DEFAULT_AUTHORIZATION_MODE: &str = "RBAC";
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ApiserverConfig {

@@ -23,13 +23,16 @@ pub async fn answer(
     info: &RequestInfo,
     body: &Value,
 ) -> Result<Value, ApiError> {
-    let mut answered = reviews::answer(review, info, body)?;
+    let user = req
+        .extensions()
+        .get::<User>()
+        .cloned()
+        .unwrap_or_else(User::anonymous);
+    let authorizer = state.chain.authorizer.as_ref();
+    let mut answered = reviews::answer(review, info, body, &user, authorizer)?;
     answered["status"] = match review.kind {
         "TokenReview" => token_review(state, &body["spec"]).await?,
-        _ => {
-            let user = req.extensions().get::<User>().cloned();
-            json!({"userInfo": user_info(&user.unwrap_or_else(User::anonymous))})
-        }
+        _ => json!({"userInfo": user_info(&user)}),
     };
     Ok(answered)
 }

@@ -132,6 +132,7 @@ fn subject_of(spec: &Value) -> Result<User, String> {
     Ok(User {
         name: name.to_string(),
         groups,
+        ..User::default()
     })
 }
 

@@ -143,7 +143,10 @@ async fn steps(
 }
 
 /// The request's user, from its headers and its connection.
-async fn authenticate(req: &HttpRequest, chain: &Chain) -> Result<authentication::User, ApiError> {
+pub(crate) async fn authenticate(
+    req: &HttpRequest,
+    chain: &Chain,
+) -> Result<authentication::User, ApiError> {
     let peer = req.conn_data::<Peer>();
     let (peer_certificates, insecure) = match peer {
         Some(Peer::Tls(chain)) => (chain.as_slice(), false),
