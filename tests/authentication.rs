@@ -58,13 +58,14 @@ fn client_certificate(
 fn anonymous_certificates_and_bad_credentials() {
     let cluster = ApiCluster::start();
     let port = cluster.port;
-    // No credentials: anonymous, and (AlwaysAllow) served.
-    assert_eq!(
-        whoami(port, &Identity::Anonymous).unwrap(),
-        "system:anonymous"
-    );
+    // No credentials: anonymous, who RBAC (the default) lets read nothing
+    // but health, version and the like; the 403 names who asked.
+    let (code, status) = whoami(port, &Identity::Anonymous).expect_err("anonymous is refused");
+    assert_eq!(code, 403, "{status}");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(message.contains("User \"system:anonymous\""), "{status}");
     let (code, _) = Http::connect_as(port, &Identity::Anonymous).get(CMS);
-    assert_eq!(code, 200);
+    assert_eq!(code, 403);
     // The admin kubeconfig is the admin, in system:masters.
     let whoami_admin = cluster.kubectl.ok(&["auth", "whoami"]);
     assert!(whoami_admin.contains("system:admin"), "{whoami_admin}");
@@ -96,7 +97,15 @@ fn anonymous_certificates_and_bad_credentials() {
     assert_unauthorized(whoami(port, &untrusted));
     let refused = Kubectl::as_identity(dir, port, &untrusted, "untrusted.kubeconfig")
         .fails(&["get", "configmaps"]);
-    assert!(refused.contains("Unauthorized"), "{refused}");
+    // kubectl's two words for a 401 (discovery or the request itself).
+    let unauthorized = [
+        "Unauthorized",
+        "asked for the client to provide credentials",
+    ];
+    assert!(
+        unauthorized.iter().any(|w| refused.contains(w)),
+        "{refused}"
+    );
     // Impersonation (allowed by AlwaysAllow) acts as the named user.
     let alice = cluster.kubectl.ok(&[
         "auth",
@@ -146,8 +155,34 @@ fn service_account_tokens_from_kubectl() {
         &Identity::Token(plain.clone()),
         "robot.kubeconfig",
     );
-    let listed = as_robot.ok(&["get", "configmaps", "-o", "name"]);
+    // Authenticated, but RBAC gives a new service account nothing until
+    // it is bound to a role, and then only in that namespace.
+    let denied = as_robot.fails(&["get", "configmaps", "-o", "name"]);
+    assert!(
+        denied.contains(&format!(
+            "User \"{robot}\" cannot list resource \"configmaps\""
+        )),
+        "{denied}"
+    );
+    kubectl.ok(&[
+        "create",
+        "rolebinding",
+        "robot-edit",
+        "--clusterrole=edit",
+        "--serviceaccount=default:robot",
+    ]);
+    let listed = capstan_tests::poll::wait_for(
+        std::time::Duration::from_secs(20),
+        "the binding to take effect",
+        || {
+            let output = as_robot.run(&["get", "configmaps", "-o", "name"]);
+            let listed = String::from_utf8_lossy(&output.stdout).to_string();
+            output.status.success().then_some(listed)
+        },
+    );
     assert_eq!(listed, "");
+    let elsewhere = as_robot.fails(&["get", "configmaps", "-n", "kube-system"]);
+    assert!(elsewhere.contains("forbidden"), "{elsewhere}");
     let short = kubectl.fails(&["create", "token", "robot", "--duration", "1m"]);
     assert!(
         short.contains("may not specify a duration less than 10 minutes"),
@@ -248,7 +283,8 @@ fn issuer_discovery_documents_verify_the_servers_tokens() {
     let cluster = ApiCluster::start();
     cluster.kubectl.ok(&["create", "serviceaccount", "robot"]);
     let token = token(&cluster.kubectl, &[]);
-    let mut http = Http::connect_as(cluster.port, &Identity::Anonymous);
+    // The bootstrap policy shows the documents to service accounts.
+    let mut http = Http::connect_as(cluster.port, &Identity::Token(token.clone()));
     let (code, discovery) = http.get("/.well-known/openid-configuration");
     assert_eq!(code, 200);
     assert_eq!(
