@@ -39,7 +39,7 @@ for i in 1 2 3; do
   done
 done
 for i in 1 2; do
-  "$BIN/capstan-apiserver" --etcd-servers "$etcd_servers" --port "${i}8080" \
+  "$BIN/capstan-apiserver" --etcd-servers "$etcd_servers" --secure-port 0 --insecure-port "${i}8080" \
     >"$DATA/apiserver$i.log" 2>&1 &
   pids+=($!)
 done

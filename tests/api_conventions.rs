@@ -15,8 +15,10 @@ capstan_tests::on_both_backends!(
     defaults_and_name_rules_follow_kubernetes,
 );
 
-/// GET with an Accept header, by curl: status code, content type, body.
+/// GET with an Accept header, by curl as the admin: status code,
+/// content type, body.
 fn curl(port: u16, path: &str, accept: &str) -> (String, String, String) {
+    let pki = capstan_tests::tls::pki_of(port).expect("an HTTPS API server");
     let output = Command::new("curl")
         .args([
             "-s",
@@ -25,7 +27,13 @@ fn curl(port: u16, path: &str, accept: &str) -> (String, String, String) {
             "-w",
             "\n%{http_code} %{content_type}",
         ])
-        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .arg("--cacert")
+        .arg(pki.server_ca())
+        .arg("--cert")
+        .arg(pki.admin_cert())
+        .arg("--key")
+        .arg(pki.admin_key())
+        .arg(format!("https://127.0.0.1:{port}{path}"))
         .output()
         .expect("run curl");
     let text = String::from_utf8_lossy(&output.stdout).to_string();
@@ -102,7 +110,8 @@ fn pod_spec_mistakes_are_invalid_with_causes(backend: Backend) {
 fn access_reviews_and_kubelet_subresources(backend: Backend) {
     let cluster = ApiCluster::start_on(backend);
     let kubectl = &cluster.kubectl;
-    // The default mode, AlwaysAllow: every question gets a yes, from anonymous.
+    // No authorization yet: every question gets a yes; the kubeconfig is
+    // the admin's.
     assert_eq!(
         kubectl
             .ok(&["auth", "can-i", "delete", "pods", "-n", "kube-system"])
@@ -116,7 +125,7 @@ fn access_reviews_and_kubelet_subresources(backend: Backend) {
     let rules = kubectl.ok(&["auth", "can-i", "--list"]);
     assert!(rules.contains("*.*") && rules.contains("[*]"), "{rules}");
     let whoami = kubectl.ok(&["auth", "whoami"]);
-    assert!(whoami.contains("system:anonymous"), "{whoami}");
+    assert!(whoami.contains("system:admin"), "{whoami}");
     let resources = kubectl.ok(&[
         "api-resources",
         "--api-group=authorization.k8s.io",

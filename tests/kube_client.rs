@@ -17,9 +17,7 @@ use serde_json::json;
 use capstan_tests::apiserver::{ApiCluster, Backend};
 
 fn client(port: u16) -> Client {
-    let url = format!("http://127.0.0.1:{port}").parse().unwrap();
-    let mut config = kube::Config::new(url);
-    config.default_namespace = "default".into();
+    let mut config = capstan_tests::tls::kube_config(port);
     config.read_timeout = Some(Duration::from_secs(60));
     Client::try_from(config).expect("a kube client")
 }

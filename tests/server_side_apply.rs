@@ -354,9 +354,7 @@ fn raw(port: u16, method: &str, path: &str, content_type: &str, body: &str) -> (
 }
 
 fn kube_client(port: u16) -> kube::Client {
-    let url = format!("http://127.0.0.1:{port}").parse().unwrap();
-    let mut config = kube::Config::new(url);
-    config.default_namespace = "default".into();
+    let config = capstan_tests::tls::kube_config(port);
     kube::Client::try_from(config).expect("a kube client")
 }
 

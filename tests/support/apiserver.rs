@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::http::{parse_json, read_chunk, read_head, Connection, HttpError};
 pub use super::kubectl::Kubectl;
 use super::store::{http_get, StoreProcess};
+use super::tls::{self, Identity};
 use super::watchdog::{self, Watchdog};
 use super::{binary, free_port};
 
@@ -34,6 +35,30 @@ fn spawn_logged(command: &mut Command, log: &Path) -> Child {
         .stderr(file)
         .spawn()
         .expect("start the server under test")
+}
+
+/// The flags that make an API server on `port` serve HTTPS with the
+/// certificates and keys of the cluster in `dir` (made once per folder,
+/// so API servers sharing a folder share a CA and a token signing key),
+/// and registers the port so the tests' clients speak TLS to it.
+pub fn secure_flags(dir: &Path, port: u16) -> Vec<String> {
+    let pki = tls::pki_in(dir);
+    tls::register(port, &pki.dir);
+    let path = |p: PathBuf| p.display().to_string();
+    vec![
+        "--secure-port".into(),
+        port.to_string(),
+        "--tls-cert-file".into(),
+        path(pki.serving_cert()),
+        "--tls-private-key-file".into(),
+        path(pki.serving_key()),
+        "--client-ca-file".into(),
+        path(pki.client_ca()),
+        "--service-account-signing-key-file".into(),
+        path(pki.service_account_key()),
+        "--service-account-key-file".into(),
+        path(pki.service_account_key()),
+    ]
 }
 
 /// A child process killed when dropped; its test is under the watchdog
@@ -204,14 +229,9 @@ impl ApiServer {
         let port = free_port();
         let log = dir.join(format!("{name}.log"));
         let mut command = Command::new(binary("capstan-apiserver"));
-        command.args([
-            "--etcd-servers",
-            etcd_url,
-            "--port",
-            &port.to_string(),
-            "--log-level",
-            "warn",
-        ]);
+        command
+            .args(["--etcd-servers", etcd_url, "--log-level", "warn"])
+            .args(secure_flags(dir, port));
         let process = Killed::new(spawn_logged(&mut command, &log));
         wait_ready(port, &log);
         ApiServer { process, port, log }
@@ -229,7 +249,8 @@ impl ApiServer {
         let mut command = Command::new(binary("capstan-apiserver"));
         command
             .args(["--etcd-servers", &urls.join(",")])
-            .args(["--port", &port.to_string(), "--log-level", "info"])
+            .args(["--log-level", "info"])
+            .args(secure_flags(dir, port))
             .args(extra);
         let process = Killed::new(spawn_logged(&mut command, &log));
         wait_ready(port, &log);
@@ -305,7 +326,9 @@ impl Embedded {
         command
             .arg("--data-dir")
             .arg(&data)
-            .args(["--port", &port.to_string()]);
+            .args(["--secure-port", &port.to_string()]);
+        // capstan makes its certificates under its data folder at start.
+        tls::register(port, &data.join("pki"));
         command.args([
             "--store-port",
             &store_port.to_string(),
@@ -343,7 +366,12 @@ pub struct Http {
 
 impl Http {
     pub fn connect(port: u16) -> Http {
-        let connection = Connection::connect(port).unwrap_or_else(|e| panic!("{e}"));
+        Http::connect_as(port, &Identity::Admin)
+    }
+
+    /// A connection presenting `identity`'s credentials (see [`tls`]).
+    pub fn connect_as(port: u16, identity: &Identity) -> Http {
+        let connection = Connection::connect_as(port, identity).unwrap_or_else(|e| panic!("{e}"));
         Http { connection }
     }
 
@@ -414,8 +442,13 @@ impl WatchEvents {
     pub fn start(mut self, path: &str) -> WatchEvents {
         use std::io::Write;
         watchdog::waiting_for(format!("the head of watch {path}"));
-        let request =
-            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\r\n");
+        let authorization = match &self.connection.authorization {
+            Some(value) => format!("Authorization: {value}\r\n"),
+            None => String::new(),
+        };
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n{authorization}\r\n"
+        );
         let reader = &mut self.connection.reader;
         reader
             .get_mut()

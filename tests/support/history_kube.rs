@@ -43,9 +43,7 @@ pub struct KubeTraffic {
 /// ConfigMaps in `default` through the API server on `port`, with
 /// timeouts so a stuck request ends as an ambiguous outcome.
 pub fn configmaps(port: u16) -> Api<ConfigMap> {
-    let url = format!("http://127.0.0.1:{port}").parse().expect("a URL");
-    let mut config = kube::Config::new(url);
-    config.default_namespace = "default".into();
+    let mut config = crate::tls::kube_config(port);
     config.connect_timeout = Some(Duration::from_secs(3));
     config.read_timeout = Some(Duration::from_secs(15));
     config.write_timeout = Some(Duration::from_secs(5));

@@ -1,10 +1,58 @@
 //! A minimal HTTP/1.1 client on one kept-alive loopback connection that
 //! hands every failure back to the test (a dropped connection, a body that
-//! is not JSON, a quiet stream) instead of turning it into a value.
+//! is not JSON, a quiet stream) instead of turning it into a value. To a
+//! port that serves TLS (see [`super::tls`]) it speaks HTTPS, as the admin
+//! unless another identity is asked for.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
+
+use super::tls::{self, Identity};
+
+/// The connection under the HTTP: plain TCP, or TLS over it.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(socket) => socket,
+            Stream::Tls(tls) => &tls.sock,
+        }
+    }
+
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        self.socket().set_read_timeout(timeout)
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(socket) => socket.read(buf),
+            Stream::Tls(tls) => tls.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(socket) => socket.write(buf),
+            Stream::Tls(tls) => tls.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(socket) => socket.flush(),
+            Stream::Tls(tls) => tls.flush(),
+        }
+    }
+}
 
 /// How long one response may take before the read fails.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -76,17 +124,40 @@ pub fn parse_json(bytes: &[u8]) -> Result<serde_json::Value, HttpError> {
 
 /// One kept-alive connection.
 pub struct Connection {
-    pub(crate) reader: BufReader<TcpStream>,
+    pub(crate) reader: BufReader<Stream>,
+    /// The `Authorization` header every request carries, if any.
+    pub(crate) authorization: Option<String>,
 }
 
 impl Connection {
+    /// A connection as the admin (to a TLS port) or plain.
     pub fn connect(port: u16) -> Result<Connection, HttpError> {
-        let stream = TcpStream::connect(("127.0.0.1", port))
+        Connection::connect_as(port, &Identity::Admin)
+    }
+
+    /// A connection presenting `identity`'s credentials.
+    pub fn connect_as(port: u16, identity: &Identity) -> Result<Connection, HttpError> {
+        let socket = TcpStream::connect(("127.0.0.1", port))
             .map_err(|source| HttpError::Connect { port, source })?;
-        stream.set_read_timeout(Some(READ_TIMEOUT))?;
-        stream.set_nodelay(true)?;
+        socket.set_read_timeout(Some(READ_TIMEOUT))?;
+        socket.set_nodelay(true)?;
+        let stream = match tls::pki_of(port) {
+            None => Stream::Plain(socket),
+            Some(pki) => {
+                let config = tls::client_config(&pki, identity);
+                let name = "127.0.0.1".try_into().expect("an IP name");
+                let session = rustls::ClientConnection::new(config, name)
+                    .map_err(|e| HttpError::Malformed(format!("TLS: {e}")))?;
+                Stream::Tls(Box::new(rustls::StreamOwned::new(session, socket)))
+            }
+        };
+        let authorization = match identity {
+            Identity::Token(token) => Some(format!("Bearer {token}")),
+            _ => None,
+        };
         Ok(Connection {
             reader: BufReader::new(stream),
+            authorization,
         })
     }
 
@@ -99,6 +170,9 @@ impl Connection {
         body: &[u8],
     ) -> Result<Response, HttpError> {
         let mut head = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
+        if let Some(authorization) = &self.authorization {
+            head.push_str(&format!("Authorization: {authorization}\r\n"));
+        }
         for (name, value) in headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }

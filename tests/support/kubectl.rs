@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use super::tls::{self, Identity};
 use super::watchdog;
 
 /// kubectl with its own kubeconfig and discovery cache.
@@ -13,12 +14,22 @@ pub struct Kubectl {
 }
 
 impl Kubectl {
+    /// kubectl as the admin of the API server on `port` (over HTTPS when
+    /// the port is registered in [`super::tls`]).
     pub fn new(dir: &Path, port: u16) -> Kubectl {
-        let kubeconfig = dir.join("kubeconfig");
-        let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\n\
+        Kubectl::as_identity(dir, port, &Identity::Admin, "kubeconfig")
+    }
+
+    /// kubectl as `identity`, its kubeconfig at `dir/<file>`.
+    pub fn as_identity(dir: &Path, port: u16, identity: &Identity, file: &str) -> Kubectl {
+        let kubeconfig = dir.join(file);
+        let text = match tls::pki_of(port) {
+            Some(pki) => tls::kubeconfig(port, &pki, identity),
+            None => format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\n\
 contexts:\n- name: t\n  context: {{cluster: t, user: t, namespace: default}}\ncurrent-context: t\nusers:\n- name: t\n  user: {{}}\n"
-        );
+            ),
+        };
         std::fs::write(&kubeconfig, text).expect("write a kubeconfig");
         Kubectl {
             kubeconfig,

@@ -20,7 +20,7 @@ pub mod kubectl;
 pub mod mutate;
 pub mod poll;
 pub mod store;
-pub mod token_proxy;
+pub mod tls;
 pub mod watch;
 pub mod watchdog;
 pub mod writers;

@@ -220,6 +220,11 @@ impl Drop for StoreProcess {
 /// A minimal HTTP/1.1 GET on loopback; None if the server is not up.
 pub fn http_get(port: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
+    if super::tls::pki_of(port).is_some() {
+        let mut connection = super::http::Connection::connect(port).ok()?;
+        let response = connection.send("GET", path, &[], b"").ok()?;
+        return (response.status == 200).then(|| response.text());
+    }
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(

@@ -47,7 +47,14 @@ impl ApiProcess {
         })?;
         let mut command = Command::new(binary);
         command
-            .args(["--etcd-servers", endpoints, "--port", &port.to_string()])
+            .args([
+                "--etcd-servers",
+                endpoints,
+                "--secure-port",
+                "0",
+                "--insecure-port",
+                &port.to_string(),
+            ])
             // No compaction mid-run: it would be measured as store noise.
             .args(["--log-level", "warn", "--etcd-compaction-interval", "0"])
             .args(match super::rbac::enabled() {

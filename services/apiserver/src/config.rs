@@ -20,12 +20,47 @@ pub struct Flags {
     /// Comma-separated etcd v3 client URLs (capstan-store or etcd 3.4+).
     #[arg(long)]
     pub etcd_servers: Option<String>,
-    /// Address to serve HTTP on.
+    /// Address to serve HTTPS on.
     #[arg(long)]
     pub bind_address: Option<String>,
-    /// Port to serve HTTP on (0 picks a free one).
+    /// Port to serve HTTPS on (6443; 0 turns HTTPS off).
     #[arg(long)]
-    pub port: Option<u16>,
+    pub secure_port: Option<u16>,
+    /// Port to serve plain HTTP on, on 127.0.0.1 only, for development
+    /// (kube-apiserver's old insecure port: whoever reaches it is
+    /// `system:unsecured` in `system:masters`). 0, the default, is off.
+    #[arg(long)]
+    pub insecure_port: Option<u16>,
+    /// Address of the insecure port: 127.0.0.1 unless set on purpose
+    /// (compose.yaml does, behind its private network, for now).
+    #[arg(long)]
+    pub insecure_bind_address: Option<String>,
+    /// The serving certificate (PEM, leaf first).
+    #[arg(long)]
+    pub tls_cert_file: Option<String>,
+    /// The serving certificate's private key (PEM).
+    #[arg(long)]
+    pub tls_private_key_file: Option<String>,
+    /// CA bundle (PEM) that signs client certificates: a request with a
+    /// certificate it signed is the certificate's CN, in its O groups.
+    #[arg(long)]
+    pub client_ca_file: Option<String>,
+    /// The `iss` of the service-account tokens this server issues.
+    #[arg(long)]
+    pub service_account_issuer: Option<String>,
+    /// Comma-separated PEM files of public (or private) keys that verify
+    /// service-account tokens (the signing key's public half is added).
+    #[arg(long)]
+    pub service_account_key_file: Option<String>,
+    /// The private key (PEM) that signs service-account tokens.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<String>,
+    /// Comma-separated audiences a token must be for (default: the issuer).
+    #[arg(long)]
+    pub api_audiences: Option<String>,
+    /// Requests without credentials are `system:anonymous` (true) or 401.
+    #[arg(long)]
+    pub anonymous_auth: Option<bool>,
     /// Key prefix of every object in the store.
     #[arg(long)]
     pub storage_prefix: Option<String>,
@@ -59,15 +94,24 @@ pub struct Flags {
     pub token_auth_file: Option<PathBuf>,
 }
 
-/// Nobody is authenticated over plain HTTP yet, so RBAC would refuse
-/// everyone: the default becomes `RBAC` with authentication.
-pub const DEFAULT_AUTHORIZATION_MODE: &str = "AlwaysAllow";
+/// kube-apiserver's usual mode; `AlwaysAllow` is for development only.
+pub const DEFAULT_AUTHORIZATION_MODE: &str = "RBAC";
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ApiserverConfig {
     pub etcd_servers: String,
     pub bind_address: String,
-    pub port: u16,
+    pub secure_port: u16,
+    pub insecure_port: u16,
+    pub insecure_bind_address: String,
+    pub tls_cert_file: String,
+    pub tls_private_key_file: String,
+    pub client_ca_file: String,
+    pub service_account_issuer: String,
+    pub service_account_key_file: String,
+    pub service_account_signing_key_file: String,
+    pub api_audiences: String,
+    pub anonymous_auth: bool,
     pub storage_prefix: String,
     pub log_level: String,
     pub etcd_compaction_interval: String,
@@ -82,12 +126,25 @@ pub struct ApiserverConfig {
 
 pub use capstan_telemetry::settings::ConfigError;
 
+/// kube-apiserver's usual issuer (what kubeadm and k3s set).
+pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
 impl ApiserverConfig {
     pub fn load(flags: &Flags) -> Result<Self, ConfigError> {
         let defaults = config::Config::builder()
             .set_default("etcd_servers", "http://127.0.0.1:2379")?
             .set_default("bind_address", "127.0.0.1")?
-            .set_default("port", 8080)?
+            .set_default("secure_port", 6443)?
+            .set_default("insecure_port", 0)?
+            .set_default("insecure_bind_address", "127.0.0.1")?
+            .set_default("tls_cert_file", "")?
+            .set_default("tls_private_key_file", "")?
+            .set_default("client_ca_file", "")?
+            .set_default("service_account_issuer", DEFAULT_ISSUER)?
+            .set_default("service_account_key_file", "")?
+            .set_default("service_account_signing_key_file", "")?
+            .set_default("api_audiences", "")?
+            .set_default("anonymous_auth", true)?
             .set_default("storage_prefix", "/registry")?
             .set_default("log_level", "info")?
             .set_default("etcd_compaction_interval", "5m")?
@@ -99,7 +156,29 @@ impl ApiserverConfig {
         let overrides = [
             ("etcd_servers", flags.etcd_servers.clone()),
             ("bind_address", flags.bind_address.clone()),
-            ("port", flags.port.map(|p| p.to_string())),
+            ("secure_port", flags.secure_port.map(|p| p.to_string())),
+            ("insecure_port", flags.insecure_port.map(|p| p.to_string())),
+            ("insecure_bind_address", flags.insecure_bind_address.clone()),
+            ("tls_cert_file", flags.tls_cert_file.clone()),
+            ("tls_private_key_file", flags.tls_private_key_file.clone()),
+            ("client_ca_file", flags.client_ca_file.clone()),
+            (
+                "service_account_issuer",
+                flags.service_account_issuer.clone(),
+            ),
+            (
+                "service_account_key_file",
+                flags.service_account_key_file.clone(),
+            ),
+            (
+                "service_account_signing_key_file",
+                flags.service_account_signing_key_file.clone(),
+            ),
+            ("api_audiences", flags.api_audiences.clone()),
+            (
+                "anonymous_auth",
+                flags.anonymous_auth.map(|a| a.to_string()),
+            ),
             ("storage_prefix", flags.storage_prefix.clone()),
             ("log_level", flags.log_level.clone()),
             (
@@ -142,6 +221,7 @@ impl ApiserverConfig {
                 reason: "must start with '/' and not end with one".into(),
             });
         }
+        self.validate_serving()?;
         parse_interval(&self.etcd_compaction_interval).ok_or_else(|| ConfigError::Invalid {
             field: "etcd_compaction_interval",
             reason: "not a duration (such as 5m or 30s; 0 turns compaction off)".into(),
@@ -159,6 +239,41 @@ impl ApiserverConfig {
                 reason: "not a duration of at least a second (such as 1h or 30m)".into(),
             }),
         }
+    }
+
+    /// HTTPS needs a certificate and a key; plain HTTP is never the only
+    /// way in by accident.
+    fn validate_serving(&self) -> Result<(), ConfigError> {
+        let tls = !self.tls_cert_file.is_empty() && !self.tls_private_key_file.is_empty();
+        if self.secure_port != 0 && !tls {
+            return Err(ConfigError::Invalid {
+                field: "tls_cert_file",
+                reason: "--tls-cert-file and --tls-private-key-file are needed to serve HTTPS \
+                         (or --secure-port 0 with --insecure-port for plain HTTP on loopback)"
+                    .into(),
+            });
+        }
+        if self.secure_port == 0 && self.insecure_port == 0 {
+            return Err(ConfigError::Invalid {
+                field: "secure_port",
+                reason: "nothing to serve on: both --secure-port and --insecure-port are 0".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The audiences tokens must be for: `--api-audiences`, else the issuer.
+    pub fn audiences(&self) -> Vec<String> {
+        let listed = split_list(&self.api_audiences);
+        match listed.is_empty() {
+            true => vec![self.service_account_issuer.clone()],
+            false => listed,
+        }
+    }
+
+    /// The files of `--service-account-key-file`.
+    pub fn service_account_key_files(&self) -> Vec<String> {
+        split_list(&self.service_account_key_file)
     }
 
     /// How the store is reached over TLS (kube's `--etcd-cafile`,
@@ -198,13 +313,16 @@ impl ApiserverConfig {
     }
 
     pub fn endpoints(&self) -> Vec<String> {
-        self.etcd_servers
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect()
+        split_list(&self.etcd_servers)
     }
+}
+
+fn split_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn read_pem(field: &'static str, path: &str) -> Result<Vec<u8>, ConfigError> {
@@ -230,11 +348,11 @@ mod tests {
 
     #[test]
     fn compaction_interval_defaults_to_five_minutes_and_zero_turns_it_off() {
-        let config = ApiserverConfig::load(&Flags::default()).unwrap();
+        let config = ApiserverConfig::load(&plain()).unwrap();
         assert_eq!(config.compaction_interval(), Some(Duration::from_secs(300)));
         let off = Flags {
             etcd_compaction_interval: Some("0".into()),
-            ..Default::default()
+            ..plain()
         };
         assert_eq!(
             ApiserverConfig::load(&off).unwrap().compaction_interval(),
@@ -242,7 +360,7 @@ mod tests {
         );
         let bad = Flags {
             etcd_compaction_interval: Some("often".into()),
-            ..Default::default()
+            ..plain()
         };
         assert!(ApiserverConfig::load(&bad).is_err());
     }
@@ -251,20 +369,50 @@ mod tests {
     fn flags_win_over_defaults() {
         let flags = Flags {
             etcd_servers: Some("http://a:1, http://b:2".into()),
-            port: Some(9),
-            ..Default::default()
+            insecure_port: Some(9),
+            ..plain()
         };
         let config = ApiserverConfig::load(&flags).unwrap();
         assert_eq!(config.endpoints(), vec!["http://a:1", "http://b:2"]);
-        assert_eq!(config.port, 9);
+        assert_eq!(config.insecure_port, 9);
+        assert!(config.anonymous_auth);
+        assert_eq!(config.audiences(), vec![DEFAULT_ISSUER]);
         assert_eq!(config.storage_prefix, "/registry");
+    }
+
+    /// Plain HTTP on loopback only, as the tests of other settings use.
+    fn plain() -> Flags {
+        Flags {
+            secure_port: Some(0),
+            insecure_port: Some(8080),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn https_needs_a_certificate_and_something_must_be_served() {
+        assert!(ApiserverConfig::load(&Flags::default()).is_err());
+        let nothing = Flags {
+            insecure_port: Some(0),
+            ..plain()
+        };
+        assert!(ApiserverConfig::load(&nothing).is_err());
+        let tls = Flags {
+            tls_cert_file: Some("serving.crt".into()),
+            tls_private_key_file: Some("serving.key".into()),
+            api_audiences: Some("a, b".into()),
+            ..Default::default()
+        };
+        let config = ApiserverConfig::load(&tls).unwrap();
+        assert_eq!((config.secure_port, config.insecure_port), (6443, 0));
+        assert_eq!(config.audiences(), vec!["a", "b"]);
     }
 
     #[test]
     fn bad_prefix_is_refused() {
         let flags = Flags {
             storage_prefix: Some("registry/".into()),
-            ..Default::default()
+            ..plain()
         };
         assert!(ApiserverConfig::load(&flags).is_err());
     }

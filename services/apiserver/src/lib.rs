@@ -21,9 +21,12 @@ pub mod controllers;
 pub mod error;
 pub mod metrics;
 pub mod object;
+pub mod pki;
 pub mod rbac;
 pub mod registry;
 pub mod routes;
+pub mod serviceaccount;
+pub mod serving;
 pub mod startup;
 pub mod storage;
 

@@ -13,7 +13,11 @@ use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::registry::options::WriteOptions;
 use crate::registry::{actor, Catalog};
+use crate::routes::chain::authentication::service_account::ServiceAccounts;
+use crate::routes::chain::authentication::x509::X509;
+use crate::routes::chain::authentication::{Authenticator, Insecure, Union};
 use crate::routes::{self, openapi, AppState};
+use crate::serviceaccount::Issuer;
 use crate::storage::{compactor, Connection, StorageError, Store};
 
 /// Namespaces every cluster has from the start.
@@ -34,6 +38,12 @@ pub enum StartError {
     TokenFile(#[from] routes::chain::token_file::TokenFileError),
     #[error("http: {0}")]
     Http(#[from] std::io::Error),
+    #[error("{0}")]
+    Tls(#[from] crate::serving::tls::TlsError),
+    #[error("--client-ca-file: {0:?}")]
+    ClientCa(webpki::Error),
+    #[error("service-account keys: {0}")]
+    Keys(#[from] crate::serviceaccount::keys::KeyError),
 }
 
 /// Runs the API server until `shutdown` completes. Must be called inside
@@ -55,7 +65,11 @@ pub async fn run(
         .await?,
     );
     create_system_namespaces(&catalog).await?;
-    crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, config.port).await?;
+    let port = match config.secure_port {
+        0 => config.insecure_port,
+        port => port,
+    };
+    crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, port).await?;
     let store = Store::new(&client);
     let controllers =
         crate::controllers::run(catalog.clone(), store, config.storage_prefix.clone());
@@ -63,14 +77,18 @@ pub async fn run(
     if let Some(interval) = config.compaction_interval() {
         actix_rt::spawn(compactor::run(client.clone(), interval));
     }
+    let issuer = issuer(&config)?;
+    let authenticators = authenticator(&config, &catalog, issuer.clone())?;
+    let chain = routes::chain::Chain::configured(&config, &catalog, authenticators).await?;
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
         catalog: catalog.clone(),
         metrics: Arc::new(Metrics::new(client.metrics())),
         store: Store::new(&client),
-        chain: routes::chain::Chain::configured(&config, &catalog).await?,
+        chain,
+        issuer,
     });
-    let server = HttpServer::new(move || {
+    let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .wrap(actix_web::middleware::from_fn(
@@ -80,7 +98,18 @@ pub async fn run(
     })
     .workers(2)
     .disable_signals()
-    .bind((config.bind_address.as_str(), config.port))?;
+    .on_connect(crate::serving::tag_connection);
+    if let Some(tls) = tls(&config)? {
+        server =
+            server.bind_rustls_0_23((config.bind_address.as_str(), config.secure_port), tls)?;
+    }
+    if config.insecure_port != 0 {
+        tracing::warn!(
+            port = config.insecure_port,
+            "serving plain HTTP on 127.0.0.1 as a superuser"
+        );
+        server = server.bind(("127.0.0.1", config.insecure_port))?;
+    }
     for address in server.addrs() {
         tracing::info!(%address, "capstan-apiserver serving");
     }
@@ -94,6 +123,68 @@ pub async fn run(
         arbiter.stop();
     }
     Ok(())
+}
+
+/// The rustls configuration of the secure port, unless it is off.
+fn tls(config: &ApiserverConfig) -> Result<Option<rustls::ServerConfig>, StartError> {
+    if config.secure_port == 0 {
+        return Ok(None);
+    }
+    let client_ca = Some(config.client_ca_file.as_str()).filter(|f| !f.is_empty());
+    let tls = crate::serving::tls::server_config(
+        &config.tls_cert_file,
+        &config.tls_private_key_file,
+        client_ca,
+    )?;
+    Ok(Some(tls))
+}
+
+/// The service-account token issuer, when this server signs or verifies
+/// tokens.
+fn issuer(config: &ApiserverConfig) -> Result<Option<Arc<Issuer>>, StartError> {
+    let signing = Some(config.service_account_signing_key_file.as_str()).filter(|f| !f.is_empty());
+    let key_files = config.service_account_key_files();
+    if signing.is_none() && key_files.is_empty() {
+        return Ok(None);
+    }
+    let issuer = Issuer::load(
+        &config.service_account_issuer,
+        config.audiences(),
+        signing,
+        &key_files,
+    )?;
+    Ok(Some(Arc::new(issuer)))
+}
+
+/// kube-apiserver's union: static tokens, client certificates, service-account tokens,
+/// the loopback plain-HTTP superuser; anonymous if `--anonymous-auth`.
+fn authenticator(
+    config: &ApiserverConfig,
+    catalog: &Arc<Catalog>,
+    issuer: Option<Arc<Issuer>>,
+) -> Result<Arc<dyn Authenticator>, StartError> {
+    let mut authenticators: Vec<Arc<dyn Authenticator>> = Vec::new();
+    if let Some(path) = &config.token_auth_file {
+        authenticators.push(Arc::new(routes::chain::token_file::TokenFile::load(path)?));
+    }
+    if !config.client_ca_file.is_empty() {
+        let roots = crate::serving::tls::certificates(&config.client_ca_file)?;
+        let x509 = X509::new(&roots).map_err(StartError::ClientCa)?;
+        authenticators.push(Arc::new(x509));
+    }
+    if let Some(issuer) = issuer {
+        authenticators.push(Arc::new(ServiceAccounts {
+            issuer,
+            catalog: catalog.clone(),
+        }));
+    }
+    if config.insecure_port != 0 {
+        authenticators.push(Arc::new(Insecure));
+    }
+    Ok(Arc::new(Union {
+        authenticators,
+        anonymous: config.anonymous_auth,
+    }))
 }
 
 /// The store's members, once one of them answers a read (any member will

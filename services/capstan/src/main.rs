@@ -1,7 +1,9 @@
 //! `capstan`: one store member (a single-member raft group) and one API
-//! server in one process, data under `--data-dir`, and a kubeconfig
-//! beside it. The store runs on a tokio runtime, the API server in its own
-//! actix system thread; both stop on SIGINT/SIGTERM.
+//! server in one process, data under `--data-dir`. On first start it makes
+//! the cluster's certificates and keys under `<data-dir>/pki` (as k3s
+//! does) and writes `<data-dir>/kubeconfig` with the admin's credentials;
+//! later starts reuse them. The store runs on a tokio runtime, the API
+//! server in its own actix system thread; both stop on SIGINT/SIGTERM.
 
 mod kubeconfig;
 
@@ -11,6 +13,7 @@ use clap::Parser;
 use tokio::sync::oneshot;
 
 use capstan_apiserver::config::{ApiserverConfig, Flags as ApiFlags};
+use capstan_apiserver::pki::{self, Pki};
 use capstan_store::config::{Flags as StoreFlags, StoreConfig};
 
 #[derive(Debug, Parser)]
@@ -19,49 +22,76 @@ use capstan_store::config::{Flags as StoreFlags, StoreConfig};
     version,
     about = "A Kubernetes-style control plane in one process"
 )]
-struct Flags {
-    /// Folder for the store's data and the kubeconfig.
+struct CapstanFlags {
+    /// Folder for the store's data, the certificates and the kubeconfig.
     #[arg(long, default_value = "data")]
     data_dir: PathBuf,
-    /// Port of the Kubernetes API (on 127.0.0.1).
-    #[arg(long, default_value_t = 8080)]
-    port: u16,
     /// Client port of the embedded store (etcd v3 API, on 127.0.0.1).
     #[arg(long, default_value_t = 2379)]
     store_port: u16,
     /// Peer port of the embedded store.
     #[arg(long, default_value_t = 2380)]
     peer_port: u16,
-    #[arg(long, default_value = "info")]
-    log_level: String,
+    /// Extra names (DNS names or IP addresses) for the serving certificate,
+    /// besides 127.0.0.1, localhost and the host name; used when the
+    /// certificate is first made.
+    #[arg(long, value_delimiter = ',')]
+    tls_san: Vec<String>,
+    /// The API server's flags (kube-apiserver's names), passed on; the
+    /// certificate and key flags default to the files under `pki/`.
+    #[command(flatten)]
+    api: ApiFlags,
 }
 
 fn main() {
-    let flags = Flags::parse();
-    capstan_telemetry::init_logging(&flags.log_level);
+    let flags = CapstanFlags::parse();
+    capstan_telemetry::init_logging(flags.api.log_level.as_deref().unwrap_or("info"));
     if let Err(err) = run(flags) {
         eprintln!("capstan: {err}");
         std::process::exit(1);
     }
 }
 
-fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
+/// The API server's flags: what was given, else the embedded defaults
+/// (the local store, loopback, the generated certificates and keys).
+fn api_flags(flags: &CapstanFlags, pki: &Pki, store_url: &str) -> ApiFlags {
+    let path = |p: PathBuf| Some(p.display().to_string());
+    let given = flags.api.clone();
+    ApiFlags {
+        etcd_servers: Some(store_url.to_string()),
+        bind_address: given.bind_address.or(Some("127.0.0.1".into())),
+        tls_cert_file: given.tls_cert_file.or(path(pki.serving_cert())),
+        tls_private_key_file: given.tls_private_key_file.or(path(pki.serving_key())),
+        client_ca_file: given.client_ca_file.or(path(pki.client_ca())),
+        service_account_signing_key_file: given
+            .service_account_signing_key_file
+            .or(path(pki.service_account_key())),
+        service_account_key_file: given
+            .service_account_key_file
+            .or(path(pki.service_account_key())),
+        ..given
+    }
+}
+
+fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
     let store_url = format!("http://127.0.0.1:{}", flags.store_port);
+    let log_level = flags.api.log_level.clone().unwrap_or_else(|| "info".into());
     let store = StoreConfig::load(&StoreFlags {
         name: Some("capstan".into()),
         data_dir: Some(flags.data_dir.join("store")),
         listen_client_urls: Some(store_url.clone()),
         listen_peer_urls: Some(format!("http://127.0.0.1:{}", flags.peer_port)),
-        log_level: Some(flags.log_level.clone()),
+        log_level: Some(log_level),
         ..Default::default()
     })?;
-    let api = ApiserverConfig::load(&ApiFlags {
-        etcd_servers: Some(store_url),
-        bind_address: Some("127.0.0.1".into()),
-        port: Some(flags.port),
-        ..Default::default()
-    })?;
-    let path = kubeconfig::write(&flags.data_dir, &format!("http://127.0.0.1:{}", flags.port))?;
+    let pki = Pki::at(&flags.data_dir.join("pki"));
+    pki.ensure(&pki::serving_names(&flags.tls_san))?;
+    let api = ApiserverConfig::load(&api_flags(&flags, &pki, &store_url))?;
+    let server = match api.secure_port {
+        0 => format!("http://127.0.0.1:{}", api.insecure_port),
+        port => format!("https://127.0.0.1:{port}"),
+    };
+    let path = kubeconfig::write(&flags.data_dir, &server, &pki)?;
     tracing::info!(kubeconfig = %path.display(), "try: kubectl --kubeconfig {} get ns", path.display());
 
     let runtime = tokio::runtime::Runtime::new()?;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::apiserver::secure_flags;
 use crate::store::http_get;
 use crate::{binary, free_port};
 
@@ -50,7 +51,11 @@ impl ApiProcess {
             .expect("open the API server log");
         let child = Command::new(binary("capstan-apiserver"))
             .args(["--etcd-servers", &self.store_urls.join(",")])
-            .args(["--port", &self.port.to_string(), "--log-level", "warn"])
+            .args(["--log-level", "warn"])
+            .args(secure_flags(
+                self.log.parent().expect("a folder"),
+                self.port,
+            ))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

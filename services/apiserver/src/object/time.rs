@@ -13,6 +13,12 @@ pub fn rfc3339_in(seconds: i64) -> String {
     humantime::format_rfc3339_seconds(later).to_string()
 }
 
+/// `seconds` since the Unix epoch, as [`now_rfc3339`] writes times.
+pub fn at(seconds: i64) -> String {
+    let then = SystemTime::UNIX_EPOCH + Duration::from_secs(seconds.max(0) as u64);
+    humantime::format_rfc3339_seconds(then).to_string()
+}
+
 /// Whether `timestamp` is now or earlier (an unreadable one counts as past).
 pub fn is_past(timestamp: &str) -> bool {
     humantime::parse_rfc3339(timestamp).map_or(true, |t| t <= SystemTime::now())

@@ -156,6 +156,7 @@ mod tests {
         User {
             name: name.into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..User::default()
         }
     }
 

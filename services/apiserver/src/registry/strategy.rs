@@ -234,6 +234,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Has a `/token` subresource that issues a service-account token for
+    /// the object (TokenRequest, see `routes::token_request`).
+    fn issues_tokens(&self) -> bool {
+        false
+    }
+
     /// Field selector labels this type supports beyond `metadata.name` and
     /// `metadata.namespace`, with the JSON pointer each one reads.
     fn selectable_fields(&self) -> &'static [(&'static str, &'static str)] {

@@ -45,6 +45,9 @@ fn aggregated_resource(entry: &Entry) -> Value {
             json!({"subresource": sub, "responseKind": kind(def.group, def.version, def.kind), "verbs": verbs}),
         );
     }
+    if entry.strategy.issues_tokens() {
+        subresources.push(json!({"subresource": "token", "responseKind": kind("authentication.k8s.io", "v1", "TokenRequest"), "verbs": ["create"]}));
+    }
     json!({
         "resource": def.resource, "responseKind": kind(def.group, def.version, def.kind),
         "scope": scope(def.namespaced), "singularResource": def.singular,
@@ -166,6 +169,10 @@ fn resource_list(state: &AppState, group: &str, version: &str) -> Result<HttpRes
         }
         for (sub, verbs) in entry.strategy.kubelet_subresources() {
             resources.push(json!({"name": format!("{}/{sub}", def.resource), "singularName": "", "namespaced": def.namespaced, "kind": def.kind, "verbs": verbs}));
+        }
+        if entry.strategy.issues_tokens() {
+            resources.push(json!({"name": format!("{}/token", def.resource), "singularName": "", "namespaced": def.namespaced,
+                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}));
         }
     }
     for review in reviews_in(group, version) {

@@ -2,6 +2,8 @@
 
 pub mod chain;
 pub mod discovery;
+pub mod identity;
+pub mod issuer;
 pub mod kubelet;
 pub mod openapi;
 pub mod patch_metadata;
@@ -10,6 +12,7 @@ pub mod request_info;
 pub mod resource;
 pub mod reviews;
 pub mod system;
+pub mod token_request;
 pub mod watch;
 
 use std::sync::Arc;
@@ -28,6 +31,8 @@ pub struct AppState {
     pub store: Store,
     /// The steps before the REST handler (see [`chain`]).
     pub chain: chain::Chain,
+    /// Issues and verifies service-account tokens, when configured.
+    pub issuer: Option<Arc<crate::serviceaccount::Issuer>>,
 }
 
 pub fn configure(config: &mut web::ServiceConfig) {
@@ -48,6 +53,11 @@ pub fn configure(config: &mut web::ServiceConfig) {
             "/apis/{group}/{version}",
             web::get().to(discovery::group_resources),
         )
+        .route(
+            "/.well-known/openid-configuration",
+            web::get().to(issuer::configuration),
+        )
+        .route("/openid/v1/jwks", web::get().to(issuer::jwks))
         .route("/openapi/v3", web::get().to(openapi::root))
         .route("/openapi/v3/{path:.*}", web::get().to(openapi::document))
         .default_service(web::to(chain::handle));

@@ -65,13 +65,20 @@ pub(crate) async fn dispatch(
 ) -> Result<HttpResponse, ApiError> {
     if let Some(review) = super::reviews::find(info) {
         let body = decode(req, read_body(payload).await?)?;
-        let user = req
-            .extensions()
-            .get::<User>()
-            .cloned()
-            .unwrap_or_else(User::anonymous);
-        let authorizer = state.chain.authorizer.as_ref();
-        let answer = super::reviews::answer(review, info, &body, &user, authorizer)?;
+        let answer = match review.group {
+            super::identity::GROUP => {
+                super::identity::answer(req, state, review, info, &body).await?
+            }
+            _ => {
+                let user = req
+                    .extensions()
+                    .get::<User>()
+                    .cloned()
+                    .unwrap_or_else(User::anonymous);
+                let authorizer = state.chain.authorizer.as_ref();
+                super::reviews::answer(review, info, &body, &user, authorizer)?
+            }
+        };
         return Ok(respond(201, Form::Json, answer, &[]));
     }
     if info.group.is_empty() && info.resource == "bindings" {
@@ -88,6 +95,11 @@ pub(crate) async fn dispatch(
         }
         if sub == "binding" && entry.strategy.binds() {
             return pod_binding(req, payload, state, info, query).await;
+        }
+        if sub == "token" && entry.strategy.issues_tokens() {
+            let body = decode(req, read_body(payload).await?)?;
+            let answer = super::token_request::create(state, info, &body).await?;
+            return Ok(respond(201, Form::Json, answer, &[]));
         }
     }
     let part = check_path(entry, info)?;

@@ -4,7 +4,8 @@
 //! get: SubjectAccessReview (any user, asked by someone allowed to),
 //! LocalSubjectAccessReview (the same in one namespace),
 //! SelfSubjectAccessReview and SelfSubjectRulesReview (the requester),
-//! and SelfSubjectReview (`kubectl auth whoami`).
+//! and SelfSubjectReview (`kubectl auth whoami`). The authentication
+//! reviews (whoami, TokenReview) are answered by `routes::identity`.
 
 use serde_json::{json, Value};
 
@@ -32,7 +33,7 @@ const fn review(resource: &'static str, kind: &'static str, namespaced: bool) ->
     }
 }
 
-pub const REVIEWS: [Review; 5] = [
+pub const REVIEWS: [Review; 6] = [
     review("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
     review("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
     review("subjectaccessreviews", "SubjectAccessReview", false),
@@ -46,6 +47,13 @@ pub const REVIEWS: [Review; 5] = [
         version: "v1",
         resource: "selfsubjectreviews",
         kind: "SelfSubjectReview",
+        namespaced: false,
+    },
+    Review {
+        group: "authentication.k8s.io",
+        version: "v1",
+        resource: "tokenreviews",
+        kind: "TokenReview",
         namespaced: false,
     },
 ];
@@ -83,6 +91,8 @@ pub fn answer(
     let status = match review.kind {
         "SelfSubjectRulesReview" => rules(spec, user, authorizer),
         "SelfSubjectReview" => json!({"userInfo": {"username": user.name, "groups": user.groups}}),
+        // Filled in by `routes::identity`, which checks the token.
+        "TokenReview" => json!({}),
         "SelfSubjectAccessReview" => access(spec, user, None, authorizer).map_err(invalid)?,
         "LocalSubjectAccessReview" => {
             let subject = subject_of(spec).map_err(invalid)?;
@@ -122,6 +132,7 @@ fn subject_of(spec: &Value) -> Result<User, String> {
     Ok(User {
         name: name.to_string(),
         groups,
+        ..User::default()
     })
 }
 
@@ -223,10 +234,12 @@ mod tests {
         let admin = User {
             name: "admin".into(),
             groups: vec!["system:masters".into()],
+            ..User::default()
         };
         let alice = User {
             name: "alice".into(),
             groups: vec!["system:authenticated".into()],
+            ..User::default()
         };
         let spec =
             json!({"resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "a"}});

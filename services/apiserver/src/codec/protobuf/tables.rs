@@ -263,6 +263,57 @@ pub(super) const SELF_SUBJECT_REVIEW: &[Field] = &[
     f(1, "metadata", Ty::Msg(OBJECT_META)),
     f(2, "status", Ty::Ignored),
 ];
+// core/v1 ServiceAccount, as `kubectl create serviceaccount` sends it.
+pub(super) const SERVICE_ACCOUNT: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    list(
+        2,
+        "secrets",
+        Ty::Msg(&[
+            f(1, "kind", Ty::Str),
+            f(2, "namespace", Ty::Str),
+            f(3, "name", Ty::Str),
+            f(4, "uid", Ty::Str),
+            f(5, "apiVersion", Ty::Str),
+            f(6, "resourceVersion", Ty::Str),
+            f(7, "fieldPath", Ty::Str),
+        ]),
+    ),
+    list(3, "imagePullSecrets", Ty::Msg(&[f(1, "name", Ty::Str)])),
+    f(4, "automountServiceAccountToken", Ty::Bool),
+];
+// authentication.k8s.io/v1, as `kubectl create token` sends it.
+pub(super) const TOKEN_REQUEST: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(
+        2,
+        "spec",
+        Ty::Msg(&[
+            list(1, "audiences", Ty::Str),
+            f(
+                3,
+                "boundObjectRef",
+                Ty::Msg(&[
+                    f(1, "kind", Ty::Str),
+                    f(2, "apiVersion", Ty::Str),
+                    f(3, "name", Ty::Str),
+                    f(4, "uid", Ty::Str),
+                ]),
+            ),
+            f(4, "expirationSeconds", Ty::Int),
+        ]),
+    ),
+    f(3, "status", Ty::Ignored),
+];
+pub(super) const TOKEN_REVIEW: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(
+        2,
+        "spec",
+        Ty::Msg(&[f(1, "token", Ty::Str), list(2, "audiences", Ty::Str)]),
+    ),
+    f(3, "status", Ty::Ignored),
+];
 
 // batch/v1, rbac.authorization.k8s.io/v1 and networking.k8s.io/v1 Ingress,
 // as `kubectl create job|cronjob|role|rolebinding|clusterrole|
@@ -450,6 +501,9 @@ pub(super) fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => SELF_SUBJECT_ACCESS_REVIEW,
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SELF_SUBJECT_RULES_REVIEW,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => SELF_SUBJECT_REVIEW,
+        ("authentication.k8s.io/v1", "TokenRequest") => TOKEN_REQUEST,
+        ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
+        ("authentication.k8s.io/v1", "TokenReview") => TOKEN_REVIEW,
         ("v1", "ResourceQuota") => RESOURCE_QUOTA,
         ("policy/v1", "PodDisruptionBudget") => POD_DISRUPTION_BUDGET,
         ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,

@@ -17,6 +17,7 @@ mod scheduling;
 mod secret;
 mod service;
 pub mod service_ranges;
+mod serviceaccount;
 mod simple;
 mod storage;
 pub mod workload;
@@ -38,6 +39,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
         Arc::new(deployment::Deployments),
     ];
     kinds.extend(simple::all());
+    kinds.push(Arc::new(serviceaccount::ServiceAccounts::new()));
     kinds.extend(core_storage::all());
     kinds.extend(batch::all());
     kinds.extend(autoscaling::all());

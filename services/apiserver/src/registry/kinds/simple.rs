@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Endpoints, Event, Node, ReplicationController, ServiceAccount};
+use k8s_openapi::api::core::v1::{Endpoints, Event, Node, ReplicationController};
 use schemars::gen::SchemaGenerator;
 use schemars::schema::Schema;
 use schemars::JsonSchema;
@@ -281,10 +281,6 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(nodes),
         Arc::new(events),
-        Arc::new(simple::<ServiceAccount>(ResourceDef {
-            short_names: &["sa"],
-            ..def("", "serviceaccounts", "ServiceAccount", "serviceaccount")
-        })),
         Arc::new(simple::<Endpoints>(ResourceDef {
             short_names: &["ep"],
             ..def("", "endpoints", "Endpoints", "endpoints")

@@ -259,6 +259,7 @@ mod tests {
         User {
             name: "alice".into(),
             groups: vec!["system:authenticated".into()],
+            ..User::default()
         }
     }
 

@@ -31,11 +31,14 @@ use super::resource;
 use super::AppState;
 use crate::error::ApiError;
 use crate::registry::options::{parse_query, Query};
+use crate::serving::Peer;
 
 /// The chain's pluggable steps.
 pub struct Chain {
     pub in_flight: max_in_flight::MaxInFlight,
     pub authenticator: Arc<dyn authentication::Authenticator>,
+    /// The audiences a request's token must be for (`--api-audiences`).
+    pub audiences: Vec<String>,
     pub audit: Arc<dyn audit::AuditSink>,
     pub authorizer: Arc<dyn authorization::Authorizer>,
 }
@@ -46,6 +49,7 @@ impl Chain {
         Chain {
             in_flight: max_in_flight::MaxInFlight::default(),
             authenticator: Arc::new(authentication::Anonymous),
+            audiences: Vec::new(),
             audit: Arc::new(audit::TraceSink),
             authorizer: Arc::new(authorization::AlwaysAllow),
         }
@@ -53,20 +57,18 @@ impl Chain {
 }
 
 impl Chain {
-    /// The chain `config` asks for: `--token-auth-file` (else everyone is
-    /// anonymous) and `--authorization-mode`.
+    /// The chain `config` asks for: the given authenticators' union
+    /// (see `startup::authenticator`) and `--authorization-mode`.
     pub async fn configured(
         config: &crate::config::ApiserverConfig,
         catalog: &Arc<crate::registry::Catalog>,
+        authenticator: Arc<dyn authentication::Authenticator>,
     ) -> Result<Chain, crate::startup::StartError> {
-        let authenticator: Arc<dyn authentication::Authenticator> = match &config.token_auth_file {
-            Some(path) => Arc::new(token_file::TokenFile::load(path)?),
-            None => Arc::new(authentication::Anonymous),
-        };
         let modes = authorization::parse_modes(&config.authorization_mode)
             .map_err(|why| ApiError::BadRequest(format!("--authorization-mode: {why}")))?;
         Ok(Chain {
             authenticator,
+            audiences: config.audiences(),
             authorizer: crate::rbac::setup::authorizer(&modes, catalog).await?,
             ..Chain::allow_all()
         })
@@ -117,7 +119,7 @@ async fn steps(
     let info = info?;
     let chain = &state.chain;
     let _permit = chain.in_flight.admit(&info)?;
-    let user = chain.authenticator.authenticate(req.headers())?;
+    let user = authenticate(req, chain).await?;
     let user = impersonation::apply(req.headers(), user, &info, chain.authorizer.as_ref())?;
     // Later steps (access reviews, RBAC's escalation checks) ask who it is.
     req.extensions_mut().insert(user.clone());
@@ -138,4 +140,24 @@ async fn steps(
         code,
     });
     served
+}
+
+/// The request's user, from its headers and its connection.
+pub(crate) async fn authenticate(
+    req: &HttpRequest,
+    chain: &Chain,
+) -> Result<authentication::User, ApiError> {
+    let peer = req.conn_data::<Peer>();
+    let (peer_certificates, insecure) = match peer {
+        Some(Peer::Tls(chain)) => (chain.as_slice(), false),
+        Some(Peer::Insecure) => (&[][..], true),
+        None => (&[][..], false),
+    };
+    let credentials = authentication::Credentials {
+        headers: req.headers(),
+        peer_certificates,
+        insecure,
+        audiences: &chain.audiences,
+    };
+    authentication::user_of(chain.authenticator.as_ref(), &credentials).await
 }

@@ -34,7 +34,7 @@ pub async fn guard(
             .await
             .map(ServiceResponse::map_into_left_body);
     };
-    match admit(&req, &state) {
+    match admit(&req, &state).await {
         Ok(()) => next
             .call(req)
             .await
@@ -45,9 +45,9 @@ pub async fn guard(
     }
 }
 
-fn admit(req: &ServiceRequest, state: &AppState) -> Result<(), ApiError> {
+async fn admit(req: &ServiceRequest, state: &AppState) -> Result<(), ApiError> {
     let chain = &state.chain;
-    let user = chain.authenticator.authenticate(req.headers())?;
+    let user = super::authenticate(req.request(), chain).await?;
     // Impersonation is checked the same way whatever the path.
     let any = RequestInfo::parse(&actix_web::http::Method::GET, "/api/v1/namespaces", false)?;
     let user = impersonation::apply(req.headers(), user, &any, chain.authorizer.as_ref())?;

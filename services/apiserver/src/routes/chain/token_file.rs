@@ -8,7 +8,7 @@ use std::path::Path;
 
 use actix_web::http::header::HeaderMap;
 
-use super::authentication::{Authenticator, User};
+use super::authentication::{Authenticated, Authenticator, Credentials, Outcome, User};
 use crate::error::ApiError;
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +64,8 @@ impl TokenFile {
             let user = User {
                 name: name.to_string(),
                 groups,
+                uid: record.get(2).unwrap_or("").trim().to_string(),
+                ..User::default()
             };
             users.insert(token.to_string(), user);
         }
@@ -93,9 +95,18 @@ impl TokenFile {
     }
 }
 
+/// One member of the authenticators' union: a token it does not know may
+/// be another authenticator's (a service-account token), so it says
+/// nothing about it and the union refuses what nobody recognises.
 impl Authenticator for TokenFile {
-    fn authenticate(&self, headers: &HeaderMap) -> Result<User, ApiError> {
-        Ok(self.lookup(headers)?.unwrap_or_else(User::anonymous))
+    fn authenticate<'a>(&'a self, credentials: &'a Credentials<'a>) -> Outcome<'a> {
+        let found = self.lookup(credentials.headers).ok().flatten();
+        Box::pin(async move {
+            Ok(found.map(|user| Authenticated {
+                user,
+                audiences: Vec::new(),
+            }))
+        })
     }
 }
 
@@ -121,22 +132,19 @@ mod tests {
         )
         .unwrap();
         let file = TokenFile::load(&path).unwrap();
-        let admin = file.authenticate(&bearer("admin-token")).unwrap();
+        let admin = file.lookup(&bearer("admin-token")).unwrap().unwrap();
         assert_eq!(admin.name, "admin");
         assert_eq!(
             admin.groups,
             ["system:masters", "ops", "system:authenticated"]
         );
-        let alice = file.authenticate(&bearer("alice-token")).unwrap();
+        let alice = file.lookup(&bearer("alice-token")).unwrap().unwrap();
         assert_eq!(alice.groups, ["system:authenticated"]);
         assert!(matches!(
-            file.authenticate(&bearer("nope")),
+            file.lookup(&bearer("nope")),
             Err(ApiError::Unauthorized)
         ));
-        assert_eq!(
-            file.authenticate(&HeaderMap::new()).unwrap(),
-            User::anonymous()
-        );
+        assert_eq!(file.lookup(&HeaderMap::new()).unwrap(), None);
         std::fs::write(&path, "only-a-token\n").unwrap();
         assert!(TokenFile::load(&path).is_err());
     }

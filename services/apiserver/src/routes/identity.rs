@@ -1,0 +1,89 @@
+//! The authentication reviews: `SelfSubjectReview` (who am I, as
+//! `kubectl auth whoami` asks) answers with the request's user, and
+//! `TokenReview` (whose is this token, as webhooks and aggregated API
+//! servers ask) runs the token through the server's authenticators for
+//! the audiences it names (the server's by default).
+
+use actix_web::http::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use actix_web::{HttpMessage, HttpRequest};
+use serde_json::{json, Value};
+
+use super::chain::authentication::{Credentials, User};
+use super::request_info::RequestInfo;
+use super::reviews::{self, Review};
+use super::AppState;
+use crate::error::ApiError;
+
+pub const GROUP: &str = "authentication.k8s.io";
+
+pub async fn answer(
+    req: &HttpRequest,
+    state: &AppState,
+    review: &Review,
+    info: &RequestInfo,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let user = req
+        .extensions()
+        .get::<User>()
+        .cloned()
+        .unwrap_or_else(User::anonymous);
+    let authorizer = state.chain.authorizer.as_ref();
+    let mut answered = reviews::answer(review, info, body, &user, authorizer)?;
+    answered["status"] = match review.kind {
+        "TokenReview" => token_review(state, &body["spec"]).await?,
+        _ => json!({"userInfo": user_info(&user)}),
+    };
+    Ok(answered)
+}
+
+/// authentication.k8s.io/v1 UserInfo.
+fn user_info(user: &User) -> Value {
+    let mut info = json!({"username": user.name, "groups": user.groups});
+    if !user.uid.is_empty() {
+        info["uid"] = json!(user.uid);
+    }
+    if !user.extra.is_empty() {
+        info["extra"] = json!(user.extra);
+    }
+    info
+}
+
+async fn token_review(state: &AppState, spec: &Value) -> Result<Value, ApiError> {
+    let token = spec["token"].as_str().unwrap_or("").trim();
+    if token.is_empty() {
+        return Err(ApiError::BadRequest("spec.token: Required value".into()));
+    }
+    let asked: Vec<String> = spec["audiences"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let audiences = match asked.is_empty() {
+        true => state.chain.audiences.clone(),
+        false => asked,
+    };
+    let mut headers = HeaderMap::new();
+    let bearer = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| ApiError::BadRequest("spec.token: not a valid token".into()))?;
+    headers.insert(AUTHORIZATION, bearer);
+    let credentials = Credentials {
+        headers: &headers,
+        peer_certificates: &[],
+        insecure: false,
+        audiences: &audiences,
+    };
+    Ok(
+        match state.chain.authenticator.authenticate(&credentials).await {
+            Ok(Some(found)) if found.user != User::anonymous() => json!({
+            "authenticated": true, "user": user_info(&found.user), "audiences": found.audiences}),
+            _ => {
+                json!({"authenticated": false, "error": "the token is not valid for these audiences, or not at all"})
+            }
+        },
+    )
+}

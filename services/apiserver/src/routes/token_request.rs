@@ -1,0 +1,172 @@
+//! `POST .../serviceaccounts/<name>/token`: a TokenRequest
+//! (authentication.k8s.io/v1) answered with a signed token for the
+//! service account, for the audiences asked (the server's by default),
+//! for `expirationSeconds` (an hour by default, at least ten minutes),
+//! and bound to a Pod or Secret when `boundObjectRef` names one: the
+//! token is valid only while that object exists (what
+//! `kubectl create token SA --duration --audience --bound-object-kind
+//! --bound-object-name` asks for).
+
+use serde_json::{json, Value};
+
+use super::chain::authentication::service_account::lookup;
+use super::request_info::{RequestInfo, Verb};
+use super::AppState;
+use crate::error::{ApiError, Cause, Target};
+use crate::object::time;
+use crate::serviceaccount::{Binding, Claims, ObjectRef, TokenError};
+
+const API_VERSION: &str = "authentication.k8s.io/v1";
+const DEFAULT_SECONDS: i64 = 3600;
+const MIN_SECONDS: i64 = 600;
+const MAX_SECONDS: i64 = 1 << 32;
+
+/// Answers a TokenRequest for the service account `info` names.
+pub async fn create(state: &AppState, info: &RequestInfo, body: &Value) -> Result<Value, ApiError> {
+    let (Some(namespace), Some(name), Verb::Create) = (&info.namespace, &info.name, info.verb)
+    else {
+        return Err(ApiError::MethodNotAllowed);
+    };
+    let issuer = state
+        .issuer
+        .as_ref()
+        .ok_or_else(|| ApiError::Unavailable(TokenError::CannotSign.to_string()))?;
+    let spec = &body["spec"];
+    let seconds = expiration(body)?;
+    let audiences = match strings(&spec["audiences"]) {
+        asked if asked.is_empty() => issuer.audiences.clone(),
+        asked => asked,
+    };
+    let account = lookup(&state.catalog, "ServiceAccount", namespace, name, None)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(target("serviceaccounts", name)))?;
+    let binding = bound_object(state, namespace, &spec["boundObjectRef"]).await?;
+    let account = ObjectRef {
+        name: name.clone(),
+        uid: account["metadata"]["uid"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+    };
+    let now = ::time::OffsetDateTime::now_utc().unix_timestamp();
+    let claims = Claims::new(
+        &issuer.issuer,
+        namespace,
+        account,
+        audiences.clone(),
+        now,
+        seconds,
+        binding,
+    );
+    let token = issuer
+        .sign(&claims)
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut spec = spec.clone();
+    if !spec.is_object() {
+        spec = json!({});
+    }
+    spec["audiences"] = json!(audiences);
+    spec["expirationSeconds"] = json!(seconds);
+    Ok(json!({
+        "kind": "TokenRequest", "apiVersion": API_VERSION,
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": time::at(now)},
+        "spec": spec,
+        "status": {"token": token, "expirationTimestamp": time::at(claims.exp)},
+    }))
+}
+
+fn target(resource: &str, name: &str) -> Target {
+    Target {
+        group: String::new(),
+        resource: resource.into(),
+        name: name.into(),
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `spec.expirationSeconds`, checked as kube-apiserver checks it.
+fn expiration(body: &Value) -> Result<i64, ApiError> {
+    let kind_ok = body["kind"].as_str().is_none_or(|k| k == "TokenRequest");
+    if !body.is_object() || !kind_ok {
+        return Err(ApiError::BadRequest(format!(
+            "the body of the request is not a TokenRequest of {API_VERSION}"
+        )));
+    }
+    let seconds = match &body["spec"]["expirationSeconds"] {
+        Value::Null => return Ok(DEFAULT_SECONDS),
+        value => value.as_i64().unwrap_or(-1),
+    };
+    let why = match seconds {
+        s if s < MIN_SECONDS => "may not specify a duration less than 10 minutes",
+        s if s > MAX_SECONDS => "may not specify a duration larger than 2^32 seconds",
+        _ => return Ok(seconds),
+    };
+    let cause = Cause::invalid("spec.expirationSeconds", &seconds.to_string(), why);
+    Err(ApiError::invalid(
+        target("", ""),
+        "TokenRequest",
+        vec![cause],
+    ))
+}
+
+/// The Pod or Secret a token is to be bound to, which must exist (with
+/// the uid given, if one is).
+async fn bound_object(
+    state: &AppState,
+    namespace: &str,
+    reference: &Value,
+) -> Result<Option<Binding>, ApiError> {
+    if reference.is_null() {
+        return Ok(None);
+    }
+    let kind = reference["kind"].as_str().unwrap_or("");
+    let name = reference["name"].as_str().unwrap_or("");
+    let api_version = reference["apiVersion"].as_str().unwrap_or("v1");
+    if !matches!(kind, "Pod" | "Secret") || api_version != "v1" || name.is_empty() {
+        let cause = Cause::invalid(
+            "spec.boundObjectRef",
+            &format!("{api_version} {kind} {name}"),
+            "a token can be bound to a v1 Pod or Secret, named",
+        );
+        return Err(ApiError::invalid(
+            target("", ""),
+            "TokenRequest",
+            vec![cause],
+        ));
+    }
+    let resource = format!("{}s", kind.to_ascii_lowercase());
+    let object = lookup(&state.catalog, kind, namespace, name, None)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(target(&resource, name)))?;
+    let uid = object["metadata"]["uid"].as_str().unwrap_or("").to_string();
+    if let Some(asked) = reference["uid"].as_str().filter(|u| !u.is_empty()) {
+        if asked != uid {
+            return Err(ApiError::Conflict(
+                target(&resource, name),
+                format!(
+                    "the UID in the bound object reference ({asked}) does not match the UID in record. \
+                     The object might have been deleted and then recreated"
+                ),
+            ));
+        }
+    }
+    let bound = ObjectRef {
+        name: name.to_string(),
+        uid,
+    };
+    Ok(Some(match kind {
+        "Pod" => Binding::Pod(bound),
+        _ => Binding::Secret(bound),
+    }))
+}
