@@ -141,10 +141,9 @@ impl Connection {
             .map_err(|source| HttpError::Connect { port, source })?;
         socket.set_read_timeout(Some(READ_TIMEOUT))?;
         socket.set_nodelay(true)?;
-        let stream = match tls::pki_of(port) {
+        let stream = match tls::client_config_for(port, identity) {
             None => Stream::Plain(socket),
-            Some(pki) => {
-                let config = tls::client_config(&pki, identity);
+            Some(config) => {
                 let name = "127.0.0.1".try_into().expect("an IP name");
                 let session = rustls::ClientConnection::new(config, name)
                     .map_err(|e| HttpError::Malformed(format!("TLS: {e}")))?;
