@@ -6,11 +6,12 @@
 //! with a CA of its own (`<data-dir>/pki/etcd`), as k3s's etcd does. The store runs on a tokio runtime, the API
 //! server in its own actix system thread; both stop on SIGINT/SIGTERM.
 
+mod certificates;
 mod kubeconfig;
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use tokio::sync::oneshot;
 
 use capstan_apiserver::config::{ApiserverConfig, Flags as ApiFlags};
@@ -22,9 +23,12 @@ use capstan_store::tls::TlsFlags;
 #[command(
     name = "capstan",
     version,
-    about = "A Kubernetes-style control plane in one process"
+    about = "A Kubernetes-style control plane in one process",
+    args_conflicts_with_subcommands = true
 )]
 struct CapstanFlags {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Folder for the store's data, the certificates and the kubeconfig.
     #[arg(long, default_value = "data")]
     data_dir: PathBuf,
@@ -45,8 +49,25 @@ struct CapstanFlags {
     api: ApiFlags,
 }
 
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Makes the certificates, keys and admin kubeconfig of a control
+    /// plane of several processes into one folder (kept if they exist).
+    Certificates(certificates::CertificatesFlags),
+}
+
 fn main() {
     let flags = CapstanFlags::parse();
+    if let Some(Command::Certificates(certificates)) = &flags.command {
+        match certificates::generate(certificates) {
+            Ok(kubeconfig) => println!("wrote {}", kubeconfig.display()),
+            Err(err) => {
+                eprintln!("capstan certificates: {err}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     capstan_telemetry::init_logging(flags.api.log_level.as_deref().unwrap_or("info"));
     if let Err(err) = run(flags) {
         eprintln!("capstan: {err}");
