@@ -214,16 +214,13 @@ fn a_custom_resource_is_served_validated_and_scaled(backend: Backend) {
     let lines = Lines::of(child.stdout.take().unwrap());
     assert_eq!(
         lines.next(WAIT, "the initial widget"),
-        "ADDED widget.example.com/w1"
+        "widget.example.com/w1"
     );
     kubectl.ok_with_input(
         &["apply", "-f", "-"],
         &WIDGET.replace("w1", "w3").replace(", bogus: true", ""),
     );
-    assert_eq!(
-        lines.next(WAIT, "the new widget"),
-        "ADDED widget.example.com/w3"
-    );
+    assert_eq!(lines.next(WAIT, "the new widget"), "widget.example.com/w3");
     let _ = child.kill();
 
     // Deleting the CRD deletes its instances and stops serving them.
