@@ -222,6 +222,7 @@ fn a_custom_resource_is_served_validated_and_scaled(backend: Backend) {
     );
     assert_eq!(lines.next(WAIT, "the new widget"), "widget.example.com/w3");
     let _ = child.kill();
+    let _ = child.wait();
 
     // Deleting the CRD deletes its instances and stops serving them.
     let deleted = kubectl.ok(&["delete", "crd", "widgets.example.com", "--timeout=30s"]);
