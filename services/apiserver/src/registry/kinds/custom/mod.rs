@@ -4,6 +4,8 @@
 //! every CRD and no code names a custom kind.
 
 mod columns;
+#[cfg(test)]
+mod flow_tests;
 mod intern;
 pub mod prune;
 pub mod schema;
