@@ -70,6 +70,7 @@ pub async fn run(
         port => port,
     };
     crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, port).await?;
+    crate::controllers::crds::start(catalog.clone(), config.storage_prefix.clone()).await;
     let store = Store::new(&client);
     let controllers =
         crate::controllers::run(catalog.clone(), store, config.storage_prefix.clone());

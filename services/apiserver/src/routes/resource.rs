@@ -86,8 +86,9 @@ pub(crate) async fn dispatch(
     }
     let entry = state
         .catalog
-        .find(&info.group, &info.version, &info.resource)
+        .find_any(&info.group, &info.version, &info.resource)
         .ok_or(ApiError::UnknownPath)?;
+    let entry = &entry;
     if let Some(sub) = info.subresource.as_deref() {
         let kubelet = entry.strategy.kubelet_subresources();
         if kubelet.iter().any(|(s, _)| *s == sub) {

@@ -209,3 +209,16 @@ fn watch_filter(h: &Handle, namespace: Option<String>, options: ListOptions) -> 
 mod writes;
 
 pub use writes::*;
+
+/// Stops the actor and its cache's store watch (a type no longer served).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+impl Handler<Stop> for ResourceActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
