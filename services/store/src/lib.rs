@@ -77,7 +77,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let mut lessor = Lessor::new(config.min_lease_ttl());
     restore_leases(&mvcc, &mut lessor)?;
     let lessor = Arc::new(Mutex::new(lessor));
-    let hub = WatchHub::new(mvcc.clone());
+    let hub = WatchHub::new(mvcc.clone(), config.max_request_bytes as usize);
     hub.start(config.progress_notify_interval());
     let applied = mvcc.applied_index()?;
     let log = log.with_state_machine(mvcc.clone());
