@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use capstan_proto::etcdserverpb::maintenance_server::Maintenance;
 use capstan_proto::etcdserverpb::{
-    AlarmRequest, AlarmResponse, DefragmentRequest, DefragmentResponse, HashKvRequest,
+    AlarmRequest, AlarmResponse, AlarmType, DefragmentRequest, DefragmentResponse, HashKvRequest,
     HashKvResponse, HashRequest, HashResponse, MoveLeaderRequest, MoveLeaderResponse,
     SnapshotRequest, SnapshotResponse, StatusRequest, StatusResponse,
 };
+use capstan_proto::internal::raft_request::Request as RaftRequest;
 use futures::Stream;
 use tonic::{Request, Response, Status};
 
@@ -43,21 +44,28 @@ fn snapshot_chunks(ctx: &Context, sealed: Vec<u8>) -> Vec<Result<SnapshotRespons
     chunks
 }
 
+/// The raised alarms as etcd's Status lists them among its errors.
+fn alarm_errors(ctx: &Context) -> Vec<String> {
+    ctx.alarms
+        .list(AlarmType::None as i32)
+        .into_iter()
+        .map(|alarm| {
+            let name = AlarmType::try_from(alarm.alarm).map_or("UNKNOWN", |a| a.as_str_name());
+            format!("memberID:{} alarm:{name} ", alarm.member_id)
+        })
+        .collect()
+}
+
 #[tonic::async_trait]
 impl Maintenance for MaintenanceService {
     async fn alarm(
         &self,
-        _request: Request<AlarmRequest>,
+        request: Request<AlarmRequest>,
     ) -> Result<Response<AlarmResponse>, Status> {
-        // No alarm is ever raised (there is no space quota yet), so the
-        // list is empty and activating or clearing one has nothing to do.
+        // Every alarm request is a raft entry, listing included, as in
+        // etcd 3.4: the answer is the cluster's agreed set.
         let ctx = &self.0;
-        let work = async {
-            Ok(AlarmResponse {
-                header: Some(ctx.header(ctx.mvcc.current_revision())),
-                alarms: Vec::new(),
-            })
-        };
+        let work = ctx.propose(RaftRequest::Alarm(request.into_inner()));
         ctx.observe("Alarm", work).await
     }
 
@@ -77,7 +85,7 @@ impl Maintenance for MaintenanceService {
                 raft_index: status.commit.load(Ordering::Acquire),
                 raft_term: status.term(),
                 raft_applied_index: status.applied.load(Ordering::Acquire),
-                errors: Vec::new(),
+                errors: alarm_errors(ctx),
                 db_size_in_use: db_size,
                 is_learner: false,
             })
@@ -89,11 +97,19 @@ impl Maintenance for MaintenanceService {
         &self,
         _request: Request<DefragmentRequest>,
     ) -> Result<Response<DefragmentResponse>, Status> {
-        // sled reclaims space by itself; a defragment request makes
-        // everything durable and reports success, as there is nothing to copy.
+        // The backend is copied into a new database of only the live
+        // pairs (see `storage`); this member serves nothing meanwhile, as
+        // an etcd member does while it defragments.
         let ctx = &self.0;
         let work = async {
-            ctx.mvcc.backend().flush()?;
+            let backend = ctx.mvcc.backend().clone();
+            let before = backend.size_on_disk();
+            tokio::task::spawn_blocking(move || backend.defragment())
+                .await
+                .map_err(|e| StoreError::Storage(format!("defragment: {e}")))??;
+            ctx.quota.forget_size();
+            let after = ctx.mvcc.backend().size_on_disk();
+            tracing::info!(before, after, "defragmented the backend");
             Ok(DefragmentResponse {
                 header: Some(ctx.header(ctx.mvcc.current_revision())),
             })
