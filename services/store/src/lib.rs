@@ -120,6 +120,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         metrics,
         peers: Default::default(),
         failpoints,
+        data_dir: config.data_dir.clone(),
         alarms,
         quota: Quota::from_setting(config.quota_backend_bytes),
     });

@@ -12,9 +12,12 @@ use capstan_proto::etcdserverpb::{
 };
 use capstan_proto::internal::raft_request::Request as RaftRequest;
 use futures::Stream;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::Context;
+use crate::backup::BackupStream;
 use crate::error::StoreError;
 
 /// The etcd API version this member speaks, as `endpoint status` shows it.
@@ -27,21 +30,28 @@ type SnapshotStream = Pin<Box<dyn Stream<Item = Result<SnapshotResponse, Status>
 /// Bytes per message of a snapshot download.
 const SNAPSHOT_CHUNK: usize = 1 << 20;
 
-/// A sealed backup (see [`crate::backup`]) as a stream of chunks, each
-/// saying how much is left, as etcd sends its database.
-fn snapshot_chunks(ctx: &Context, sealed: Vec<u8>) -> Vec<Result<SnapshotResponse, Status>> {
-    let total = sealed.len();
-    let mut sent = 0;
-    let mut chunks = Vec::new();
-    for blob in sealed.chunks(SNAPSHOT_CHUNK) {
-        sent += blob.len();
-        chunks.push(Ok(SnapshotResponse {
-            header: Some(ctx.header(ctx.mvcc.current_revision())),
-            remaining_bytes: (total - sent) as u64,
-            blob: blob.to_vec(),
-        }));
+/// Sends a backup's chunks, each saying how much is left, as etcd sends its
+/// database; stops early if the client went away.
+fn send_chunks(
+    ctx: &Context,
+    mut backup: BackupStream,
+    tx: &mpsc::Sender<Result<SnapshotResponse, Status>>,
+) {
+    loop {
+        let chunk = match backup.next_chunk(SNAPSHOT_CHUNK) {
+            Ok(Some(blob)) => Ok(SnapshotResponse {
+                header: Some(ctx.header(ctx.mvcc.current_revision())),
+                remaining_bytes: backup.remaining(),
+                blob,
+            }),
+            Ok(None) => return,
+            Err(err) => Err(Status::from(err)),
+        };
+        let failed = chunk.is_err();
+        if tx.blocking_send(chunk).is_err() || failed {
+            return;
+        }
     }
-    chunks
 }
 
 /// The raised alarms as etcd's Status lists them among its errors.
@@ -154,15 +164,17 @@ impl Maintenance for MaintenanceService {
     ) -> Result<Response<Self::SnapshotStream>, Status> {
         let ctx = self.0.clone();
         let work = async {
-            let mvcc = ctx.mvcc.clone();
-            let dump = tokio::task::spawn_blocking(move || mvcc.dump())
+            let (mvcc, dir) = (ctx.mvcc.clone(), ctx.data_dir.clone());
+            tokio::task::spawn_blocking(move || BackupStream::create(&mvcc, &dir))
                 .await
-                .map_err(|e| StoreError::Storage(format!("snapshot: {e}")))??;
-            Ok(crate::backup::seal(dump))
+                .map_err(|e| StoreError::Storage(format!("snapshot: {e}")))?
         };
-        let sealed = ctx.observe("Snapshot", work).await?.into_inner();
-        let chunks = snapshot_chunks(&ctx, sealed);
-        Ok(Response::new(Box::pin(futures::stream::iter(chunks))))
+        let backup = ctx.observe("Snapshot", work).await?.into_inner();
+        // A couple of chunks in flight: the file is read as the client
+        // takes them.
+        let (tx, rx) = mpsc::channel(2);
+        tokio::task::spawn_blocking(move || send_chunks(&ctx, backup, &tx));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
     async fn move_leader(

@@ -67,6 +67,8 @@ pub struct Context {
     pub peers: forward::PeerChannels,
     /// Set only with `--experimental-enable-failpoints`.
     pub failpoints: Option<Arc<crate::failpoints::Failpoints>>,
+    /// Where temporary files (snapshot downloads) go.
+    pub data_dir: std::path::PathBuf,
     /// The raised alarms, shared with the applier.
     pub alarms: Arc<Alarms>,
     pub quota: Quota,
