@@ -4,7 +4,7 @@
 //! it is, creates and lists ConfigMaps where a RoleBinding lets it, and
 //! gets a 403 elsewhere.
 //!
-//! The client is installed into a virtualenv under `target/python-venv`
+//! The client is installed into a virtualenv under `target/py-kubernetes`
 //! (made once, reused by later runs). If it cannot be installed (PyPI
 //! unreachable), the test fails saying so.
 
@@ -51,7 +51,8 @@ print(json.dumps({
 /// The virtualenv's python with `kubernetes` importable, installing it
 /// the first time.
 fn python() -> PathBuf {
-    let venv = workspace_root().join("target").join("python-venv");
+    // The same venv as `authentication.rs`, so one install serves both.
+    let venv = workspace_root().join("target").join("py-kubernetes");
     let python = venv.join("bin").join("python");
     let importable = |python: &Path| {
         Command::new(python)
