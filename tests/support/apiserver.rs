@@ -446,8 +446,13 @@ impl WatchEvents {
     /// A connection ready to send a watch request on, so that a test can
     /// connect first and ask right after a write.
     pub fn connect(port: u16) -> WatchEvents {
+        WatchEvents::connect_as(port, &Identity::Admin)
+    }
+
+    /// [`WatchEvents::connect`] with `identity`'s credentials.
+    pub fn connect_as(port: u16, identity: &Identity) -> WatchEvents {
         WatchEvents {
-            connection: Connection::connect(port).unwrap_or_else(|e| panic!("{e}")),
+            connection: Connection::connect_as(port, identity).unwrap_or_else(|e| panic!("{e}")),
             pending: Vec::new(),
             ended: false,
         }

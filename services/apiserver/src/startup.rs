@@ -44,6 +44,8 @@ pub enum StartError {
     ClientCa(webpki::Error),
     #[error("service-account keys: {0}")]
     Keys(#[from] crate::serviceaccount::keys::KeyError),
+    #[error("audit: {0}")]
+    Audit(#[from] crate::audit::AuditError),
 }
 
 /// Runs the API server until `shutdown` completes. Must be called inside
@@ -80,11 +82,13 @@ pub async fn run(
     }
     let issuer = issuer(&config)?;
     let authenticators = authenticator(&config, &catalog, issuer.clone())?;
-    let chain = routes::chain::Chain::configured(&config, &catalog, authenticators).await?;
+    let metrics = Arc::new(Metrics::new(client.metrics()));
+    let chain =
+        routes::chain::Chain::configured(&config, &catalog, authenticators, &metrics).await?;
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
         catalog: catalog.clone(),
-        metrics: Arc::new(Metrics::new(client.metrics())),
+        metrics,
         store: Store::new(&client),
         chain,
         issuer,

@@ -374,7 +374,7 @@ fn respond(
 }
 
 /// Reads the body, refusing more than [`MAX_BODY`] bytes.
-async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiError> {
     let mut body = BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let chunk =
