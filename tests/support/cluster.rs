@@ -103,6 +103,24 @@ impl Member {
             .and_then(|value| value.trim().parse().ok())
     }
 
+    /// Delays each of this member's raft log syncs by `millis` (0: none),
+    /// the slow-disk failpoint; the member must run with
+    /// `--experimental-enable-failpoints`.
+    pub fn set_sync_delay(&self, millis: u64) -> Result<(), String> {
+        let path = "/debug/failpoints/raft-log-sync-delay";
+        let response = super::http::Connection::connect(self.client_port)
+            .and_then(|mut c| c.send("PUT", path, &[], millis.to_string().as_bytes()))
+            .map_err(|e| format!("PUT {path} on {}: {e}", self.name))?;
+        match response.status {
+            200 => Ok(()),
+            status => Err(format!(
+                "PUT {path} on {}: {status} {}",
+                self.name,
+                response.text()
+            )),
+        }
+    }
+
     pub fn is_leader(&self) -> bool {
         self.is_running() && self.gauge("is_leader") == Some(1)
     }
@@ -121,7 +139,6 @@ impl Drop for Member {
 pub struct Cluster {
     pub members: Vec<Member>,
     dir: PathBuf,
-    token: String,
     /// The certificates of a TLS cluster (clients and peers over https).
     pki: Option<Pki>,
 }
@@ -217,7 +234,6 @@ impl Cluster {
         let mut cluster = Cluster {
             members,
             dir: dir.to_path_buf(),
-            token,
             pki,
         };
         for member in &mut cluster.members {
@@ -300,7 +316,9 @@ impl Cluster {
             scheme: "http",
             initial_cluster: initial_cluster.join(","),
             state: "existing",
-            extra: vec!["--initial-cluster-token".into(), self.token.clone()],
+            // The founders' flags (with the cluster token), so a joiner
+            // runs as they do.
+            extra: self.members[0].extra.clone(),
             child: None,
             _watchdog: watchdog::arm(),
         }
