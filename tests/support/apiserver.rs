@@ -58,6 +58,8 @@ pub fn secure_flags(dir: &Path, port: u16) -> Vec<String> {
         path(pki.service_account_key()),
         "--service-account-key-file".into(),
         path(pki.service_account_key()),
+        "--root-ca-file".into(),
+        path(pki.server_ca()),
     ]
 }
 

@@ -12,6 +12,8 @@ mod claims_repair;
 mod garbage_collector;
 mod namespaces;
 mod pod_termination;
+pub mod resource_quotas;
+pub mod service_accounts;
 mod world;
 
 use std::sync::Arc;
