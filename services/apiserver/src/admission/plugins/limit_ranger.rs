@@ -117,7 +117,12 @@ fn set_defaults(pod: &mut Value, items: &[Value]) {
         } else {
             "init container"
         };
-        let Some(list) = pod["spec"][field].as_array_mut() else {
+        // `pointer_mut`, not indexing: indexing a missing key would write
+        // a `null` into the pod, which a later update sees as a change.
+        let Some(list) = pod
+            .pointer_mut(&format!("/spec/{field}"))
+            .and_then(Value::as_array_mut)
+        else {
             continue;
         };
         for container in list {
@@ -126,7 +131,7 @@ fn set_defaults(pod: &mut Value, items: &[Value]) {
                 ("requests", "defaultRequest", "request"),
                 ("limits", "default", "limit"),
             ] {
-                let set = fill(&mut container["resources"][kind], items, default_field);
+                let set = fill(container, kind, items, default_field);
                 if !set.is_empty() {
                     notes.push(format!("{} {what} for {word} {name}", set.join(", ")));
                 }
@@ -139,22 +144,38 @@ fn set_defaults(pod: &mut Value, items: &[Value]) {
     }
 }
 
-/// Sets in `list` each resource an item's `field` has and `list` lacks;
-/// the names set.
-fn fill(list: &mut Value, items: &[Value], field: &str) -> Vec<String> {
-    let mut set = Vec::new();
+/// Sets in the container's `resources.<kind>` each resource an item's
+/// `field` has and the container lacks (the first item wins); the names
+/// set. Nothing is written, not even an empty map, when nothing lacks.
+fn fill(container: &mut Value, kind: &str, items: &[Value], field: &str) -> Vec<String> {
+    let mut missing: Vec<(String, Value)> = Vec::new();
     for item in items {
         for (resource, amount) in item[field].as_object().into_iter().flatten() {
-            if list.get(resource).is_none_or(Value::is_null) {
-                if !list.is_object() {
-                    *list = Value::Object(Map::new());
-                }
-                list[resource] = amount.clone();
-                set.push(resource.clone());
+            let present = container["resources"][kind]
+                .get(resource)
+                .is_some_and(|v| !v.is_null());
+            if !present && !missing.iter().any(|(name, _)| name == resource) {
+                missing.push((resource.clone(), amount.clone()));
             }
         }
     }
-    set
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    if !container["resources"].is_object() {
+        container["resources"] = Value::Object(Map::new());
+    }
+    let list = &mut container["resources"][kind];
+    if !list.is_object() {
+        *list = Value::Object(Map::new());
+    }
+    missing
+        .into_iter()
+        .map(|(resource, amount)| {
+            list[resource.as_str()] = amount;
+            resource
+        })
+        .collect()
 }
 
 /// The pod's requests and limits summed over its containers.
