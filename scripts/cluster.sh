@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
 # A local replicated control plane on loopback: three capstan-store members
-# and two capstan-apiservers, each apiserver talking to all three members.
-# Data and logs under $DATA (default data/cluster). Ctrl-C stops everything.
+# and two capstan-apiservers, each apiserver talking to all three members,
+# everything over TLS with certificates made on first start under
+# $DATA/pki (`capstan certificates`, kept on later starts). Data and logs
+# under $DATA (default data/cluster). Ctrl-C stops everything.
 #
-#   store members:  127.0.0.1:12379, 22379, 32379  (peers on 12380, 22380, 32380)
-#   apiservers:     127.0.0.1:18080, 28080
+#   store members:  https://127.0.0.1:12379, 22379, 32379  (peers on 12380, 22380, 32380)
+#   apiservers:     https://127.0.0.1:16443, 26443
 set -euo pipefail
 
 BIN=${BIN:-target/release}
 DATA=${DATA:-data/cluster}
+PKI=$DATA/pki
 mkdir -p "$DATA"
 
+members=()
 initial=""
 for i in 1 2 3; do
-  initial+="${initial:+,}m$i=http://127.0.0.1:${i}2380"
+  members+=(--store-member "m$i=127.0.0.1,localhost")
+  initial+="${initial:+,}m$i=https://127.0.0.1:${i}2380"
 done
-etcd_servers="http://127.0.0.1:12379,http://127.0.0.1:22379,http://127.0.0.1:32379"
+"$BIN/capstan" certificates --dir "$PKI" "${members[@]}" --server https://127.0.0.1:16443
+etcd_servers="https://127.0.0.1:12379,https://127.0.0.1:22379,https://127.0.0.1:32379"
+store_client=(--cacert "$PKI/etcd/ca.crt" --cert "$PKI/etcd/client.crt" --key "$PKI/etcd/client.key")
 
 pids=()
 stop() {
@@ -27,26 +34,38 @@ trap stop EXIT
 
 for i in 1 2 3; do
   "$BIN/capstan-store" --name "m$i" --data-dir "$DATA/m$i" \
-    --listen-client-urls "http://127.0.0.1:${i}2379" \
-    --listen-peer-urls "http://127.0.0.1:${i}2380" \
-    --initial-cluster "$initial" >"$DATA/m$i.log" 2>&1 &
+    --listen-client-urls "https://127.0.0.1:${i}2379" \
+    --listen-peer-urls "https://127.0.0.1:${i}2380" \
+    --initial-cluster "$initial" \
+    --cert-file "$PKI/etcd/m$i.crt" --key-file "$PKI/etcd/m$i.key" \
+    --trusted-ca-file "$PKI/etcd/ca.crt" --client-cert-auth \
+    --peer-cert-file "$PKI/etcd/m$i.crt" --peer-key-file "$PKI/etcd/m$i.key" \
+    --peer-trusted-ca-file "$PKI/etcd/ca.crt" --peer-client-cert-auth \
+    >"$DATA/m$i.log" 2>&1 &
   pids+=($!)
 done
 for i in 1 2 3; do
   for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:${i}2379/health" >/dev/null && break
+    curl -sf "${store_client[@]}" "https://127.0.0.1:${i}2379/health" >/dev/null && break
     sleep 0.1
   done
 done
 for i in 1 2; do
-  "$BIN/capstan-apiserver" --etcd-servers "$etcd_servers" --secure-port 0 --insecure-port "${i}8080" \
+  "$BIN/capstan-apiserver" --etcd-servers "$etcd_servers" --secure-port "${i}6443" \
+    --bind-address 127.0.0.1 \
+    --etcd-cafile "$PKI/etcd/ca.crt" --etcd-certfile "$PKI/etcd/client.crt" \
+    --etcd-keyfile "$PKI/etcd/client.key" \
+    --tls-cert-file "$PKI/serving.crt" --tls-private-key-file "$PKI/serving.key" \
+    --client-ca-file "$PKI/client-ca.crt" \
+    --service-account-key-file "$PKI/service-account.key" \
+    --service-account-signing-key-file "$PKI/service-account.key" \
     >"$DATA/apiserver$i.log" 2>&1 &
   pids+=($!)
 done
 
 cat <<INFO
-store:      ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:12379,127.0.0.1:22379,127.0.0.1:32379 endpoint status -w table
-apiservers: kubectl -s http://127.0.0.1:18080 get ns   (or :28080)
+store:      ETCDCTL_API=3 etcdctl --endpoints=$etcd_servers ${store_client[*]} endpoint status -w table
+apiservers: kubectl --kubeconfig $PKI/kubeconfig get ns   (https://127.0.0.1:16443; :26443 is the second)
 logs:       $DATA/*.log
 INFO
 wait

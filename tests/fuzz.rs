@@ -7,13 +7,15 @@
 //! a long one (`CAPSTAN_FUZZ_REQUESTS`, `CAPSTAN_FUZZ_SEED`).
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
 use capstan_tests::apiserver::Embedded;
 use capstan_tests::http::{Connection, Response};
 use capstan_tests::mutate::{FuzzRequest, Mutator};
 use capstan_tests::store::http_get;
+use capstan_tests::tls::{self, Identity};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
@@ -215,8 +217,10 @@ fn a_control_character_in_an_unknown_field_name_is_escaped_in_the_warning() {
     );
 }
 
-/// Random bytes, some after the HTTP/2 preface, on the store's gRPC port:
-/// each connection is closed or answered, and the store keeps serving.
+/// Random bytes on the store's gRPC port, half of them raw (the TLS
+/// handshake sees them) and half inside a TLS session with the store's
+/// client certificate, some of those after the HTTP/2 preface: each
+/// connection is closed or answered, and the store keeps serving.
 #[test]
 fn random_bytes_on_the_store_port_leave_it_serving() {
     let seed = setting("CAPSTAN_FUZZ_SEED", 14);
@@ -225,27 +229,30 @@ fn random_bytes_on_the_store_port_leave_it_serving() {
     let server = Embedded::start();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     for index in 0..count {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.store_port))
+        let socket = TcpStream::connect(("127.0.0.1", server.store_port))
             .unwrap_or_else(|e| panic!("connection {index} refused: {e}"));
-        stream
+        socket
             .set_read_timeout(Some(Duration::from_secs(30)))
             .expect("a read timeout");
-        let mut bytes: Vec<u8> = if rng.random_bool(0.5) {
+        let in_tls = rng.random_bool(0.5);
+        let mut bytes: Vec<u8> = if in_tls && rng.random_bool(0.5) {
             b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec()
         } else {
             Vec::new()
         };
         let length = rng.random_range(1..2048);
         bytes.extend((0..length).map(|_| rng.random::<u8>()));
-        // The server may close as soon as it sees garbage: a failed write
-        // after that is an answer, not an error.
-        let _ = stream.write_all(&bytes);
-        let _ = stream.shutdown(std::net::Shutdown::Write);
-        let mut answer = Vec::new();
-        match stream.read_to_end(&mut answer) {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-            Err(e) => panic!("connection {index}: the store neither answered nor closed: {e}"),
+        let answered = if in_tls {
+            let config = tls::client_config_for(server.store_port, &Identity::Admin)
+                .expect("the embedded store serves TLS");
+            let name = "127.0.0.1".try_into().expect("an IP name");
+            let session = rustls::ClientConnection::new(config, name).expect("a TLS session");
+            send_in_tls(session, socket, &bytes)
+        } else {
+            send_plain(socket, &bytes)
+        };
+        if let Err(e) = answered {
+            panic!("connection {index}: the store neither answered nor closed: {e}");
         }
     }
     let health = http_get(server.store_port, "/health").expect("the store answers /health");
@@ -254,6 +261,60 @@ fn random_bytes_on_the_store_port_leave_it_serving() {
         http_get(server.port, "/readyz").is_some(),
         "the API server is ready"
     );
+}
+
+/// Writes `bytes`, closes the writing half and reads until the server
+/// closes. The server may close as soon as it sees garbage: a failed write
+/// after that, a reset or a TLS alert is an answer, not an error; only a
+/// read that times out is.
+fn send_plain(mut socket: TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    let _ = socket.write_all(bytes);
+    let _ = socket.shutdown(Shutdown::Write);
+    read_until_closed(&mut socket)
+}
+
+/// [`send_plain`] inside a TLS session, ended with a close_notify.
+fn send_in_tls(
+    session: rustls::ClientConnection,
+    socket: TcpStream,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    let mut stream = rustls::StreamOwned::new(session, socket);
+    let _ = stream.write_all(bytes).and_then(|()| stream.flush());
+    stream.conn.send_close_notify();
+    let _ = stream.flush();
+    let _ = stream.sock.shutdown(Shutdown::Write);
+    read_until_closed(&mut stream)
+}
+
+fn read_until_closed(stream: &mut impl Read) -> std::io::Result<()> {
+    let mut answer = Vec::new();
+    match stream.read_to_end(&mut answer) {
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// A gRPC channel to the embedded store, over TLS with its client
+/// certificate.
+async fn store_channel(server: &Embedded) -> tonic::transport::Channel {
+    let pki = capstan_apiserver::pki::Pki::at(&server.dir.path().join("data").join("pki"));
+    let read = |path: std::path::PathBuf| std::fs::read(path).expect("read the store PKI");
+    let tls = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(read(
+            pki.store_ca(),
+        )))
+        .identity(tonic::transport::Identity::from_pem(
+            read(pki.store_client_cert()),
+            read(pki.store_client_key()),
+        ));
+    tonic::transport::Channel::from_shared(server.store_url())
+        .expect("a URL")
+        .tls_config(tls)
+        .expect("a TLS configuration")
+        .connect()
+        .await
+        .expect("connect to the store")
 }
 
 /// A valid request for each fuzzed KV and lease method, encoded.
@@ -337,13 +398,9 @@ async fn mutated_grpc_messages_get_a_status_and_refused_ones_write_nothing() {
     let count = setting("CAPSTAN_FUZZ_MESSAGES", 400);
     eprintln!("gRPC fuzz: seed {seed} (CAPSTAN_FUZZ_SEED), {count} messages");
     let server = tokio::task::block_in_place(Embedded::start);
-    let url = format!("http://127.0.0.1:{}", server.store_port);
-    let channel = tonic::transport::Channel::from_shared(url.clone())
-        .expect("a URL")
-        .connect()
-        .await
-        .expect("connect to the store");
-    let mut client = etcd_client::Client::connect([url], None)
+    let url = server.store_url();
+    let channel = store_channel(&server).await;
+    let mut client = etcd_client::Client::connect([url], Some(server.store_connect_options()))
         .await
         .expect("connect a client");
     let seeds = grpc_seeds();

@@ -405,3 +405,33 @@ fn can_i_list_shows_the_rules_a_user_holds() {
         "{everything}"
     );
 }
+
+/// Two API servers starting at once on an empty store both reconcile the
+/// bootstrap policy (the one that loses a create or update race reads
+/// again) and both serve; before, the loser stopped with "already exists".
+#[test]
+fn two_api_servers_starting_at_once_both_serve() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = StoreBackend::start(Backend::Capstan, &dir.path().join("store"));
+    let url = store.url();
+    let homes = ["first", "second"].map(|name| dir.path().join(name));
+    let servers: Vec<(ApiServer, &Path)> = std::thread::scope(|scope| {
+        let starts: Vec<_> = homes
+            .iter()
+            .map(|home| {
+                std::fs::create_dir_all(home).expect("a home for each server");
+                let url = &url;
+                scope.spawn(move || (ApiServer::start(url, home, "apiserver"), home.as_path()))
+            })
+            .collect();
+        starts
+            .into_iter()
+            .map(|start| start.join().expect("an API server started"))
+            .collect()
+    });
+    for (server, home) in &servers {
+        let admin = Kubectl::new(home, server.port);
+        admin.ok(&["get", "clusterrole", "cluster-admin"]);
+        admin.ok(&["get", "clusterrolebinding", "system:discovery"]);
+    }
+}

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use capstan_tests::apiserver::{ApiServer, Backend, Http, BACKENDS};
+use capstan_tests::apiserver::{ApiServer, Backend, Embedded, Http, BACKENDS};
 use capstan_tests::certs::{Authority, Pair};
 use capstan_tests::poll::wait_for;
 use capstan_tests::watchdog::{self, Watchdog};
@@ -407,4 +407,49 @@ fn a_member_with_half_a_tls_configuration_does_not_start() {
         stderr.contains("--cert-file and --key-file must be given together"),
         "{stderr}"
     );
+}
+
+/// `capstan`, the embedded default, runs its store over TLS with its own
+/// CA under `data/pki/etcd`: etcdctl with those files reads what kubectl
+/// wrote, and a client without the store's client certificate (even one
+/// with the API server's admin certificate), or over plain HTTP, is refused.
+#[test]
+fn the_embedded_store_speaks_tls_with_its_own_ca() {
+    let server = Embedded::start();
+    server
+        .kubectl
+        .ok(&["create", "configmap", "over-tls", "--from-literal=k=v"]);
+    let pki = server.dir.path().join("data").join("pki");
+    let store = pki.join("etcd");
+    let file = |dir: &Path, name: &str| dir.join(name).display().to_string();
+    let admitted = vec![
+        format!("--cacert={}", file(&store, "ca.crt")),
+        format!("--cert={}", file(&store, "client.crt")),
+        format!("--key={}", file(&store, "client.key")),
+    ];
+    let url = server.store_url();
+    let key = "/registry/configmaps/default/over-tls";
+    let (ok, out) = etcdctl(&url, &admitted, &["get", key, "--keys-only"]);
+    assert!(ok && out.contains(key), "the store's client reads: {out}");
+
+    let refused = [
+        ("no client certificate", admitted[..1].to_vec()),
+        (
+            "the API server's admin certificate",
+            vec![
+                admitted[0].clone(),
+                format!("--cert={}", file(&pki, "admin.crt")),
+                format!("--key={}", file(&pki, "admin.key")),
+            ],
+        ),
+    ];
+    for (what, flags) in refused {
+        let (ok, out) = etcdctl(&url, &flags, &["put", "intruder", "x"]);
+        assert!(!ok, "a client with {what} is refused, yet: {out}");
+    }
+    let plain = format!("http://127.0.0.1:{}", server.store_port);
+    let (ok, out) = etcdctl(&plain, &[], &["put", "intruder", "x"]);
+    assert!(!ok, "plain HTTP is refused, yet: {out}");
+    let (_, out) = etcdctl(&url, &admitted, &["get", "intruder", "--keys-only"]);
+    assert!(out.trim().is_empty(), "nothing was written: {out}");
 }

@@ -111,6 +111,16 @@ pub struct Args {
     /// file; the clients send a plain user's token (see `apiserver::rbac`).
     #[arg(long)]
     pub api_rbac: bool,
+
+    /// With `--api-rbac`: the API servers' `--authorization-mode`
+    /// (`AlwaysAllow` measures the chain without the RBAC decision).
+    #[arg(long, default_value = "RBAC")]
+    pub api_authorization_mode: String,
+
+    /// Audit every request at this level (`Metadata`, `Request`,
+    /// `RequestResponse`) to a log file next to each API server.
+    #[arg(long)]
+    pub api_audit_level: Option<String>,
 }
 
 /// The parsed `--store-workloads` list, in the order given.

@@ -191,7 +191,10 @@ fn run(
     if args.runs_apiserver() {
         let binary = args.apiserver_bin()?;
         if args.api_rbac {
-            apiserver::rbac::enable();
+            apiserver::rbac::enable(&args.api_authorization_mode);
+        }
+        if let Some(level) = &args.api_audit_level {
+            apiserver::audit::enable(level);
         }
         backends = apiserver::start_backends(&binary, &servers, args.startup_timeout, checks);
         let config = args.api_config();

@@ -11,6 +11,7 @@ use super::store::{http_get, StoreProcess};
 use super::tls::{self, Identity};
 use super::watchdog::{self, Watchdog};
 use super::{binary, free_port};
+use capstan_apiserver::pki::Pki;
 
 /// Waits until `/readyz` answers 200 (the store is reachable and the
 /// system namespaces exist), or panics with the log.
@@ -331,6 +332,7 @@ impl Embedded {
             .args(["--secure-port", &port.to_string()]);
         // capstan makes its certificates under its data folder at start.
         tls::register(port, &data.join("pki"));
+        tls::register_store(store_port, &data.join("pki"));
         command.args([
             "--store-port",
             &store_port.to_string(),
@@ -356,6 +358,18 @@ impl Embedded {
 
     pub fn pid(&self) -> u32 {
         self.process.0.id()
+    }
+
+    /// The embedded store's client URL (TLS with the store's own CA).
+    pub fn store_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.store_port)
+    }
+
+    /// etcd-client options for the embedded store: its CA and the store
+    /// client certificate `capstan` made.
+    pub fn store_connect_options(&self) -> etcd_client::ConnectOptions {
+        let pki = Pki::at(&self.dir.path().join("data").join("pki"));
+        etcd_client::ConnectOptions::new().with_tls(tls::store_tls_options(&pki))
     }
 }
 
@@ -434,8 +448,13 @@ impl WatchEvents {
     /// A connection ready to send a watch request on, so that a test can
     /// connect first and ask right after a write.
     pub fn connect(port: u16) -> WatchEvents {
+        WatchEvents::connect_as(port, &Identity::Admin)
+    }
+
+    /// [`WatchEvents::connect`] with `identity`'s credentials.
+    pub fn connect_as(port: u16, identity: &Identity) -> WatchEvents {
         WatchEvents {
-            connection: Connection::connect(port).unwrap_or_else(|e| panic!("{e}")),
+            connection: Connection::connect_as(port, identity).unwrap_or_else(|e| panic!("{e}")),
             pending: Vec::new(),
             ended: false,
         }

@@ -141,10 +141,9 @@ impl Connection {
             .map_err(|source| HttpError::Connect { port, source })?;
         socket.set_read_timeout(Some(READ_TIMEOUT))?;
         socket.set_nodelay(true)?;
-        let stream = match tls::pki_of(port) {
+        let stream = match tls::client_config_for(port, identity) {
             None => Stream::Plain(socket),
-            Some(pki) => {
-                let config = tls::client_config(&pki, identity);
+            Some(config) => {
                 let name = "127.0.0.1".try_into().expect("an IP name");
                 let session = rustls::ClientConnection::new(config, name)
                     .map_err(|e| HttpError::Malformed(format!("TLS: {e}")))?;
@@ -188,6 +187,40 @@ impl Connection {
             (Err(write), Err(_)) => Err(write.into()),
             (Ok(()), Err(read)) => Err(read),
         }
+    }
+
+    /// Sends a request's head and only `part` of its `length`-byte body:
+    /// the request stays in flight until [`Connection::finish`] sends the
+    /// rest and reads the answer.
+    pub fn send_partial(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        length: usize,
+        part: &[u8],
+    ) -> Result<(), HttpError> {
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
+        if let Some(authorization) = &self.authorization {
+            head.push_str(&format!("Authorization: {authorization}\r\n"));
+        }
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str(&format!("Content-Length: {length}\r\n\r\n"));
+        let stream = self.reader.get_mut();
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(part)?;
+        stream.flush()?;
+        Ok(())
+    }
+
+    /// The rest of a [`Connection::send_partial`] body, and the answer.
+    pub fn finish(&mut self, rest: &[u8]) -> Result<Response, HttpError> {
+        let stream = self.reader.get_mut();
+        stream.write_all(rest)?;
+        stream.flush()?;
+        self.read_response()
     }
 
     /// A JSON request (`PATCH` as a merge patch): the status and the body,

@@ -220,7 +220,7 @@ impl Drop for StoreProcess {
 /// A minimal HTTP/1.1 GET on loopback; None if the server is not up.
 pub fn http_get(port: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
-    if super::tls::pki_of(port).is_some() {
+    if super::tls::pki_of(port).is_some() || super::tls::store_pki_of(port).is_some() {
         let mut connection = super::http::Connection::connect(port).ok()?;
         let response = connection.send("GET", path, &[], b"").ok()?;
         return (response.status == 200).then(|| response.text());

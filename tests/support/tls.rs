@@ -17,6 +17,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 static SERVERS: Mutex<Option<HashMap<u16, PathBuf>>> = Mutex::new(None);
+/// The same for store client ports.
+static STORES: Mutex<Option<HashMap<u16, PathBuf>>> = Mutex::new(None);
 
 /// Who a client says it is.
 #[derive(Debug, Clone)]
@@ -47,6 +49,31 @@ pub fn register(port: u16, pki_dir: &Path) {
         .insert(port, pki_dir.to_path_buf());
 }
 
+/// Registers `port` as the client port of a store serving with the store
+/// certificates of the PKI in `pki_dir` (an embedded `capstan`'s).
+pub fn register_store(port: u16, pki_dir: &Path) {
+    let mut stores = STORES.lock().unwrap_or_else(|e| e.into_inner());
+    stores
+        .get_or_insert_with(HashMap::new)
+        .insert(port, pki_dir.to_path_buf());
+}
+
+/// The PKI of the store on `port`, if it serves TLS with one.
+pub fn store_pki_of(port: u16) -> Option<Pki> {
+    let stores = STORES.lock().unwrap_or_else(|e| e.into_inner());
+    stores.as_ref()?.get(&port).map(|dir| Pki::at(dir))
+}
+
+/// A client configuration for whatever serves TLS on `port`: an API
+/// server (as `identity`) or a store (with its client certificate).
+pub fn client_config_for(port: u16, identity: &Identity) -> Option<Arc<rustls::ClientConfig>> {
+    match (pki_of(port), store_pki_of(port)) {
+        (Some(pki), _) => Some(client_config(&pki, identity)),
+        (None, Some(pki)) => Some(store_client_config(&pki)),
+        (None, None) => None,
+    }
+}
+
 /// The PKI of the server on `port`, if it serves TLS.
 pub fn pki_of(port: u16) -> Option<Pki> {
     let servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -65,19 +92,41 @@ pub fn admin(pki: &Pki) -> (String, String) {
 /// A client configuration that trusts `pki`'s server CA and presents
 /// the certificate `identity` names, if any.
 pub fn client_config(pki: &Pki, identity: &Identity) -> Arc<rustls::ClientConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    let ca = CertificateDer::from_pem_slice(read(pki.server_ca()).as_bytes()).expect("a CA");
-    roots.add(ca).expect("trust the CA");
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_root_certificates(roots);
     let pair = match identity {
         Identity::Admin => Some(admin(pki)),
         Identity::Certificate { cert, key } => Some((cert.clone(), key.clone())),
         Identity::Anonymous | Identity::Token(_) => None,
     };
+    trusting(&read(pki.server_ca()), pair)
+}
+
+/// A client configuration for the store of `pki` (an embedded `capstan`'s):
+/// trusts the store's CA and presents the store client certificate.
+pub fn store_client_config(pki: &Pki) -> Arc<rustls::ClientConfig> {
+    let pair = (read(pki.store_client_cert()), read(pki.store_client_key()));
+    trusting(&read(pki.store_ca()), Some(pair))
+}
+
+/// etcd-client's TLS options for the store of `pki`.
+pub fn store_tls_options(pki: &Pki) -> etcd_client::TlsOptions {
+    etcd_client::TlsOptions::new()
+        .ca_certificate(etcd_client::Certificate::from_pem(read(pki.store_ca())))
+        .identity(etcd_client::Identity::from_pem(
+            read(pki.store_client_cert()),
+            read(pki.store_client_key()),
+        ))
+}
+
+/// Trusts the CA `ca_pem`, presenting the (certificate, key) `pair` if any.
+fn trusting(ca_pem: &str, pair: Option<(String, String)>) -> Arc<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("a CA");
+    roots.add(ca).expect("trust the CA");
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots);
     let config = match pair {
         Some((cert, key)) => {
             let chain = CertificateDer::pem_slice_iter(cert.as_bytes())

@@ -12,9 +12,11 @@
 //! - [`verify`]: checks of the server's state after the creates;
 //! - [`table`]: ratios and the printed table;
 //! - [`rbac`]: the `--api-rbac` variant (RBAC on, clients with a token);
+//! - [`audit`]: the `--api-audit-level` variant (every request audited);
 //! - this file: the order of it all and the checks it records.
 
 mod answers;
+pub mod audit;
 mod cache;
 mod error;
 mod http;

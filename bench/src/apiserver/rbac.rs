@@ -11,7 +11,10 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-static ON: OnceLock<()> = OnceLock::new();
+/// The authorization mode of the variant (`RBAC` unless
+/// `--api-authorization-mode` says otherwise, to measure the chain
+/// without RBAC's decision but with the same token authentication).
+static ON: OnceLock<String> = OnceLock::new();
 
 const ADMIN_TOKEN: &str = "bench-admin-token";
 pub const CLIENT_TOKEN: &str = "bench-client-token";
@@ -22,9 +25,9 @@ const BINDING: &str = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Cl
 "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},
 "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"bench-clients"}]}"#;
 
-/// Turns the variant on for the rest of the run.
-pub fn enable() {
-    let _ = ON.set(());
+/// Turns the variant on for the rest of the run, with `mode`.
+pub fn enable(mode: &str) {
+    let _ = ON.set(mode.to_string());
 }
 
 pub fn enabled() -> bool {
@@ -35,8 +38,9 @@ pub fn enabled() -> bool {
 pub fn flags(dir: &Path) -> std::io::Result<Vec<String>> {
     let tokens = dir.join("tokens.csv");
     std::fs::write(&tokens, TOKENS)?;
+    let mode = ON.get().map_or("RBAC", String::as_str);
     Ok(vec![
-        "--authorization-mode=RBAC".into(),
+        format!("--authorization-mode={mode}"),
         "--token-auth-file".into(),
         tokens.display().to_string(),
     ])

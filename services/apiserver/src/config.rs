@@ -103,6 +103,28 @@ pub struct Flags {
     /// `kube-root-ca.crt` ConfigMap (kube-controller-manager's flag).
     #[arg(long)]
     pub root_ca_file: Option<String>,
+    /// The audit policy (an audit.k8s.io/v1 Policy, YAML or JSON); with
+    /// --audit-log-path, requests are audited as it says.
+    #[arg(long)]
+    pub audit_policy_file: Option<String>,
+    /// Where audit events go as JSON lines (`-`: standard output).
+    #[arg(long)]
+    pub audit_log_path: Option<String>,
+    /// Megabytes of audit log before it is rotated (0: never).
+    #[arg(long)]
+    pub audit_log_maxsize: Option<u64>,
+    /// Rotated audit logs kept (0: all).
+    #[arg(long)]
+    pub audit_log_maxbackup: Option<usize>,
+    /// Days a rotated audit log is kept (0: no limit).
+    #[arg(long)]
+    pub audit_log_maxage: Option<u64>,
+    /// Reads served at once before 429s (400; 0: no limit).
+    #[arg(long)]
+    pub max_requests_inflight: Option<usize>,
+    /// Writes served at once before 429s (200; 0: no limit).
+    #[arg(long)]
+    pub max_mutating_requests_inflight: Option<usize>,
 }
 
 /// kube-apiserver's usual mode; `AlwaysAllow` is for development only.
@@ -136,6 +158,13 @@ pub struct ApiserverConfig {
     pub enable_admission_plugins: String,
     pub disable_admission_plugins: String,
     pub root_ca_file: String,
+    pub audit_policy_file: String,
+    pub audit_log_path: String,
+    pub audit_log_maxsize: u64,
+    pub audit_log_maxbackup: usize,
+    pub audit_log_maxage: u64,
+    pub max_requests_inflight: usize,
+    pub max_mutating_requests_inflight: usize,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -169,7 +198,14 @@ impl ApiserverConfig {
             .set_default("authorization_mode", DEFAULT_AUTHORIZATION_MODE)?
             .set_default("enable_admission_plugins", "")?
             .set_default("disable_admission_plugins", "")?
-            .set_default("root_ca_file", "")?;
+            .set_default("root_ca_file", "")?
+            .set_default("audit_policy_file", "")?
+            .set_default("audit_log_path", "")?
+            .set_default("audit_log_maxsize", 0)?
+            .set_default("audit_log_maxbackup", 0)?
+            .set_default("audit_log_maxage", 0)?
+            .set_default("max_requests_inflight", 400)?
+            .set_default("max_mutating_requests_inflight", 200)?;
         let overrides = [
             ("etcd_servers", flags.etcd_servers.clone()),
             ("bind_address", flags.bind_address.clone()),
@@ -222,6 +258,28 @@ impl ApiserverConfig {
                     .token_auth_file
                     .as_ref()
                     .map(|p| p.display().to_string()),
+            ),
+            ("audit_policy_file", flags.audit_policy_file.clone()),
+            ("audit_log_path", flags.audit_log_path.clone()),
+            (
+                "audit_log_maxsize",
+                flags.audit_log_maxsize.map(|n| n.to_string()),
+            ),
+            (
+                "audit_log_maxbackup",
+                flags.audit_log_maxbackup.map(|n| n.to_string()),
+            ),
+            (
+                "audit_log_maxage",
+                flags.audit_log_maxage.map(|n| n.to_string()),
+            ),
+            (
+                "max_requests_inflight",
+                flags.max_requests_inflight.map(|n| n.to_string()),
+            ),
+            (
+                "max_mutating_requests_inflight",
+                flags.max_mutating_requests_inflight.map(|n| n.to_string()),
             ),
         ];
         let config: ApiserverConfig = capstan_telemetry::settings::load_layered(
@@ -307,6 +365,17 @@ impl ApiserverConfig {
         match listed.is_empty() {
             true => vec![self.service_account_issuer.clone()],
             false => listed,
+        }
+    }
+
+    /// The audit flags.
+    pub fn audit(&self) -> crate::audit::Settings {
+        crate::audit::Settings {
+            policy_file: self.audit_policy_file.clone(),
+            log_path: self.audit_log_path.clone(),
+            max_size_mb: self.audit_log_maxsize,
+            max_backups: self.audit_log_maxbackup,
+            max_age_days: self.audit_log_maxage,
         }
     }
 

@@ -215,6 +215,8 @@ impl ApiError {
             let mut details =
                 json!({"name": target.name, "group": target.group, "kind": target.resource});
             if let ApiError::Invalid(invalid) = self {
+                // kube's NewInvalid names the kind, not the resource.
+                details["kind"] = invalid.kind.as_str().into();
                 details["causes"] = invalid
                     .causes
                     .iter()

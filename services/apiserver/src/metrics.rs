@@ -1,5 +1,6 @@
 //! Prometheus metrics: requests by verb, resource and code, latency, open
-//! watches, and the store's latency and failovers.
+//! watches, in-flight requests, audit events, and the store's latency and
+//! failovers.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -23,11 +24,27 @@ pub struct VerbLabels {
     pub resource: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    /// `readOnly` or `mutating`, kube's label values.
+    pub request_kind: &'static str,
+}
+
+/// The in-flight limits' apiserver_current_inflight_requests and
+/// apiserver_dropped_requests_total, as kube names them.
+#[derive(Clone, Default)]
+pub struct InFlightMetrics {
+    pub current: Family<KindLabel, Gauge>,
+    pub dropped: Family<KindLabel, Counter>,
+}
+
 pub struct Metrics {
     registry: Registry,
     pub requests: Family<RequestLabels, Counter>,
     pub latency: Family<VerbLabels, Histogram>,
     pub watches: Gauge,
+    pub in_flight: InFlightMetrics,
+    pub audit: crate::audit::Counters,
 }
 
 impl Metrics {
@@ -59,11 +76,35 @@ impl Metrics {
             "Store requests moved on to another member",
             store.failovers.clone(),
         );
+        let in_flight = InFlightMetrics::default();
+        registry.register(
+            "current_inflight_requests",
+            "Requests being served, by kind (readOnly or mutating; long-running ones not counted)",
+            in_flight.current.clone(),
+        );
+        registry.register(
+            "dropped_requests",
+            "Requests refused with 429 by the in-flight limits, by kind",
+            in_flight.dropped.clone(),
+        );
+        let audit = crate::audit::Counters::default();
+        registry.register(
+            "audit_event",
+            "Audit events handed to the audit backend",
+            audit.events.clone(),
+        );
+        registry.register(
+            "audit_error",
+            "Audit events dropped or not written",
+            audit.errors.clone(),
+        );
         Metrics {
             registry,
             requests,
             latency,
             watches,
+            in_flight,
+            audit,
         }
     }
 }

@@ -51,6 +51,8 @@ pub enum StartError {
     RootCa(String, std::io::Error),
     #[error("service-account keys: {0}")]
     Keys(#[from] crate::serviceaccount::keys::KeyError),
+    #[error("audit: {0}")]
+    Audit(#[from] crate::audit::AuditError),
 }
 
 /// Runs the API server until `shutdown` completes. Must be called inside
@@ -79,6 +81,7 @@ pub async fn run(
     };
     crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, port).await?;
     crate::bootstrap::ensure_priority_classes(&catalog).await?;
+    crate::controllers::crds::start(catalog.clone(), config.storage_prefix.clone()).await;
     let store = Store::new(&client);
     let controllers =
         crate::controllers::run(catalog.clone(), store, config.storage_prefix.clone());
@@ -95,11 +98,13 @@ pub async fn run(
     }
     let issuer = issuer(&config)?;
     let authenticators = authenticator(&config, &catalog, issuer.clone())?;
-    let chain = routes::chain::Chain::configured(&config, &catalog, authenticators).await?;
+    let metrics = Arc::new(Metrics::new(client.metrics()));
+    let chain =
+        routes::chain::Chain::configured(&config, &catalog, authenticators, &metrics).await?;
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
         catalog: catalog.clone(),
-        metrics: Arc::new(Metrics::new(client.metrics())),
+        metrics,
         store: Store::new(&client),
         chain,
         issuer,

@@ -2,27 +2,33 @@
 //! server in one process, data under `--data-dir`. On first start it makes
 //! the cluster's certificates and keys under `<data-dir>/pki` (as k3s
 //! does) and writes `<data-dir>/kubeconfig` with the admin's credentials;
-//! later starts reuse them. The store runs on a tokio runtime, the API
+//! later starts reuse them. The embedded store speaks TLS on loopback
+//! with a CA of its own (`<data-dir>/pki/etcd`), as k3s's etcd does. The store runs on a tokio runtime, the API
 //! server in its own actix system thread; both stop on SIGINT/SIGTERM.
 
+mod certificates;
 mod kubeconfig;
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use tokio::sync::oneshot;
 
 use capstan_apiserver::config::{ApiserverConfig, Flags as ApiFlags};
-use capstan_apiserver::pki::{self, Pki};
+use capstan_apiserver::pki::{self, Pki, PkiError};
 use capstan_store::config::{Flags as StoreFlags, StoreConfig};
+use capstan_store::tls::TlsFlags;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "capstan",
     version,
-    about = "A Kubernetes-style control plane in one process"
+    about = "A Kubernetes-style control plane in one process",
+    args_conflicts_with_subcommands = true
 )]
 struct CapstanFlags {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Folder for the store's data, the certificates and the kubeconfig.
     #[arg(long, default_value = "data")]
     data_dir: PathBuf,
@@ -43,8 +49,25 @@ struct CapstanFlags {
     api: ApiFlags,
 }
 
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Makes the certificates, keys and admin kubeconfig of a control
+    /// plane of several processes into one folder (kept if they exist).
+    Certificates(certificates::CertificatesFlags),
+}
+
 fn main() {
     let flags = CapstanFlags::parse();
+    if let Some(Command::Certificates(certificates)) = &flags.command {
+        match certificates::generate(certificates) {
+            Ok(kubeconfig) => println!("wrote {}", kubeconfig.display()),
+            Err(err) => {
+                eprintln!("capstan certificates: {err}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     capstan_telemetry::init_logging(flags.api.log_level.as_deref().unwrap_or("info"));
     if let Err(err) = run(flags) {
         eprintln!("capstan: {err}");
@@ -59,6 +82,9 @@ fn api_flags(flags: &CapstanFlags, pki: &Pki, store_url: &str) -> ApiFlags {
     let given = flags.api.clone();
     ApiFlags {
         etcd_servers: Some(store_url.to_string()),
+        etcd_cafile: given.etcd_cafile.or(path(pki.store_ca())),
+        etcd_certfile: given.etcd_certfile.or(path(pki.store_client_cert())),
+        etcd_keyfile: given.etcd_keyfile.or(path(pki.store_client_key())),
         bind_address: given.bind_address.or(Some("127.0.0.1".into())),
         tls_cert_file: given.tls_cert_file.or(path(pki.serving_cert())),
         tls_private_key_file: given.tls_private_key_file.or(path(pki.serving_key())),
@@ -74,19 +100,51 @@ fn api_flags(flags: &CapstanFlags, pki: &Pki, store_url: &str) -> ApiFlags {
     }
 }
 
-fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
-    let store_url = format!("http://127.0.0.1:{}", flags.store_port);
-    let log_level = flags.api.log_level.clone().unwrap_or_else(|| "info".into());
-    let store = StoreConfig::load(&StoreFlags {
-        name: Some("capstan".into()),
+/// The embedded store's name, and its certificate's file names.
+const STORE_MEMBER: &str = "capstan";
+
+/// The embedded store's flags: one member on loopback, over TLS with the
+/// store's own CA, clients and the peer port both requiring a
+/// certificate from it.
+fn store_flags(flags: &CapstanFlags, pki: &Pki, log_level: String) -> StoreFlags {
+    let path = |p: PathBuf| Some(p.display().to_string());
+    let cert = path(pki.store_member_cert(STORE_MEMBER));
+    let key = path(pki.store_member_key(STORE_MEMBER));
+    let ca = path(pki.store_ca());
+    StoreFlags {
+        name: Some(STORE_MEMBER.into()),
         data_dir: Some(flags.data_dir.join("store")),
-        listen_client_urls: Some(store_url.clone()),
-        listen_peer_urls: Some(format!("http://127.0.0.1:{}", flags.peer_port)),
+        listen_client_urls: Some(format!("https://127.0.0.1:{}", flags.store_port)),
+        listen_peer_urls: Some(format!("https://127.0.0.1:{}", flags.peer_port)),
         log_level: Some(log_level),
+        tls: TlsFlags {
+            cert_file: cert.clone(),
+            key_file: key.clone(),
+            trusted_ca_file: ca.clone(),
+            client_cert_auth: Some(true),
+            peer_cert_file: cert,
+            peer_key_file: key,
+            peer_trusted_ca_file: ca,
+            peer_client_cert_auth: Some(true),
+        },
         ..Default::default()
-    })?;
+    }
+}
+
+/// Makes (on first start) the API server's and the store's certificates.
+fn ensure_pki(flags: &CapstanFlags) -> Result<Pki, PkiError> {
     let pki = Pki::at(&flags.data_dir.join("pki"));
     pki.ensure(&pki::serving_names(&flags.tls_san))?;
+    let loopback = vec!["127.0.0.1".to_string(), "localhost".to_string()];
+    pki.ensure_store(&[(STORE_MEMBER.to_string(), loopback)])?;
+    Ok(pki)
+}
+
+fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
+    let log_level = flags.api.log_level.clone().unwrap_or_else(|| "info".into());
+    let pki = ensure_pki(&flags)?;
+    let store = StoreConfig::load(&store_flags(&flags, &pki, log_level))?;
+    let store_url = format!("https://127.0.0.1:{}", flags.store_port);
     let api = ApiserverConfig::load(&api_flags(&flags, &pki, &store_url))?;
     let server = match api.secure_port {
         0 => format!("http://127.0.0.1:{}", api.insecure_port),

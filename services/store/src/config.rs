@@ -68,6 +68,10 @@ pub struct Flags {
     /// Most operations in one txn.
     #[arg(long)]
     pub max_txn_ops: Option<u64>,
+    /// Size of the backend at which writes are refused and the NOSPACE
+    /// alarm raised, in bytes: 0 is etcd's default (2 GiB), negative is none.
+    #[arg(long, allow_negative_numbers = true)]
+    pub quota_backend_bytes: Option<i64>,
     /// Interval of watch progress notifications, e.g. `10m` or `500ms`.
     #[arg(long)]
     pub watch_progress_notify_interval: Option<String>,
@@ -106,6 +110,7 @@ pub struct StoreConfig {
     pub election_timeout: u64,
     pub max_request_bytes: u64,
     pub max_txn_ops: u64,
+    pub quota_backend_bytes: i64,
     pub watch_progress_notify_interval: String,
     pub log_level: String,
     pub restore_snapshot: String,
@@ -136,11 +141,12 @@ impl StoreConfig {
             .set_default("election_timeout", 1000)?
             .set_default("max_request_bytes", 1_572_864)?
             .set_default("max_txn_ops", 128)?
+            .set_default("quota_backend_bytes", 0)?
             .set_default("watch_progress_notify_interval", "10m")?
             .set_default("log_level", "info")?
             .set_default("restore_snapshot", "")?
             .set_default("experimental_enable_failpoints", false)?;
-        let overrides: [(&str, Option<String>); 20] = [
+        let overrides: [(&str, Option<String>); 21] = [
             (
                 "restore_snapshot",
                 flags
@@ -185,6 +191,10 @@ impl StoreConfig {
                 flags.max_request_bytes.map(|v| v.to_string()),
             ),
             ("max_txn_ops", flags.max_txn_ops.map(|v| v.to_string())),
+            (
+                "quota_backend_bytes",
+                flags.quota_backend_bytes.map(|v| v.to_string()),
+            ),
             (
                 "watch_progress_notify_interval",
                 flags.watch_progress_notify_interval.clone(),

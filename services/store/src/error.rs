@@ -27,6 +27,8 @@ pub enum StoreError {
     Compacted,
     #[error("etcdserver: mvcc: required revision is a future revision")]
     FutureRevision,
+    #[error("etcdserver: mvcc: database space exceeded")]
+    NoSpace,
     #[error("etcdserver: requested lease not found")]
     LeaseNotFound,
     #[error("etcdserver: lease already exists")]
@@ -79,6 +81,7 @@ impl StoreError {
             LeaseExists | MemberExists | PeerUrlExists | NotLearner | LearnerNotReady
             | BadLeaderTransferee | NotLeader => Code::FailedPrecondition,
             NoLeader | LeaderChanged | Timeout | Stopped => Code::Unavailable,
+            NoSpace => Code::ResourceExhausted,
             Unimplemented(_) => Code::Unimplemented,
             Storage(_) | Corrupt(_) | Config(_) => Code::Internal,
         }

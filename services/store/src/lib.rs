@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::apply::{restore_leases, Applier};
+use crate::apply::{restore_leases, Alarms, Applier};
 use crate::config::{split_urls, StoreConfig};
 use crate::error::{Result, StoreError};
 use crate::failpoints::Failpoints;
@@ -40,7 +40,7 @@ use crate::lease::Lessor;
 use crate::member::Cluster;
 use crate::mvcc::MvccStore;
 use crate::raft::{start_node, GrpcTransport, NodeConfig, RaftLog};
-use crate::server::{Context, Limits};
+use crate::server::{Context, Limits, Quota};
 use crate::storage::{Backend, SledBackend};
 use crate::watch::WatchHub;
 
@@ -77,13 +77,14 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let mut lessor = Lessor::new(config.min_lease_ttl());
     restore_leases(&mvcc, &mut lessor)?;
     let lessor = Arc::new(Mutex::new(lessor));
-    let hub = WatchHub::new(mvcc.clone());
+    let hub = WatchHub::new(mvcc.clone(), config.max_request_bytes as usize);
     hub.start(config.progress_notify_interval());
     let applied = mvcc.applied_index()?;
     let log = log.with_state_machine(mvcc.clone());
     let metrics = metrics::Metrics::new();
     let node_config = node_config(config, &cluster, &metrics);
-    let applier = Applier::new(mvcc.clone(), lessor.clone(), hub.clone());
+    let alarms = Arc::new(Alarms::load(&**mvcc.backend())?);
+    let applier = Applier::new(mvcc.clone(), lessor.clone(), hub.clone(), alarms.clone());
     let transport = Arc::new(GrpcTransport::new(
         cluster.local_id,
         cluster.cluster_id.clone(),
@@ -119,6 +120,9 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         metrics,
         peers: Default::default(),
         failpoints,
+        data_dir: config.data_dir.clone(),
+        alarms,
+        quota: Quota::from_setting(config.quota_backend_bytes),
     });
     spawn_jobs(&ctx, config)?;
     Ok(ctx)

@@ -9,6 +9,7 @@
 //! resourceVersion, so the second one's attempt is a harmless no-op.
 
 mod claims_repair;
+pub mod crds;
 mod garbage_collector;
 mod namespaces;
 mod pod_termination;

@@ -28,7 +28,34 @@ pub async fn bootstrap(catalog: &Catalog) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// How often one object is read again after losing a race.
+const ATTEMPTS: usize = 5;
+
+/// Reconciles one object; another API server starting at the same time
+/// may create or change it between our read and our write, so a lost race
+/// (AlreadyExists, Conflict, NotFound) reads again and retries, as kube's
+/// bootstrap does on conflict.
 async fn reconcile(catalog: &Catalog, kind: Kind, expected: Value) -> Result<(), ApiError> {
+    let mut attempt = 1;
+    loop {
+        match reconcile_once(catalog, kind, expected.clone()).await {
+            Err(err) if attempt < ATTEMPTS && lost_race(&err) => {
+                tracing::info!(%err, attempt, "bootstrap policy raced another writer; again");
+                attempt += 1;
+            }
+            done => return done,
+        }
+    }
+}
+
+fn lost_race(err: &ApiError) -> bool {
+    matches!(
+        err,
+        ApiError::AlreadyExists(_) | ApiError::Conflict(..) | ApiError::NotFound(_)
+    )
+}
+
+async fn reconcile_once(catalog: &Catalog, kind: Kind, expected: Value) -> Result<(), ApiError> {
     let name = expected["metadata"]["name"]
         .as_str()
         .unwrap_or("")

@@ -1,17 +1,20 @@
 //! The catalog: which resource types are served, and the address of the
-//! actor of each, looked up by group and resource.
+//! actor of each, looked up by group and resource. The built-in types are
+//! fixed at start; types defined at run time (custom resources) are
+//! served and withdrawn while the server runs.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use actix::Addr;
 
-use super::actor::ResourceActor;
+use super::actor::{ResourceActor, Stop};
 use super::handle::Handle;
 use super::kinds;
 use super::Strategy;
 use crate::storage::{Interface, StorageError, Store};
 
+#[derive(Clone)]
 pub struct Entry {
     pub strategy: Arc<dyn Strategy>,
     pub actor: Addr<ResourceActor>,
@@ -25,6 +28,17 @@ pub struct Catalog {
     /// `startup.rs` installs the plugins).
     pub admission: Arc<crate::admission::Chain>,
     index: HashMap<(String, String, String), usize>,
+    /// Types defined at run time, and what starting one needs.
+    custom: RwLock<Vec<Entry>>,
+    starter: Starter,
+}
+
+/// What a type started after the catalog needs from it.
+struct Starter {
+    store: Arc<dyn Interface>,
+    admission: Arc<crate::admission::Chain>,
+    namespaces: Option<Arc<Handle>>,
+    arbiters: Vec<actix::ArbiterHandle>,
 }
 
 impl Catalog {
@@ -90,11 +104,97 @@ impl Catalog {
         Ok(Catalog {
             entries,
             deletions,
-            admission,
+            admission: admission.clone(),
             index,
+            custom: RwLock::new(Vec::new()),
+            starter: Starter {
+                store,
+                admission,
+                namespaces,
+                arbiters: arbiters.to_vec(),
+            },
         })
     }
 
+    /// Serves `strategy`'s type from now on, its objects under
+    /// `prefix` (`/registry/example.com`): an actor with its own Cacher,
+    /// in place of the one serving the same group and resource before.
+    pub async fn serve(
+        &self,
+        strategy: Arc<dyn Strategy>,
+        prefix: &str,
+    ) -> Result<(), StorageError> {
+        let namespaced = strategy.def().namespaced;
+        let handle = Handle {
+            strategy: strategy.clone(),
+            store: self.starter.store.clone(),
+            prefix: prefix.to_string(),
+            namespace_contents: Vec::new(),
+            namespaces: self.starter.namespaces.clone().filter(|_| namespaced),
+            deletions: self.deletions.clone(),
+            expiry: None,
+            admission: self.starter.admission.clone(),
+        };
+        let arbiters = &self.starter.arbiters;
+        let arbiter = &arbiters[self.custom_entries().len() % arbiters.len()];
+        let actor = ResourceActor::start(handle, arbiter).await?;
+        let (group, resource) = (strategy.def().group, strategy.def().resource);
+        let entry = Entry { strategy, actor };
+        let mut custom = self.custom.write().unwrap_or_else(|e| e.into_inner());
+        let old = custom
+            .iter()
+            .position(|e| e.strategy.def().group == group && e.strategy.def().resource == resource);
+        match old {
+            Some(i) => std::mem::replace(&mut custom[i], entry).actor.do_send(Stop),
+            None => custom.push(entry),
+        }
+        Ok(())
+    }
+
+    /// Stops serving the run-time type `resource` of `group`.
+    pub fn withdraw(&self, group: &str, resource: &str) {
+        let mut custom = self.custom.write().unwrap_or_else(|e| e.into_inner());
+        custom.retain(|e| {
+            let def = e.strategy.def();
+            let keep = def.group != group || def.resource != resource;
+            if !keep {
+                e.actor.do_send(Stop);
+            }
+            keep
+        });
+    }
+
+    /// The types defined at run time.
+    pub fn custom_entries(&self) -> Vec<Entry> {
+        self.custom
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Every served type: the built-in ones, then those defined at run time.
+    pub fn all_entries(&self) -> Vec<Entry> {
+        let mut all = self.entries.clone();
+        all.extend(self.custom_entries());
+        all
+    }
+
+    /// A built-in or run-time type.
+    pub fn find_any(&self, group: &str, version: &str, resource: &str) -> Option<Entry> {
+        if let Some(entry) = self.find(group, version, resource) {
+            return Some(entry.clone());
+        }
+        let custom = self.custom.read().unwrap_or_else(|e| e.into_inner());
+        custom
+            .iter()
+            .find(|e| {
+                let def = e.strategy.def();
+                def.group == group && def.version == version && def.resource == resource
+            })
+            .cloned()
+    }
+
+    /// A built-in type (those the server's own code works with).
     pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<&Entry> {
         let key = (group.to_string(), version.to_string(), resource.to_string());
         self.index.get(&key).map(|i| &self.entries[*i])
@@ -107,7 +207,7 @@ impl Catalog {
     /// Served groups in order of first appearance, with their versions.
     pub fn groups(&self) -> Vec<(&'static str, &'static str)> {
         let mut groups: Vec<(&'static str, &'static str)> = Vec::new();
-        for entry in &self.entries {
+        for entry in &self.all_entries() {
             let def = entry.strategy.def();
             if !groups
                 .iter()

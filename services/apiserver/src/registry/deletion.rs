@@ -51,6 +51,9 @@ fn plan(h: &Handle, obj: &Value, options: &DeleteOptions) -> Plan {
         Some("Orphan") => add_finalizer(&mut marked, ORPHAN),
         _ => {}
     }
+    for finalizer in h.strategy.delete_finalizers() {
+        add_finalizer(&mut marked, finalizer);
+    }
     let deleting = !obj["metadata"]["deletionTimestamp"].is_null();
     let grace = h.strategy.grace_period(obj, options.grace_period);
     let held = h.strategy.holds_contents() || meta::has_finalizers(&marked);

@@ -369,7 +369,13 @@ fn prepare_update(h: &Handle, mut new: Value, old: &Value, part: Part) -> Value 
         return kept;
     }
     if h.def().status {
-        new["status"] = old["status"].clone();
+        // An absent status stays absent (not null: a schema may refuse null).
+        match old.get("status") {
+            Some(status) => new["status"] = status.clone(),
+            None => {
+                new.as_object_mut().map(|map| map.remove("status"));
+            }
+        }
     }
     let old_meta = &old["metadata"];
     let metadata = meta::metadata_mut(&mut new);
@@ -422,7 +428,7 @@ pub async fn update(
         &options,
         true,
         |current| match part {
-            Part::Scale => Ok((with_replicas(&current.object, &body)?, pinned)),
+            Part::Scale => Ok((with_replicas(h, &current.object, &body)?, pinned)),
             _ => Ok((body.clone(), pinned)),
         },
     )
@@ -430,10 +436,10 @@ pub async fn update(
 }
 
 /// The parent object with the replicas a Scale asks for.
-fn with_replicas(parent: &Value, scale: &Value) -> Result<Value, ApiError> {
+fn with_replicas(h: &Handle, parent: &Value, scale: &Value) -> Result<Value, ApiError> {
     let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
     let mut obj = parent.clone();
-    obj["spec"]["replicas"] = replicas.into();
+    h.strategy.set_replicas(&mut obj, replicas);
     if let Some(rv) = scale["metadata"]["resourceVersion"]
         .as_str()
         .filter(|rv| !rv.is_empty())
@@ -464,7 +470,7 @@ pub async fn patch(
         let patched = patch::apply(kind, &base, &patch)?;
         let rv_changed = meta::resource_version(&patched) != current.mod_revision.to_string();
         let new = match part {
-            Part::Scale => with_replicas(&current.object, &patched)?,
+            Part::Scale => with_replicas(h, &current.object, &patched)?,
             _ => patched,
         };
         Ok((new, pinned || rv_changed))

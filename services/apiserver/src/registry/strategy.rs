@@ -208,6 +208,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Finalizers a delete adds, for the type's own cleanup before the
+    /// object goes (a CRD's instances).
+    fn delete_finalizers(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// What a delete changes in a marked object besides its metadata (a
     /// namespace says Terminating).
     fn prepare_for_delete(&self, _marked: &mut Value) {}
@@ -220,6 +226,11 @@ pub trait Strategy: Send + Sync + 'static {
     /// The autoscaling/v1 Scale of `obj`, for types with `/scale`.
     fn scale_of(&self, _obj: &Value) -> Option<Value> {
         None
+    }
+
+    /// Sets the replicas a `/scale` write asks for in `obj`.
+    fn set_replicas(&self, obj: &mut Value, replicas: i64) {
+        obj["spec"]["replicas"] = replicas.into();
     }
 
     /// The subresources a kubelet serves for this type, with their verbs

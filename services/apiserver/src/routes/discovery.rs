@@ -91,7 +91,7 @@ fn aggregated(state: &AppState, core: bool) -> HttpResponse {
         .into_iter()
         .filter(|(group, _)| group.is_empty() == core)
         .map(|(group, version)| {
-            let mut resources: Vec<Value> = entries(state, group, version).map(aggregated_resource).collect();
+            let mut resources: Vec<Value> = entries(state, group, version).iter().map(aggregated_resource).collect();
             resources.extend(reviews_in(group, version).map(aggregated_review));
             json!({"metadata": {"name": group}, "versions": [{"version": version, "resources": resources, "freshness": "Current"}]})
         })
@@ -102,16 +102,10 @@ fn aggregated(state: &AppState, core: bool) -> HttpResponse {
         .body(body.to_string())
 }
 
-fn entries<'a>(
-    state: &'a AppState,
-    group: &'a str,
-    version: &'a str,
-) -> impl Iterator<Item = &'a Entry> {
-    state
-        .catalog
-        .entries()
-        .iter()
-        .filter(move |e| e.strategy.def().group == group && e.strategy.def().version == version)
+fn entries(state: &AppState, group: &str, version: &str) -> Vec<Entry> {
+    let mut all = state.catalog.all_entries();
+    all.retain(|e| e.strategy.def().group == group && e.strategy.def().version == version);
+    all
 }
 
 pub async fn core(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -156,7 +150,7 @@ pub async fn group(
 
 fn resource_list(state: &AppState, group: &str, version: &str) -> Result<HttpResponse, ApiError> {
     let mut resources = Vec::new();
-    for entry in entries(state, group, version) {
+    for entry in &entries(state, group, version) {
         let def = entry.strategy.def();
         resources.push(json!({"name": def.resource, "singularName": def.singular, "namespaced": def.namespaced,
             "kind": def.kind, "verbs": def.verbs(), "shortNames": def.short_names, "categories": def.categories}));

@@ -34,13 +34,39 @@ impl Documents {
             } else {
                 format!("apis/{group}/{version}")
             };
-            let body = group_document(&strategies).to_string();
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            body.hash(&mut hasher);
-            docs.insert(path, (body, format!("{:016X}", hasher.finish())));
+            docs.insert(path, rendered(&strategies));
         }
         Documents(docs)
     }
+}
+
+/// The document's text and its hash.
+fn rendered(strategies: &[&dyn Strategy]) -> (String, String) {
+    let body = group_document(strategies).to_string();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    body.hash(&mut hasher);
+    (body, format!("{:016X}", hasher.finish()))
+}
+
+/// The documents of the group-versions types defined at run time serve
+/// (custom resources), built when asked for since they come and go.
+fn custom_documents(catalog: &Catalog) -> HashMap<String, (String, String)> {
+    let entries = catalog.custom_entries();
+    let mut docs = HashMap::new();
+    for entry in &entries {
+        let def = entry.strategy.def();
+        let path = format!("apis/{}/{}", def.group, def.version);
+        if docs.contains_key(&path) {
+            continue;
+        }
+        let strategies: Vec<&dyn Strategy> = entries
+            .iter()
+            .map(|e| e.strategy.as_ref())
+            .filter(|s| s.def().group == def.group && s.def().version == def.version)
+            .collect();
+        docs.insert(path, rendered(&strategies));
+    }
+    docs
 }
 
 fn group_document(strategies: &[&dyn Strategy]) -> Value {
@@ -133,10 +159,12 @@ fn path_items(strategy: &dyn Strategy, reference: &Value) -> Vec<(String, Value)
 }
 
 pub async fn root(state: web::Data<AppState>) -> HttpResponse {
+    let custom = custom_documents(&state.catalog);
     let paths: Map<String, Value> = state
         .openapi
         .0
         .iter()
+        .chain(custom.iter())
         .map(|(path, (_, hash))| {
             (
                 path.clone(),
@@ -151,11 +179,15 @@ pub async fn document(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (body, hash) = state
-        .openapi
-        .0
-        .get(path.trim_matches('/'))
-        .ok_or(ApiError::UnknownPath)?;
+    let path = path.trim_matches('/');
+    let custom;
+    let (body, hash) = match state.openapi.0.get(path) {
+        Some(found) => found,
+        None => {
+            custom = custom_documents(&state.catalog);
+            custom.get(path).ok_or(ApiError::UnknownPath)?
+        }
+    };
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .insert_header(("Etag", format!("\"{hash}\"")))

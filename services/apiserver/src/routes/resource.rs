@@ -86,8 +86,9 @@ pub(crate) async fn dispatch(
     }
     let entry = state
         .catalog
-        .find(&info.group, &info.version, &info.resource)
+        .find_any(&info.group, &info.version, &info.resource)
         .ok_or(ApiError::UnknownPath)?;
+    let entry = &entry;
     if let Some(sub) = info.subresource.as_deref() {
         let kubelet = entry.strategy.kubelet_subresources();
         if kubelet.iter().any(|(s, _)| *s == sub) {
@@ -373,7 +374,7 @@ fn respond(
 }
 
 /// Reads the body, refusing more than [`MAX_BODY`] bytes.
-async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiError> {
     let mut body = BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let chunk =

@@ -6,6 +6,7 @@
 //! ([`ApplyBatch`]); their events are then handed to the watch hub, and the
 //! outcomes go back to the member that proposed them.
 
+pub mod alarms;
 mod batch;
 mod kv;
 mod lease;
@@ -16,14 +17,15 @@ pub mod validate;
 use std::sync::Arc;
 
 use capstan_proto::etcdserverpb::{
-    CompactionResponse, DeleteRangeResponse, LeaseGrantResponse, LeaseRevokeResponse, PutResponse,
-    ResponseHeader, TxnResponse,
+    AlarmResponse, CompactionResponse, DeleteRangeResponse, LeaseGrantResponse,
+    LeaseRevokeResponse, PutResponse, ResponseHeader, TxnResponse,
 };
 use capstan_proto::internal::raft_request::Request;
 use capstan_proto::internal::MemberRecord;
 use parking_lot::Mutex;
 use raft::eraftpb::ConfChangeType;
 
+pub use alarms::Alarms;
 pub use batch::ApplyBatch;
 pub use lease::restore_leases;
 
@@ -43,6 +45,7 @@ pub enum ApplyOutcome {
     LeaseRevoke(LeaseRevokeResponse),
     /// The member list after a membership change or attribute update.
     Members(Vec<MemberRecord>),
+    Alarm(AlarmResponse),
 }
 
 /// What applying one entry produced.
@@ -56,11 +59,22 @@ pub struct Applier {
     mvcc: Arc<MvccStore>,
     lessor: Arc<Mutex<Lessor>>,
     hub: Arc<WatchHub>,
+    alarms: Arc<Alarms>,
 }
 
 impl Applier {
-    pub fn new(mvcc: Arc<MvccStore>, lessor: Arc<Mutex<Lessor>>, hub: Arc<WatchHub>) -> Self {
-        Applier { mvcc, lessor, hub }
+    pub fn new(
+        mvcc: Arc<MvccStore>,
+        lessor: Arc<Mutex<Lessor>>,
+        hub: Arc<WatchHub>,
+        alarms: Arc<Alarms>,
+    ) -> Self {
+        Applier {
+            mvcc,
+            lessor,
+            hub,
+            alarms,
+        }
     }
 
     /// Starts applying a run of committed entries as one backend batch.
@@ -74,6 +88,9 @@ impl Applier {
     }
 
     pub(super) fn dispatch(&self, view: &mut WriteView, request: &Request) -> Result<ApplyOutcome> {
+        if self.alarms.no_space() && alarms::grows_database(request) {
+            return Err(StoreError::NoSpace);
+        }
         let mut lessor = self.lessor.lock();
         match request {
             Request::Put(req) => kv::put(view, &mut lessor, req).map(ApplyOutcome::Put),
@@ -106,6 +123,7 @@ impl Applier {
                 members::update_peer_urls(view, &**self.mvcc.backend(), record)
                     .map(ApplyOutcome::Members)
             }
+            Request::Alarm(req) => Ok(ApplyOutcome::Alarm(self.alarms.apply(view, req))),
         }
     }
 
@@ -147,6 +165,7 @@ impl Applier {
         let mut lessor = self.lessor.lock();
         lessor.clear();
         restore_leases(&self.mvcc, &mut lessor)?;
+        self.alarms.reload(&**self.mvcc.backend())?;
         self.hub.resync(self.mvcc.current_revision());
         Ok(())
     }

@@ -18,6 +18,12 @@ use super::{KeyRange, Revision};
 use crate::error::{Result, StoreError};
 use crate::storage::{Backend, Space, WriteBatch};
 
+/// About how many bytes a dump reads from the backend at a time: the
+/// number of records per page follows their size (a record can be as
+/// big as a request, 1.5 MiB by default), starting from a few.
+const DUMP_PAGE_BYTES: usize = 4 << 20;
+const DUMP_PAGE_RECORDS: std::ops::RangeInclusive<usize> = 8..=1024;
+
 pub struct MvccStore {
     backend: Arc<dyn Backend>,
     state: RwLock<State>,
@@ -37,16 +43,44 @@ impl MvccStore {
     /// a raft snapshot's data, and the body of a backup: length-delimited
     /// `SnapshotPair`s, the state at one applied index.
     pub fn dump(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.dump_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// Writes what [`MvccStore::dump`] returns to `out`, reading the
+    /// backend a page at a time so that memory does not grow with the
+    /// store. Returns the bytes written.
+    pub fn dump_to(&self, out: &mut impl std::io::Write) -> Result<u64> {
         // Applies hold the state's write lock until their batch is
         // written, so a reader in between sees one applied index.
         let _state = self.state.read();
-        let mut out = Vec::new();
-        for (key, value) in self.backend.scan(Space::Mvcc, &[], None)? {
-            SnapshotPair { key, value }
-                .encode_length_delimited(&mut out)
-                .expect("encoding into a Vec cannot fail");
+        let mut written = 0;
+        let mut start = Vec::new();
+        let mut page_records = *DUMP_PAGE_RECORDS.start();
+        loop {
+            let page = self
+                .backend
+                .scan_limit(Space::Mvcc, &start, None, page_records)?;
+            let full = page.len() == page_records;
+            let mut page_bytes = 0;
+            for (key, value) in page {
+                let pair = SnapshotPair { key, value };
+                let bytes = pair.encode_length_delimited_to_vec();
+                out.write_all(&bytes)
+                    .map_err(|err| StoreError::Storage(format!("writing a dump: {err}")))?;
+                page_bytes += bytes.len();
+                start = pair.key;
+                start.push(0); // the next page starts right after this key
+            }
+            written += page_bytes as u64;
+            if !full {
+                return Ok(written);
+            }
+            let record = (page_bytes / page_records).max(1);
+            page_records = (DUMP_PAGE_BYTES / record)
+                .clamp(*DUMP_PAGE_RECORDS.start(), *DUMP_PAGE_RECORDS.end());
         }
-        Ok(out)
     }
 
     /// Replaces the whole MVCC space with a snapshot's data, atomically.

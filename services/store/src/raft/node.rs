@@ -493,12 +493,15 @@ impl Node {
             bytes = snapshot.data.len(),
             "installing snapshot"
         );
-        self.applier.restore_snapshot(&snapshot.data)?;
-        // The state machine goes to disk first, with the snapshot's position
-        // beside it: the log cannot replay what the snapshot replaces, so it
-        // drops its entries only after; a crash in between is finished by
+        // The snapshot's position is staged before the state machine it
+        // restores: the backend may reach disk at any moment (a flush on
+        // another thread), and a restored state found without its position
+        // would be corrupt. The state goes to disk before the log drops
+        // its entries (the log cannot replay what the snapshot replaces); a
+        // crash in between is finished by
         // `RaftLog::finish_interrupted_snapshot` on the next start.
         RaftLog::record_snapshot_meta(&*self.backend, meta)?;
+        self.applier.restore_snapshot(&snapshot.data)?;
         self.backend.flush()?;
         self.log.apply_snapshot(&snapshot)?;
         self.applied = meta.index;

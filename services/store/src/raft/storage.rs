@@ -454,6 +454,9 @@ impl Storage for RaftLog {
     /// Cuts a snapshot of the state machine at the applied index for a peer
     /// that is too far behind for the log. Runs on the raft thread, which is
     /// also the only writer, so the dump is consistent with its index.
+    /// Built whole in memory: raft-rs 0.7 carries a snapshot's data as
+    /// bytes in the message, and the receiver installs it in one atomic
+    /// backend batch (the transport does send it in 1 MiB chunks).
     fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
         let unavailable = || raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable);
         let mvcc = self.state_machine.as_ref().ok_or_else(unavailable)?;

@@ -228,16 +228,22 @@ async fn connect(url: &str) -> Result<Channel, tonic::transport::Error> {
 
 async fn send_snapshot(url: &str, from: u64, mut message: Message) -> Result<(), String> {
     let data = std::mem::take(&mut message.mut_snapshot().data);
-    let mut chunks = vec![SnapshotChunk {
+    let first = SnapshotChunk {
         from,
         message: encode(&message),
         data: Vec::new(),
-    }];
-    chunks.extend(data.chunks(SNAPSHOT_CHUNK).map(|chunk| SnapshotChunk {
-        from,
-        message: Vec::new(),
-        data: chunk.to_vec(),
-    }));
+    };
+    // Each chunk is copied out only when the stream takes it, so the data
+    // is not held twice.
+    let rest = (0..data.len().div_ceil(SNAPSHOT_CHUNK)).map(move |i| {
+        let end = data.len().min((i + 1) * SNAPSHOT_CHUNK);
+        SnapshotChunk {
+            from,
+            message: Vec::new(),
+            data: data[i * SNAPSHOT_CHUNK..end].to_vec(),
+        }
+    });
+    let chunks = std::iter::once(first).chain(rest);
     let channel = connect(url).await.map_err(|e| e.to_string())?;
     let mut client = PeerClient::new(channel).max_decoding_message_size(64 * 1024 * 1024);
     client

@@ -35,7 +35,9 @@ impl KvService {
         let ctx = &self.0;
         ctx.check_size(&req)?;
         validate::check_put(&req)?;
-        ctx.propose(Request::Put(req)).await
+        let request = Request::Put(req);
+        ctx.check_quota(&request).await?;
+        ctx.propose(request).await
     }
 
     async fn delete_range(&self, req: DeleteRangeRequest) -> Result<DeleteRangeResponse> {
@@ -49,7 +51,9 @@ impl KvService {
         let ctx = &self.0;
         ctx.check_size(&req)?;
         validate::check_txn(&req, ctx.limits.max_txn_ops)?;
-        ctx.propose(Request::Txn(req)).await
+        let request = Request::Txn(req);
+        ctx.check_quota(&request).await?;
+        ctx.propose(request).await
     }
 
     async fn compact(&self, req: CompactionRequest) -> Result<CompactionResponse> {

@@ -36,7 +36,9 @@ impl LeaseService {
         } else if ctx.lessor.lock().exists(req.id) {
             return Err(StoreError::LeaseExists);
         }
-        ctx.propose(Request::LeaseGrant(req)).await
+        let request = Request::LeaseGrant(req);
+        ctx.check_quota(&request).await?;
+        ctx.propose(request).await
     }
 
     /// A fresh positive id; chosen by the proposer so that every member

@@ -6,14 +6,18 @@ use std::sync::Arc;
 
 use capstan_proto::etcdserverpb::maintenance_server::Maintenance;
 use capstan_proto::etcdserverpb::{
-    AlarmRequest, AlarmResponse, DefragmentRequest, DefragmentResponse, HashKvRequest,
+    AlarmRequest, AlarmResponse, AlarmType, DefragmentRequest, DefragmentResponse, HashKvRequest,
     HashKvResponse, HashRequest, HashResponse, MoveLeaderRequest, MoveLeaderResponse,
     SnapshotRequest, SnapshotResponse, StatusRequest, StatusResponse,
 };
+use capstan_proto::internal::raft_request::Request as RaftRequest;
 use futures::Stream;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::Context;
+use crate::backup::BackupStream;
 use crate::error::StoreError;
 
 /// The etcd API version this member speaks, as `endpoint status` shows it.
@@ -26,38 +30,52 @@ type SnapshotStream = Pin<Box<dyn Stream<Item = Result<SnapshotResponse, Status>
 /// Bytes per message of a snapshot download.
 const SNAPSHOT_CHUNK: usize = 1 << 20;
 
-/// A sealed backup (see [`crate::backup`]) as a stream of chunks, each
-/// saying how much is left, as etcd sends its database.
-fn snapshot_chunks(ctx: &Context, sealed: Vec<u8>) -> Vec<Result<SnapshotResponse, Status>> {
-    let total = sealed.len();
-    let mut sent = 0;
-    let mut chunks = Vec::new();
-    for blob in sealed.chunks(SNAPSHOT_CHUNK) {
-        sent += blob.len();
-        chunks.push(Ok(SnapshotResponse {
-            header: Some(ctx.header(ctx.mvcc.current_revision())),
-            remaining_bytes: (total - sent) as u64,
-            blob: blob.to_vec(),
-        }));
+/// Sends a backup's chunks, each saying how much is left, as etcd sends its
+/// database; stops early if the client went away.
+fn send_chunks(
+    ctx: &Context,
+    mut backup: BackupStream,
+    tx: &mpsc::Sender<Result<SnapshotResponse, Status>>,
+) {
+    loop {
+        let chunk = match backup.next_chunk(SNAPSHOT_CHUNK) {
+            Ok(Some(blob)) => Ok(SnapshotResponse {
+                header: Some(ctx.header(ctx.mvcc.current_revision())),
+                remaining_bytes: backup.remaining(),
+                blob,
+            }),
+            Ok(None) => return,
+            Err(err) => Err(Status::from(err)),
+        };
+        let failed = chunk.is_err();
+        if tx.blocking_send(chunk).is_err() || failed {
+            return;
+        }
     }
-    chunks
+}
+
+/// The raised alarms as etcd's Status lists them among its errors.
+fn alarm_errors(ctx: &Context) -> Vec<String> {
+    ctx.alarms
+        .list(AlarmType::None as i32)
+        .into_iter()
+        .map(|alarm| {
+            let name = AlarmType::try_from(alarm.alarm).map_or("UNKNOWN", |a| a.as_str_name());
+            format!("memberID:{} alarm:{name} ", alarm.member_id)
+        })
+        .collect()
 }
 
 #[tonic::async_trait]
 impl Maintenance for MaintenanceService {
     async fn alarm(
         &self,
-        _request: Request<AlarmRequest>,
+        request: Request<AlarmRequest>,
     ) -> Result<Response<AlarmResponse>, Status> {
-        // No alarm is ever raised (there is no space quota yet), so the
-        // list is empty and activating or clearing one has nothing to do.
+        // Every alarm request is a raft entry, listing included, as in
+        // etcd 3.4: the answer is the cluster's agreed set.
         let ctx = &self.0;
-        let work = async {
-            Ok(AlarmResponse {
-                header: Some(ctx.header(ctx.mvcc.current_revision())),
-                alarms: Vec::new(),
-            })
-        };
+        let work = ctx.propose(RaftRequest::Alarm(request.into_inner()));
         ctx.observe("Alarm", work).await
     }
 
@@ -77,7 +95,7 @@ impl Maintenance for MaintenanceService {
                 raft_index: status.commit.load(Ordering::Acquire),
                 raft_term: status.term(),
                 raft_applied_index: status.applied.load(Ordering::Acquire),
-                errors: Vec::new(),
+                errors: alarm_errors(ctx),
                 db_size_in_use: db_size,
                 is_learner: false,
             })
@@ -89,11 +107,19 @@ impl Maintenance for MaintenanceService {
         &self,
         _request: Request<DefragmentRequest>,
     ) -> Result<Response<DefragmentResponse>, Status> {
-        // sled reclaims space by itself; a defragment request makes
-        // everything durable and reports success, as there is nothing to copy.
+        // The backend is copied into a new database of only the live
+        // pairs (see `storage`); this member serves nothing meanwhile, as
+        // an etcd member does while it defragments.
         let ctx = &self.0;
         let work = async {
-            ctx.mvcc.backend().flush()?;
+            let backend = ctx.mvcc.backend().clone();
+            let before = backend.size_on_disk();
+            tokio::task::spawn_blocking(move || backend.defragment())
+                .await
+                .map_err(|e| StoreError::Storage(format!("defragment: {e}")))??;
+            ctx.quota.forget_size();
+            let after = ctx.mvcc.backend().size_on_disk();
+            tracing::info!(before, after, "defragmented the backend");
             Ok(DefragmentResponse {
                 header: Some(ctx.header(ctx.mvcc.current_revision())),
             })
@@ -138,15 +164,17 @@ impl Maintenance for MaintenanceService {
     ) -> Result<Response<Self::SnapshotStream>, Status> {
         let ctx = self.0.clone();
         let work = async {
-            let mvcc = ctx.mvcc.clone();
-            let dump = tokio::task::spawn_blocking(move || mvcc.dump())
+            let (mvcc, dir) = (ctx.mvcc.clone(), ctx.data_dir.clone());
+            tokio::task::spawn_blocking(move || BackupStream::create(&mvcc, &dir))
                 .await
-                .map_err(|e| StoreError::Storage(format!("snapshot: {e}")))??;
-            Ok(crate::backup::seal(dump))
+                .map_err(|e| StoreError::Storage(format!("snapshot: {e}")))?
         };
-        let sealed = ctx.observe("Snapshot", work).await?.into_inner();
-        let chunks = snapshot_chunks(&ctx, sealed);
-        Ok(Response::new(Box::pin(futures::stream::iter(chunks))))
+        let backup = ctx.observe("Snapshot", work).await?.into_inner();
+        // A couple of chunks in flight: the file is read as the client
+        // takes them.
+        let (tx, rx) = mpsc::channel(2);
+        tokio::task::spawn_blocking(move || send_chunks(&ctx, backup, &tx));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
     async fn move_leader(

@@ -10,6 +10,7 @@ mod kv;
 mod lease;
 mod maintenance;
 mod peer;
+mod quota;
 mod require_leader;
 mod watch;
 
@@ -23,8 +24,8 @@ use capstan_proto::etcdserverpb::lease_server::LeaseServer;
 use capstan_proto::etcdserverpb::maintenance_server::MaintenanceServer;
 use capstan_proto::etcdserverpb::watch_server::WatchServer;
 use capstan_proto::etcdserverpb::{
-    CompactionResponse, DeleteRangeResponse, LeaseGrantResponse, LeaseRevokeResponse, PutResponse,
-    ResponseHeader, TxnResponse,
+    AlarmResponse, CompactionResponse, DeleteRangeResponse, LeaseGrantResponse,
+    LeaseRevokeResponse, PutResponse, ResponseHeader, TxnResponse,
 };
 use capstan_proto::internal::raft_request::Request;
 use parking_lot::Mutex;
@@ -34,7 +35,7 @@ use tonic::transport::ServerTlsConfig;
 use tonic::{Response, Status};
 use tracing::Instrument;
 
-use crate::apply::{unexpected, ApplyOutcome};
+use crate::apply::{unexpected, Alarms, ApplyOutcome};
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
 use crate::member::Cluster;
@@ -42,6 +43,8 @@ use crate::metrics::Metrics;
 use crate::mvcc::MvccStore;
 use crate::raft::RaftHandle;
 use crate::watch::WatchHub;
+
+pub use quota::{Quota, DEFAULT_QUOTA_BYTES};
 
 /// Limits on client requests.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +67,11 @@ pub struct Context {
     pub peers: forward::PeerChannels,
     /// Set only with `--experimental-enable-failpoints`.
     pub failpoints: Option<Arc<crate::failpoints::Failpoints>>,
+    /// Where temporary files (snapshot downloads) go.
+    pub data_dir: std::path::PathBuf,
+    /// The raised alarms, shared with the applier.
+    pub alarms: Arc<Alarms>,
+    pub quota: Quota,
 }
 
 impl Context {
@@ -149,6 +157,7 @@ from_outcome! {
     Compaction => CompactionResponse,
     LeaseGrant => LeaseGrantResponse,
     LeaseRevoke => LeaseRevokeResponse,
+    Alarm => AlarmResponse,
 }
 
 fn code_name(code: tonic::Code) -> &'static str {
@@ -161,6 +170,7 @@ fn code_name(code: tonic::Code) -> &'static str {
         OutOfRange => "OutOfRange",
         Unavailable => "Unavailable",
         Unimplemented => "Unimplemented",
+        ResourceExhausted => "ResourceExhausted",
         Internal => "Internal",
         _ => "Other",
     }

@@ -76,4 +76,8 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Bytes the engine occupies on disk.
     fn size_on_disk(&self) -> u64;
+
+    /// Rewrites the database compactly, giving the space of deleted data
+    /// back to the file system. Reads and writes wait meanwhile.
+    fn defragment(&self) -> Result<()>;
 }

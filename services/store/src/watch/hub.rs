@@ -14,6 +14,7 @@ use capstan_proto::mvccpb::Event;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::mpsc::{self, error::TrySendError};
 
+use super::batch::ResponseBatch;
 use super::WatchFilter;
 use crate::error::StoreError;
 use crate::mvcc::MvccStore;
@@ -21,7 +22,7 @@ use crate::mvcc::MvccStore;
 /// A watcher is named by its stream and its id on that stream.
 pub type WatcherKey = (u64, i64);
 
-/// How many revisions one catch-up step reads from history.
+/// How many store revisions one catch-up step reads from history.
 const CATCH_UP_BATCH: i64 = 1000;
 
 struct Watcher {
@@ -45,6 +46,8 @@ pub struct WatchHub {
     mvcc: Arc<MvccStore>,
     wake: Condvar,
     wake_flag: Mutex<bool>,
+    /// The byte budget of one catch-up response.
+    max_response_bytes: usize,
 }
 
 fn response(watch_id: i64, revision: i64, events: Vec<Event>) -> WatchResponse {
@@ -83,7 +86,9 @@ fn deliver(tx: &mpsc::Sender<WatchResponse>, resp: WatchResponse) -> Delivery {
 }
 
 impl WatchHub {
-    pub fn new(mvcc: Arc<MvccStore>) -> Arc<Self> {
+    /// A hub over `mvcc` whose catch-up responses stay under
+    /// `max_response_bytes` (unless one revision alone is larger).
+    pub fn new(mvcc: Arc<MvccStore>, max_response_bytes: usize) -> Arc<Self> {
         let inner = Inner {
             current_rev: mvcc.current_revision(),
             ..Default::default()
@@ -93,6 +98,7 @@ impl WatchHub {
             mvcc,
             wake: Condvar::new(),
             wake_flag: Mutex::new(false),
+            max_response_bytes,
         })
     }
 
@@ -240,6 +246,8 @@ impl WatchHub {
         more
     }
 
+    /// Sends a watcher the events from `next` up to `current`, many
+    /// revisions per response (see `batch.rs`).
     fn replay(
         &self,
         key: WatcherKey,
@@ -248,9 +256,10 @@ impl WatchHub {
         filter: &WatchFilter,
         tx: &mpsc::Sender<WatchResponse>,
     ) -> Replay {
+        let mut batch = ResponseBatch::new(self.max_response_bytes);
         while next <= current {
-            let batch = match self.mvcc.events_between(next, current, CATCH_UP_BATCH) {
-                Ok(batch) => batch,
+            let revisions = match self.mvcc.events_between(next, current, CATCH_UP_BATCH) {
+                Ok(revisions) => revisions,
                 Err(StoreError::Compacted) => {
                     let compact = self.mvcc.compact_revision();
                     return match deliver(tx, compacted_response(key.1, compact)) {
@@ -263,21 +272,24 @@ impl WatchHub {
                     return Replay::Stalled(next);
                 }
             };
-            let batch_end = current.min(next + CATCH_UP_BATCH - 1);
-            for (rev, events) in batch {
+            for (rev, events) in revisions {
                 let selected = filter.select(&events);
                 if selected.is_empty() {
                     continue;
                 }
-                match deliver(tx, response(key.1, rev, selected)) {
-                    Delivery::Sent => {}
-                    Delivery::Full => return Replay::Stalled(rev),
-                    Delivery::Closed => return Replay::Gone,
+                if !batch.fits(&selected) {
+                    if let Some(stop) = send_batch(key.1, current, &mut batch, tx) {
+                        return stop;
+                    }
                 }
+                batch.push(rev, selected);
             }
-            next = batch_end + 1;
+            next = current.min(next + CATCH_UP_BATCH - 1) + 1;
         }
-        Replay::Reached(next)
+        match send_batch(key.1, current, &mut batch, tx) {
+            Some(stop) => stop,
+            None => Replay::Reached(next),
+        }
     }
 
     /// Records how far a watcher got; moves it to synced if it reached the
@@ -306,6 +318,26 @@ impl WatchHub {
                 let _ = deliver(&watcher.tx, response(key.1, inner.current_rev, Vec::new()));
             }
         }
+    }
+}
+
+/// Sends what `batch` holds as one response whose header carries the
+/// present revision, as etcd's catch-up responses do. None if it went
+/// (or was empty), else how the replay stops.
+fn send_batch(
+    watch_id: i64,
+    current: i64,
+    batch: &mut ResponseBatch,
+    tx: &mpsc::Sender<WatchResponse>,
+) -> Option<Replay> {
+    if batch.is_empty() {
+        return None;
+    }
+    let first = batch.first_revision();
+    match deliver(tx, response(watch_id, current, batch.take())) {
+        Delivery::Sent => None,
+        Delivery::Full => Some(Replay::Stalled(first)),
+        Delivery::Closed => Some(Replay::Gone),
     }
 }
 
@@ -367,7 +399,7 @@ mod tests {
     fn live_watcher_gets_each_revision_once() {
         let dir = tempfile::tempdir().unwrap();
         let mvcc = store(dir.path());
-        let hub = WatchHub::new(mvcc.clone());
+        let hub = WatchHub::new(mvcc.clone(), 1 << 20);
         let (tx, mut rx) = mpsc::channel(16);
         hub.register((1, 0), all_keys(), 0, false, tx);
         write(&mvcc, &hub, "a", 1);
@@ -383,7 +415,7 @@ mod tests {
     fn slow_watcher_catches_up_from_history_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let mvcc = store(dir.path());
-        let hub = WatchHub::new(mvcc.clone());
+        let hub = WatchHub::new(mvcc.clone(), 1 << 20);
         let (tx, mut rx) = mpsc::channel(2);
         hub.register((1, 0), all_keys(), 0, false, tx);
         for i in 0..10 {
@@ -392,7 +424,11 @@ mod tests {
         let mut revisions = Vec::new();
         for _ in 0..50 {
             while let Ok(resp) = rx.try_recv() {
-                revisions.push(resp.header.unwrap().revision);
+                revisions.extend(
+                    resp.events
+                        .iter()
+                        .map(|e| e.kv.as_ref().unwrap().mod_revision),
+                );
             }
             hub.catch_up();
         }
@@ -401,10 +437,30 @@ mod tests {
     }
 
     #[test]
+    fn catch_up_sends_many_revisions_per_response() {
+        let dir = tempfile::tempdir().unwrap();
+        let mvcc = store(dir.path());
+        let hub = WatchHub::new(mvcc.clone(), 1 << 20);
+        for i in 0..2500 {
+            write(&mvcc, &hub, &format!("k{i}"), i + 1);
+        }
+        let (tx, mut rx) = mpsc::channel(16);
+        hub.register((1, 0), all_keys(), 1, false, tx);
+        assert!(!hub.catch_up(), "one pass reaches the present");
+        let mut sizes = Vec::new();
+        while let Ok(resp) = rx.try_recv() {
+            assert_eq!(resp.header.unwrap().revision, 2501, "the present revision");
+            sizes.push(resp.events.len());
+        }
+        assert_eq!(sizes, [1000, 1000, 500]);
+        assert_eq!(hub.progress(1), Some(2501));
+    }
+
+    #[test]
     fn watcher_on_compacted_revision_is_cancelled() {
         let dir = tempfile::tempdir().unwrap();
         let mvcc = store(dir.path());
-        let hub = WatchHub::new(mvcc.clone());
+        let hub = WatchHub::new(mvcc.clone(), 1 << 20);
         write(&mvcc, &hub, "a", 1);
         write(&mvcc, &hub, "a", 2);
         let mut view = mvcc.write();

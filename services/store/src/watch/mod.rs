@@ -6,7 +6,10 @@
 //! replays their events from MVCC history until they reach the present).
 //! A watcher whose stream cannot take more is moved back to unsynced instead
 //! of blocking the apply loop, and replays from history once it drains.
+//! Live events go one revision per response; replayed ones many revisions
+//! per response, as etcd batches them (`batch.rs`).
 
+mod batch;
 mod filter;
 mod hub;
 

@@ -223,3 +223,16 @@ impl Handler<Storage> for ResourceActor {
         MessageResult(self.handle.clone())
     }
 }
+
+/// Stops the actor and its cache's store watch (a type no longer served).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+impl Handler<Stop> for ResourceActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}

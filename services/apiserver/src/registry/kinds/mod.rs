@@ -5,6 +5,8 @@ mod batch;
 mod common;
 mod configmap;
 mod core_storage;
+pub mod crd;
+pub mod custom;
 mod deployment;
 mod discovery;
 mod namespace;
@@ -48,6 +50,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
     kinds.extend(storage::all());
     kinds.extend(scheduling::all());
     kinds.extend(discovery::all());
+    kinds.push(Arc::new(crd::Crds::default()));
     kinds
 }
 

@@ -1,11 +1,10 @@
 //! The handler chain every resource request goes through, in
 //! kube-apiserver's order, each step one module with one job:
-//! panic recovery → request info → max in flight → authentication → audit
-//! → impersonation → authorization → the REST handler
-//! (`routes::resource::dispatch`). Authentication, audit and authorization
-//! are traits whose first implementations allow everything and record
-//! nothing beyond a trace, so the issues that fill them in change
-//! [`Chain::allow_all`]'s replacement, not the per-verb code.
+//! panic recovery → request info → authentication → audit → impersonation
+//! → max in flight → authorization → the REST handler
+//! (`routes::resource::dispatch`). Max in flight comes after
+//! authentication, as in kube, because `system:masters` is never refused;
+//! the audit record sees every answer after it, panics included.
 //!
 //! Request info is parsed before the panic guard, as the request's span
 //! and metrics are labelled with it; parsing is pure and cannot panic on
@@ -20,10 +19,12 @@ pub mod non_resource;
 pub mod panic_recovery;
 pub mod token_file;
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
+use futures::FutureExt;
 use tracing::Instrument;
 
 use super::request_info::RequestInfo;
@@ -39,18 +40,18 @@ pub struct Chain {
     pub authenticator: Arc<dyn authentication::Authenticator>,
     /// The audiences a request's token must be for (`--api-audiences`).
     pub audiences: Vec<String>,
-    pub audit: Arc<dyn audit::AuditSink>,
+    pub audit: audit::Audit,
     pub authorizer: Arc<dyn authorization::Authorizer>,
 }
 
 impl Chain {
-    /// Every request is anonymous and allowed; audit events go to traces.
+    /// Every request is anonymous and allowed; nothing is audited.
     pub fn allow_all() -> Chain {
         Chain {
             in_flight: max_in_flight::MaxInFlight::default(),
             authenticator: Arc::new(authentication::Anonymous),
             audiences: Vec::new(),
-            audit: Arc::new(audit::TraceSink),
+            audit: audit::Audit::default(),
             authorizer: Arc::new(authorization::AlwaysAllow),
         }
     }
@@ -58,19 +59,27 @@ impl Chain {
 
 impl Chain {
     /// The chain `config` asks for: the given authenticators' union
-    /// (see `startup::authenticator`) and `--authorization-mode`.
+    /// (see `startup::authenticator`), `--authorization-mode`, the audit
+    /// flags and the in-flight limits.
     pub async fn configured(
         config: &crate::config::ApiserverConfig,
         catalog: &Arc<crate::registry::Catalog>,
         authenticator: Arc<dyn authentication::Authenticator>,
+        metrics: &crate::metrics::Metrics,
     ) -> Result<Chain, crate::startup::StartError> {
         let modes = authorization::parse_modes(&config.authorization_mode)
             .map_err(|why| ApiError::BadRequest(format!("--authorization-mode: {why}")))?;
+        let auditor = crate::audit::Auditor::configured(&config.audit(), metrics.audit.clone())?;
         Ok(Chain {
+            in_flight: max_in_flight::MaxInFlight::new(
+                config.max_requests_inflight,
+                config.max_mutating_requests_inflight,
+                metrics.in_flight.clone(),
+            ),
             authenticator,
             audiences: config.audiences(),
+            audit: audit::Audit::new(auditor),
             authorizer: crate::rbac::setup::authorizer(&modes, catalog).await?,
-            ..Chain::allow_all()
         })
     }
 }
@@ -95,11 +104,13 @@ pub async fn handle(
         path = %req.path(),
         code = tracing::field::Empty,
     );
-    let steps = steps(&req, payload, &state, info, &query);
-    let response = panic_recovery::guard(steps)
+    let audit_id = audit::request_id(&req);
+    let steps = steps(&req, payload, &state, info, &query, &audit_id);
+    let mut response = panic_recovery::guard(steps)
         .instrument(span.clone())
         .await
         .unwrap_or_else(|e| e.error_response());
+    audit::echo_id(response.headers_mut(), &audit_id);
     let code = response.status().as_u16();
     let seconds = started.elapsed().as_secs_f64();
     span.record("code", code);
@@ -115,31 +126,59 @@ async fn steps(
     state: &AppState,
     info: Result<RequestInfo, ApiError>,
     query: &Query,
+    audit_id: &str,
 ) -> Result<HttpResponse, ApiError> {
     let info = info?;
     let chain = &state.chain;
-    let _permit = chain.in_flight.admit(&info)?;
-    let user = authenticate(req, chain).await?;
-    let user = impersonation::apply(req.headers(), user, &info, chain.authorizer.as_ref())?;
+    let target = || audit::Target::Resource(&info);
+    let user = match authenticate(req, chain).await {
+        Ok(user) => user,
+        Err(err) => {
+            chain
+                .audit
+                .begin(req, audit_id, None, target())
+                .failed(&err);
+            return Err(err);
+        }
+    };
+    let mut record = chain.audit.begin(req, audit_id, Some(&user), target());
+    let rest = after_audit(req, payload, state, &info, query, user, &mut record);
+    let served = AssertUnwindSafe(rest).catch_unwind().await;
+    match served {
+        Ok(Ok(response)) => Ok(record.respond(response)),
+        Ok(Err(err)) => {
+            record.failed(&err);
+            Err(err)
+        }
+        Err(panic) => {
+            record.panicked(&panic_recovery::describe(panic.as_ref()));
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
+/// The steps the audit record watches.
+async fn after_audit(
+    req: &HttpRequest,
+    payload: web::Payload,
+    state: &AppState,
+    info: &RequestInfo,
+    query: &Query,
+    authenticated: authentication::User,
+    record: &mut audit::Record,
+) -> Result<HttpResponse, ApiError> {
+    let chain = &state.chain;
+    let authorizer = chain.authorizer.as_ref();
+    let user = impersonation::apply(req.headers(), authenticated.clone(), info, authorizer)?;
+    record.impersonated(&authenticated, &user);
+    let _permit = chain.in_flight.admit(info, &user)?;
     // Later steps (access reviews, RBAC's escalation checks) ask who it is.
     req.extensions_mut().insert(user.clone());
-    let served = match authorization::check(
-        chain.authorizer.as_ref(),
-        &authorization::attributes(&user, &info),
-    ) {
-        Ok(()) => resource::dispatch(req, payload, state, &info, query).await,
-        Err(denied) => Err(denied),
-    };
-    let code = match &served {
-        Ok(response) => response.status().as_u16(),
-        Err(err) => err.code(),
-    };
-    chain.audit.record(&audit::Event {
-        user: &user,
-        info: &info,
-        code,
-    });
-    served
+    let allowed = authorization::check(authorizer, &authorization::attributes(&user, info));
+    record.authorized(allowed.is_ok());
+    allowed?;
+    let payload = record.request_body(req, payload).await?;
+    resource::dispatch(req, payload, state, info, query).await
 }
 
 /// The request's user, from its headers and its connection.

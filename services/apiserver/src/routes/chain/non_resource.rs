@@ -1,17 +1,19 @@
 //! The chain's guard for paths that are not resources (`/healthz`,
 //! `/version`, `/api`, `/apis/apps/v1`, `/openapi/v3`, `/metrics`):
 //! authentication, impersonation and authorization of the lower-case HTTP
-//! method on the path, as kube-apiserver authorizes nonResourceURLs.
+//! method on the path, as kube-apiserver authorizes nonResourceURLs, and
+//! their audit record (the verb is the method).
 //! Resource paths pass straight on to [`super::handle`], which runs the
 //! whole chain itself.
 
-use actix_web::body::{EitherBody, MessageBody};
+use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, ResponseError};
 
+use super::authentication::User;
 use super::authorization::{self, Attributes};
-use super::impersonation;
+use super::{audit, impersonation};
 use crate::error::ApiError;
 use crate::routes::request_info::RequestInfo;
 use crate::routes::AppState;
@@ -26,31 +28,56 @@ pub fn is_resource(path: &str) -> bool {
 pub async fn guard(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let state = req.app_data::<web::Data<AppState>>().cloned();
     let (Some(state), false) = (state, is_resource(req.path())) else {
         return next
             .call(req)
             .await
-            .map(ServiceResponse::map_into_left_body);
+            .map(ServiceResponse::map_into_boxed_body);
     };
-    match admit(&req, &state).await {
+    let audit_id = audit::request_id(req.request());
+    let chain = &state.chain;
+    let user = super::authenticate(req.request(), chain).await;
+    let mut record = chain.audit.begin(
+        req.request(),
+        &audit_id,
+        user.as_ref().ok(),
+        audit::Target::NonResource,
+    );
+    let admitted = user.and_then(|user| admit(&req, &state, user, &mut record));
+    let mut response = match admitted {
         Ok(()) => next
             .call(req)
-            .await
-            .map(ServiceResponse::map_into_left_body),
-        Err(err) => Ok(req
-            .into_response(err.error_response())
-            .map_into_right_body()),
-    }
+            .await?
+            .map_into_boxed_body()
+            .map_body(|head, body| record.body(head.status.as_u16(), body)),
+        Err(err) => {
+            record.failed(&err);
+            req.into_response(err.error_response())
+        }
+    };
+    audit::echo_id(response.headers_mut(), &audit_id);
+    Ok(response)
 }
 
-async fn admit(req: &ServiceRequest, state: &AppState) -> Result<(), ApiError> {
+/// Impersonation and authorization of the method on the path.
+fn admit(
+    req: &ServiceRequest,
+    state: &AppState,
+    authenticated: User,
+    record: &mut audit::Record,
+) -> Result<(), ApiError> {
     let chain = &state.chain;
-    let user = super::authenticate(req.request(), chain).await?;
     // Impersonation is checked the same way whatever the path.
     let any = RequestInfo::parse(&actix_web::http::Method::GET, "/api/v1/namespaces", false)?;
-    let user = impersonation::apply(req.headers(), user, &any, chain.authorizer.as_ref())?;
+    let user = impersonation::apply(
+        req.headers(),
+        authenticated.clone(),
+        &any,
+        chain.authorizer.as_ref(),
+    )?;
+    record.impersonated(&authenticated, &user);
     let verb = req.method().as_str().to_lowercase();
     let attributes = Attributes {
         user: &user,
@@ -62,7 +89,9 @@ async fn admit(req: &ServiceRequest, state: &AppState) -> Result<(), ApiError> {
         name: None,
         path: Some(req.path()),
     };
-    authorization::check(chain.authorizer.as_ref(), &attributes)?;
+    let allowed = authorization::check(chain.authorizer.as_ref(), &attributes);
+    record.authorized(allowed.is_ok());
+    allowed?;
     req.extensions_mut().insert(user);
     Ok(())
 }

@@ -12,15 +12,20 @@ pub async fn guard<T>(handler: impl Future<Output = Result<T, ApiError>>) -> Res
     match AssertUnwindSafe(handler).catch_unwind().await {
         Ok(result) => result,
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".into());
+            let what = describe(panic.as_ref());
             tracing::error!(%what, "a request handler panicked");
             Err(ApiError::Internal(format!("the server panicked: {what}")))
         }
     }
+}
+
+/// A panic's message, when it has one.
+pub fn describe(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
 }
 
 #[cfg(test)]

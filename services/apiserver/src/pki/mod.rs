@@ -6,11 +6,14 @@
 //! admin client certificate in `system:masters`. Files that exist are
 //! kept, so a restart reuses them.
 
+mod store;
+
 use std::path::{Path, PathBuf};
 
+pub use rcgen::ExtendedKeyUsagePurpose;
 use rcgen::{
-    BasicConstraints, Certificate, CertificateParams, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
+    BasicConstraints, Certificate, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair,
+    KeyUsagePurpose,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -98,9 +101,24 @@ impl Authority {
 
     /// A serving certificate for `names` (DNS names and IP addresses).
     pub fn issue_serving(&self, names: &[String]) -> Result<Issued, PkiError> {
+        self.issue_leaf(
+            "capstan-apiserver",
+            names,
+            &[ExtendedKeyUsagePurpose::ServerAuth],
+        )
+    }
+
+    /// A certificate named `common_name` for `names` (DNS names and IP
+    /// addresses, possibly none), good for `purposes`, valid a year.
+    pub fn issue_leaf(
+        &self,
+        common_name: &str,
+        names: &[String],
+        purposes: &[ExtendedKeyUsagePurpose],
+    ) -> Result<Issued, PkiError> {
         let mut params = CertificateParams::new(names.to_vec())?;
-        params.distinguished_name = named("capstan-apiserver", None);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.distinguished_name = named(common_name, None);
+        params.extended_key_usages = purposes.to_vec();
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,

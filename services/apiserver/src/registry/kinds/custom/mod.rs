@@ -1,0 +1,202 @@
+//! The strategy of a custom resource: data read from its
+//! CustomResourceDefinition (names, scope, the storage version's
+//! structural schema, subresources, printer columns), so one type serves
+//! every CRD and no code names a custom kind.
+
+mod columns;
+#[cfg(test)]
+mod flow_tests;
+mod intern;
+pub mod prune;
+pub mod schema;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionVersion, CustomResourceSubresourceScale,
+    JSONSchemaProps,
+};
+use schemars::gen::SchemaGenerator;
+use schemars::schema::{Schema, SchemaObject};
+use serde_json::{json, Value};
+
+use self::columns::PrinterColumn;
+use crate::error::Cause;
+use crate::object::meta::NameRule;
+use crate::registry::strategy::{Column, ResourceDef, Strategy};
+use crate::registry::typed::Decoded;
+
+pub struct Custom {
+    def: ResourceDef,
+    schema: Option<JSONSchemaProps>,
+    columns: Vec<PrinterColumn>,
+    scale: Option<CustomResourceSubresourceScale>,
+}
+
+/// Where a CRD's objects are kept: kube's `/registry/<group>`, so a
+/// custom plural never shares keys with a built-in one.
+pub fn storage_prefix(prefix: &str, crd: &CustomResourceDefinition) -> String {
+    format!("{prefix}/{}", crd.spec.group)
+}
+
+impl Custom {
+    /// The strategy of `crd`'s storage version (None without one).
+    pub fn of(crd: &CustomResourceDefinition) -> Option<Custom> {
+        let version = crd.spec.versions.iter().find(|v| v.storage)?;
+        Some(Custom::of_version(crd, version))
+    }
+
+    fn of_version(
+        crd: &CustomResourceDefinition,
+        version: &CustomResourceDefinitionVersion,
+    ) -> Custom {
+        let names = &crd.spec.names;
+        let subresources = version.subresources.clone().unwrap_or_default();
+        let def = ResourceDef {
+            group: intern::text(&crd.spec.group),
+            version: intern::text(&version.name),
+            resource: intern::text(&names.plural),
+            kind: intern::text(&names.kind),
+            singular: intern::text(
+                names
+                    .singular
+                    .as_deref()
+                    .unwrap_or(&names.kind.to_lowercase()),
+            ),
+            namespaced: crd.spec.scope == "Namespaced",
+            short_names: intern::list(names.short_names.as_deref().unwrap_or_default()),
+            categories: intern::list(names.categories.as_deref().unwrap_or_default()),
+            status: subresources.status.is_some(),
+            scale: subresources.scale.is_some(),
+            name_rule: NameRule::Subdomain,
+        };
+        let mut columns: Vec<PrinterColumn> = version
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .map(PrinterColumn::of)
+            .collect();
+        if columns.is_empty() {
+            columns.push(PrinterColumn::age());
+        }
+        let schema = version
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.clone());
+        Custom {
+            def,
+            schema,
+            columns,
+            scale: subresources.scale,
+        }
+    }
+}
+
+/// `.spec.replicas` as the JSON pointer `/spec/replicas`.
+fn pointer(path: &str) -> String {
+    path.replace('.', "/")
+}
+
+impl Strategy for Custom {
+    fn def(&self) -> &ResourceDef {
+        &self.def
+    }
+
+    /// Prunes what the schema does not specify; the pruned paths are the
+    /// unknown fields `fieldValidation` reports or refuses.
+    fn decode(&self, value: &Value) -> Result<Decoded, String> {
+        if !value.is_object() {
+            return Err("the body is not a JSON object".into());
+        }
+        let mut canonical = value.clone();
+        let unknown_fields = match &self.schema {
+            Some(schema) => prune::prune_root(schema, &mut canonical),
+            None => Vec::new(),
+        };
+        Ok(Decoded {
+            canonical,
+            unknown_fields,
+        })
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        let name = format!("{}.{}.{}", self.def.group, self.def.version, self.def.kind);
+        let mut schema = self
+            .schema
+            .as_ref()
+            .map(|s| json!(s))
+            .unwrap_or(json!({"type": "object"}));
+        schema["x-kubernetes-group-version-kind"] =
+            json!([{"group": self.def.group, "version": self.def.version, "kind": self.def.kind}]);
+        let schema: Schema = serde_json::from_value(schema).unwrap_or(Schema::Bool(true));
+        generator.definitions_mut().insert(name.clone(), schema);
+        Schema::Object(SchemaObject::new_ref(format!(
+            "#/components/schemas/{name}"
+        )))
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(schema) = &self.schema {
+            prune::default(schema, obj);
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        self.prepare_for_create(new);
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        if let Some(schema) = &self.schema {
+            // The machinery's fields are checked by the generic flow.
+            let mut body = obj.clone();
+            if let Some(map) = body.as_object_mut() {
+                map.remove("metadata");
+                map.remove("apiVersion");
+                map.remove("kind");
+            }
+            schema::validate(schema, &body, "", &mut causes);
+        }
+        causes
+    }
+
+    fn columns(&self) -> Vec<Column> {
+        self.columns.iter().map(|c| c.column.clone()).collect()
+    }
+
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        self.columns.iter().map(|c| c.cell(obj)).collect()
+    }
+
+    fn set_replicas(&self, obj: &mut Value, replicas: i64) {
+        let Some(scale) = &self.scale else { return };
+        let mut cursor = obj;
+        for key in scale
+            .spec_replicas_path
+            .split('.')
+            .filter(|p| !p.is_empty())
+        {
+            if !cursor.is_object() {
+                *cursor = json!({});
+            }
+            let map = cursor.as_object_mut().expect("an object");
+            cursor = map.entry(key).or_insert(Value::Null);
+        }
+        *cursor = replicas.into();
+    }
+
+    fn scale_of(&self, obj: &Value) -> Option<Value> {
+        let scale = self.scale.as_ref()?;
+        let meta = &obj["metadata"];
+        let read = |path: &str| obj.pointer(&pointer(path)).cloned();
+        let mut status = json!({"replicas": read(&scale.status_replicas_path).and_then(|v| v.as_i64()).unwrap_or(0)});
+        if let Some(selector) = scale.label_selector_path.as_deref().and_then(read) {
+            status["selector"] = selector;
+        }
+        Some(json!({
+            "kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"],
+                         "resourceVersion": meta["resourceVersion"], "creationTimestamp": meta["creationTimestamp"]},
+            "spec": {"replicas": read(&scale.spec_replicas_path).and_then(|v| v.as_i64()).unwrap_or(0)},
+            "status": status,
+        }))
+    }
+}

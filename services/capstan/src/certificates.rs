@@ -1,0 +1,113 @@
+//! `capstan certificates`: the certificates of a control plane spread over
+//! several processes or containers (`make cluster`, compose.yaml), made
+//! once into one folder that every member and API server reads, as
+//! `kubeadm init phase certs` does for a kubeadm cluster: the API
+//! servers' CAs, serving certificate and admin client certificate, the
+//! service-account key, the store's CA with one certificate per member and
+//! the store client certificate, and an admin kubeconfig. Files that exist
+//! are kept, so running it again is harmless.
+
+use std::path::PathBuf;
+
+use capstan_apiserver::pki::{self, Pki};
+use clap::Args;
+
+use crate::kubeconfig;
+
+#[derive(Debug, Clone, Args)]
+pub struct CertificatesFlags {
+    /// Folder to write the certificates and keys into.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// A store member and the names (DNS names or IP addresses) its
+    /// certificate covers: `NAME=SAN,SAN...`; repeat for each member.
+    #[arg(long = "store-member", value_name = "NAME=SANS")]
+    pub store_members: Vec<String>,
+    /// Extra names for the API servers' serving certificate, besides
+    /// 127.0.0.1, localhost and the host name.
+    #[arg(long, value_delimiter = ',')]
+    pub tls_san: Vec<String>,
+    /// The API server URL the admin kubeconfig (written as `<dir>/kubeconfig`)
+    /// points at, e.g. the load balancer's.
+    #[arg(long, default_value = "https://127.0.0.1:6443")]
+    pub server: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CertificatesError {
+    #[error("--store-member {0:?}: expected NAME=SAN,SAN...")]
+    Member(String),
+    #[error(transparent)]
+    Pki(#[from] pki::PkiError),
+    #[error("writing the kubeconfig: {0}")]
+    Kubeconfig(#[from] std::io::Error),
+}
+
+/// Makes what is missing and writes the kubeconfig; returns its path.
+pub fn generate(flags: &CertificatesFlags) -> Result<PathBuf, CertificatesError> {
+    let members = flags
+        .store_members
+        .iter()
+        .map(|text| parse_member(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let pki = Pki::at(&flags.dir);
+    pki.ensure(&pki::serving_names(&flags.tls_san))?;
+    pki.ensure_store(&members)?;
+    Ok(kubeconfig::write(&flags.dir, &flags.server, &pki)?)
+}
+
+/// `NAME=SAN,SAN` into the name and its names.
+fn parse_member(text: &str) -> Result<(String, Vec<String>), CertificatesError> {
+    let (name, sans) = text
+        .split_once('=')
+        .ok_or_else(|| CertificatesError::Member(text.to_string()))?;
+    let sans: Vec<String> = sans
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if name.is_empty() || sans.is_empty() {
+        return Err(CertificatesError::Member(text.to_string()));
+    }
+    Ok((name.to_string(), sans))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_member_needs_a_name_and_names() {
+        let (name, sans) = parse_member("store1=store1, 127.0.0.1").unwrap();
+        assert_eq!(name, "store1");
+        assert_eq!(sans, ["store1", "127.0.0.1"]);
+        for bad in ["store1", "=a", "store1="] {
+            assert!(parse_member(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn generate_writes_every_file_and_a_kubeconfig() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = CertificatesFlags {
+            dir: dir.path().join("pki"),
+            store_members: vec!["m1=127.0.0.1".into(), "m2=127.0.0.1".into()],
+            tls_san: vec![],
+            server: "https://127.0.0.1:8443".into(),
+        };
+        let kubeconfig = generate(&flags).unwrap();
+        let text = std::fs::read_to_string(kubeconfig).unwrap();
+        assert!(text.contains("server: https://127.0.0.1:8443"), "{text}");
+        let pki = Pki::at(&flags.dir);
+        for file in [
+            pki.store_member_cert("m1"),
+            pki.store_member_cert("m2"),
+            pki.store_client_cert(),
+            pki.admin_cert(),
+            pki.serving_cert(),
+        ] {
+            assert!(file.exists(), "{}", file.display());
+        }
+    }
+}
