@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use capstan_tests::apiserver::{ApiServer, Backend, Embedded, Http, BACKENDS};
+use capstan_tests::apiserver::{secure_flags, ApiServer, Backend, Embedded, Http, BACKENDS};
 use capstan_tests::certs::{Authority, Pair};
 use capstan_tests::poll::wait_for;
 use capstan_tests::watchdog::{self, Watchdog};
@@ -372,7 +372,8 @@ fn a_malformed_certificate_file_stops_the_api_server_naming_it() {
     let junk = dir.path().join("junk-ca.crt");
     std::fs::write(&junk, "this is not a certificate").unwrap();
     let output = Command::new(binary("capstan-apiserver"))
-        .args(["--etcd-servers", "https://127.0.0.1:1", "--port", "0"])
+        .args(["--etcd-servers", "https://127.0.0.1:1"])
+        .args(secure_flags(dir.path(), free_port()))
         .arg(format!("--etcd-cafile={}", junk.display()))
         .output()
         .expect("run capstan-apiserver");
