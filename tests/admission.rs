@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use capstan_tests::apiserver::{ApiCluster, Backend, Kubectl};
+use capstan_tests::apiserver::{root_ca_flags, ApiCluster, Backend, Kubectl};
 use capstan_tests::poll::wait_for;
 use capstan_tests::tls::Identity;
 use serde_json::Value;
@@ -114,7 +114,7 @@ fn a_terminating_or_missing_namespace_takes_nothing_new(backend: Backend) {
 }
 
 fn a_new_namespace_gets_its_account_and_pods_their_token(backend: Backend) {
-    let cluster = ApiCluster::start_on(backend);
+    let cluster = ApiCluster::start_with(backend, root_ca_flags);
     let kubectl = &cluster.kubectl;
     kubectl.ok(&["create", "namespace", "team"]);
     // A pod at once: the plugin waits for the controller's `default`.
