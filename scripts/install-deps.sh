@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what testing and benchmarking Capstan needs, if it is missing:
-# etcdctl and etcd (a real etcd client and a reference server) and kubectl,
-# all from Debian. Building needs nothing from the system besides a Rust
+# etcdctl and etcd (a real etcd client and a reference server), kubectl, and
+# python3 with venv (the official Python client is tested), all from Debian. Building needs nothing from the system besides a Rust
 # toolchain and a C compiler: protoc comes from the protoc-bin-vendored crate
 # (see scripts/protoc and .cargo/config.toml).
 set -euo pipefail
@@ -10,6 +10,10 @@ need=()
 command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# The Python client tests make a venv (`python3 -m venv`), which on Debian
+# needs python3-venv (ensurepip) besides python3.
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 # Machines of this kind come with kubectl 1.32; where it is missing, Debian's
 # own kubectl (package kubernetes-client, an older 1.20) is the fallback.
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)

@@ -350,44 +350,9 @@ async fn kube_rs_with_a_client_certificate_and_with_a_token() {
     );
 }
 
-/// Python with the `kubernetes` client, in a venv under target/ (made on
-/// first use with pip).
-fn python_with_kubernetes() -> std::path::PathBuf {
-    let venv = capstan_tests::workspace_root().join("target/py-kubernetes");
-    let python = venv.join("bin/python");
-    let has_client = |python: &std::path::Path| {
-        std::process::Command::new(python)
-            .args(["-c", "import kubernetes"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if has_client(&python) {
-        return python;
-    }
-    capstan_tests::watchdog::waiting_for("pip install kubernetes");
-    let made = std::process::Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .expect("run python3 -m venv");
-    assert!(
-        made.success(),
-        "python3 -m venv failed (is python3-venv installed?)"
-    );
-    let pip = std::process::Command::new(venv.join("bin/pip"))
-        .args(["install", "-q", "kubernetes"])
-        .status()
-        .expect("run pip");
-    assert!(
-        pip.success() && has_client(&python),
-        "pip install kubernetes failed"
-    );
-    python
-}
-
 #[test]
 fn the_python_client_works_with_the_written_kubeconfig() {
-    let python = python_with_kubernetes();
+    let python = capstan_tests::python::python_with_kubernetes();
     let capstan = capstan_tests::apiserver::Embedded::start();
     let script = "import sys\n\
 from kubernetes import client, config\n\

@@ -298,7 +298,7 @@ fn read_until_closed(stream: &mut impl Read) -> std::io::Result<()> {
 /// A gRPC channel to the embedded store, over TLS with its client
 /// certificate.
 async fn store_channel(server: &Embedded) -> tonic::transport::Channel {
-    let pki = capstan_apiserver::pki::Pki::at(&server.dir.path().join("data").join("pki"));
+    let pki = server.pki();
     let read = |path: std::path::PathBuf| std::fs::read(path).expect("read the store PKI");
     let tls = tonic::transport::ClientTlsConfig::new()
         .ca_certificate(tonic::transport::Certificate::from_pem(read(

@@ -8,15 +8,15 @@
 //! (made once, reused by later runs). If it cannot be installed (PyPI
 //! unreachable), the test fails saying so.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use capstan_tests::apiserver::{ApiServer, Backend, Kubectl, StoreBackend};
 use capstan_tests::http::Connection;
 use capstan_tests::poll::wait_for;
+use capstan_tests::python::python_with_kubernetes;
 use capstan_tests::tls::{self, Identity};
-use capstan_tests::workspace_root;
 use serde_json::Value;
 use time::OffsetDateTime;
 
@@ -48,49 +48,6 @@ print(json.dumps({
 }))
 "#;
 
-/// The virtualenv's python with `kubernetes` importable, installing it
-/// the first time.
-fn python() -> PathBuf {
-    // The same venv as `authentication.rs`, so one install serves both.
-    let venv = workspace_root().join("target").join("py-kubernetes");
-    let python = venv.join("bin").join("python");
-    let importable = |python: &Path| {
-        Command::new(python)
-            .args(["-c", "import kubernetes"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if importable(&python) {
-        return python;
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .output()
-        .expect("python3 must be installed to run this test");
-    assert!(
-        made.status.success(),
-        "python3 -m venv {}: {}",
-        venv.display(),
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let pip = Command::new(venv.join("bin").join("pip"))
-        .args([
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "kubernetes",
-        ])
-        .output()
-        .expect("run pip");
-    assert!(
-        pip.status.success() && importable(&python),
-        "could not install the Python client with pip (is PyPI reachable?): {}",
-        String::from_utf8_lossy(&pip.stderr)
-    );
-    python
-}
-
 fn run_python(python: &Path, dir: &Path, kubeconfig: &str, name: &str) -> Value {
     let config = dir.join(format!("{name}.kubeconfig"));
     std::fs::write(&config, kubeconfig).expect("write a kubeconfig");
@@ -113,7 +70,7 @@ fn run_python(python: &Path, dir: &Path, kubeconfig: &str, name: &str) -> Value 
 
 #[test]
 fn the_python_client_works_with_a_token_and_a_certificate() {
-    let python = python();
+    let python = python_with_kubernetes();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, "py-token,py,py-uid,\"dev\"\n").expect("the token file");

@@ -420,13 +420,12 @@ fn the_embedded_store_speaks_tls_with_its_own_ca() {
     server
         .kubectl
         .ok(&["create", "configmap", "over-tls", "--from-literal=k=v"]);
-    let pki = server.dir.path().join("data").join("pki");
-    let store = pki.join("etcd");
-    let file = |dir: &Path, name: &str| dir.join(name).display().to_string();
+    let pki = server.pki();
+    let file = |path: PathBuf| path.display().to_string();
     let admitted = vec![
-        format!("--cacert={}", file(&store, "ca.crt")),
-        format!("--cert={}", file(&store, "client.crt")),
-        format!("--key={}", file(&store, "client.key")),
+        format!("--cacert={}", file(pki.store_ca())),
+        format!("--cert={}", file(pki.store_client_cert())),
+        format!("--key={}", file(pki.store_client_key())),
     ];
     let url = server.store_url();
     let key = "/registry/configmaps/default/over-tls";
@@ -439,8 +438,8 @@ fn the_embedded_store_speaks_tls_with_its_own_ca() {
             "the API server's admin certificate",
             vec![
                 admitted[0].clone(),
-                format!("--cert={}", file(&pki, "admin.crt")),
-                format!("--key={}", file(&pki, "admin.key")),
+                format!("--cert={}", file(pki.admin_cert())),
+                format!("--key={}", file(pki.admin_key())),
             ],
         ),
     ];

@@ -386,8 +386,12 @@ impl Embedded {
     /// etcd-client options for the embedded store: its CA and the store
     /// client certificate `capstan` made.
     pub fn store_connect_options(&self) -> etcd_client::ConnectOptions {
-        let pki = Pki::at(&self.dir.path().join("data").join("pki"));
-        etcd_client::ConnectOptions::new().with_tls(tls::store_tls_options(&pki))
+        etcd_client::ConnectOptions::new().with_tls(tls::store_tls_options(&self.pki()))
+    }
+
+    /// The certificates `capstan` made under its data folder.
+    pub fn pki(&self) -> Pki {
+        Pki::at(&self.dir.path().join("data").join("pki"))
     }
 }
 

@@ -19,6 +19,7 @@ pub mod keyspace;
 pub mod kubectl;
 pub mod mutate;
 pub mod poll;
+pub mod python;
 pub mod store;
 pub mod tls;
 pub mod watch;

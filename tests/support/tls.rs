@@ -16,9 +16,30 @@ use capstan_apiserver::pki::{self, Pki};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-static SERVERS: Mutex<Option<HashMap<u16, PathBuf>>> = Mutex::new(None);
-/// The same for store client ports.
-static STORES: Mutex<Option<HashMap<u16, PathBuf>>> = Mutex::new(None);
+/// What serves TLS on a registered port.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Serving {
+    ApiServer,
+    /// An embedded `capstan`'s store, with the store certificates.
+    Store,
+}
+
+static SERVERS: Mutex<Option<HashMap<u16, (Serving, PathBuf)>>> = Mutex::new(None);
+
+fn remember(port: u16, serving: Serving, pki_dir: &Path) {
+    let mut servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
+    servers
+        .get_or_insert_with(HashMap::new)
+        .insert(port, (serving, pki_dir.to_path_buf()));
+}
+
+fn registered(port: u16, serving: Serving) -> Option<Pki> {
+    let servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
+    match servers.as_ref()?.get(&port)? {
+        (kind, dir) if *kind == serving => Some(Pki::at(dir)),
+        _ => None,
+    }
+}
 
 /// Who a client says it is.
 #[derive(Debug, Clone)]
@@ -43,25 +64,18 @@ pub fn pki_in(dir: &Path) -> Pki {
 
 /// From now on, connections to `port` speak TLS with the PKI in `pki_dir`.
 pub fn register(port: u16, pki_dir: &Path) {
-    let mut servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
-    servers
-        .get_or_insert_with(HashMap::new)
-        .insert(port, pki_dir.to_path_buf());
+    remember(port, Serving::ApiServer, pki_dir);
 }
 
 /// Registers `port` as the client port of a store serving with the store
 /// certificates of the PKI in `pki_dir` (an embedded `capstan`'s).
 pub fn register_store(port: u16, pki_dir: &Path) {
-    let mut stores = STORES.lock().unwrap_or_else(|e| e.into_inner());
-    stores
-        .get_or_insert_with(HashMap::new)
-        .insert(port, pki_dir.to_path_buf());
+    remember(port, Serving::Store, pki_dir);
 }
 
 /// The PKI of the store on `port`, if it serves TLS with one.
 pub fn store_pki_of(port: u16) -> Option<Pki> {
-    let stores = STORES.lock().unwrap_or_else(|e| e.into_inner());
-    stores.as_ref()?.get(&port).map(|dir| Pki::at(dir))
+    registered(port, Serving::Store)
 }
 
 /// A client configuration for whatever serves TLS on `port`: an API
@@ -76,8 +90,7 @@ pub fn client_config_for(port: u16, identity: &Identity) -> Option<Arc<rustls::C
 
 /// The PKI of the server on `port`, if it serves TLS.
 pub fn pki_of(port: u16) -> Option<Pki> {
-    let servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
-    servers.as_ref()?.get(&port).map(|dir| Pki::at(dir))
+    registered(port, Serving::ApiServer)
 }
 
 fn read(path: PathBuf) -> String {
