@@ -208,9 +208,14 @@ fn dependent(kubectl: &Kubectl, name: &str, owners: &[(&str, &str)]) {
     kubectl.ok_with_input(&["create", "-f", "-"], &body.to_string());
 }
 
+/// The names of `kind` in `default`, but for the `kube-root-ca.crt`
+/// ConfigMap every namespace has (as in kube).
 fn names(kubectl: &Kubectl, kind: &str) -> Vec<String> {
     let out = kubectl.ok(&["get", kind, "-o", "jsonpath={.items[*].metadata.name}"]);
-    out.split_whitespace().map(str::to_string).collect()
+    out.split_whitespace()
+        .filter(|name| *name != "kube-root-ca.crt")
+        .map(str::to_string)
+        .collect()
 }
 
 fn owned_pair(kubectl: &Kubectl) -> String {

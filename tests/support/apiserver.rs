@@ -62,6 +62,18 @@ pub fn secure_flags(dir: &Path, port: u16) -> Vec<String> {
     ]
 }
 
+/// The flag that makes an API server publish the CA of the cluster in
+/// `dir` as the `kube-root-ca.crt` ConfigMap in every namespace. Only the
+/// tests of that publisher pass it, so that the others' ConfigMap
+/// listings hold only what they made.
+pub fn root_ca_flags(dir: &Path) -> Vec<String> {
+    let pki = tls::pki_in(dir);
+    vec![
+        "--root-ca-file".into(),
+        pki.server_ca().display().to_string(),
+    ]
+}
+
 /// A child process killed when dropped; its test is under the watchdog
 /// while it lives.
 struct Killed(Child, #[allow(dead_code)] Watchdog);
@@ -282,9 +294,17 @@ impl ApiCluster {
     }
 
     pub fn start_on(backend: Backend) -> ApiCluster {
+        ApiCluster::start_with(backend, |_| Vec::new())
+    }
+
+    /// On `backend`, its API server given the flags `extra` makes from the
+    /// cluster's folder.
+    pub fn start_with(backend: Backend, extra: impl FnOnce(&Path) -> Vec<String>) -> ApiCluster {
         let dir = tempfile::tempdir().expect("create a temporary directory");
         let store = StoreBackend::start(backend, &dir.path().join("store"));
-        let api = ApiServer::start(&store.url(), dir.path(), "apiserver");
+        let extra = extra(dir.path());
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let api = ApiServer::start_with(&[store.url()], dir.path(), "apiserver", &extra);
         let port = api.port;
         let kubectl = Kubectl::new(dir.path(), port);
         ApiCluster {

@@ -1,7 +1,8 @@
 //! Objects every cluster has from the start besides the system
 //! namespaces: the `kubernetes` service in `default`, on the first address
 //! of the service range, with endpoints at this API server (what in-cluster
-//! clients find through KUBERNETES_SERVICE_HOST).
+//! clients find through KUBERNETES_SERVICE_HOST), and the two system
+//! PriorityClasses.
 
 use serde_json::{json, Value};
 
@@ -41,16 +42,41 @@ pub async fn ensure_default_service(
     create_unless_exists(catalog, "endpoints", kubernetes_endpoints(address, port)).await
 }
 
+/// `system-node-critical` and `system-cluster-critical`, unless they exist.
+pub async fn ensure_priority_classes(catalog: &Catalog) -> Result<(), ApiError> {
+    for (name, value, description) in crate::admission::plugins::SYSTEM_CLASSES {
+        let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "description": description});
+        create_in(
+            catalog,
+            ("scheduling.k8s.io", "v1", "priorityclasses"),
+            "",
+            class,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 async fn create_unless_exists(
     catalog: &Catalog,
     resource: &str,
     body: Value,
 ) -> Result<(), ApiError> {
-    let Some(entry) = catalog.find("", "v1", resource) else {
+    create_in(catalog, ("", "v1", resource), "default", body).await
+}
+
+async fn create_in(
+    catalog: &Catalog,
+    (group, version, resource): (&str, &str, &str),
+    namespace: &str,
+    body: Value,
+) -> Result<(), ApiError> {
+    let Some(entry) = catalog.find(group, version, resource) else {
         return Ok(());
     };
     let create = actor::Create {
-        namespace: "default".into(),
+        namespace: namespace.into(),
         body,
         options: WriteOptions::by("capstan-apiserver"),
     };

@@ -92,6 +92,17 @@ pub struct Flags {
     /// kube-apiserver's static token CSV: `token,user,uid,"group1,group2"`.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+    /// Comma list of admission plugins to run besides the default set
+    /// (kube's names; only those this server implements).
+    #[arg(long)]
+    pub enable_admission_plugins: Option<String>,
+    /// Comma list of admission plugins of the default set not to run.
+    #[arg(long)]
+    pub disable_admission_plugins: Option<String>,
+    /// The cluster's CA (PEM), published to every namespace as the
+    /// `kube-root-ca.crt` ConfigMap (kube-controller-manager's flag).
+    #[arg(long)]
+    pub root_ca_file: Option<String>,
     /// The audit policy (an audit.k8s.io/v1 Policy, YAML or JSON); with
     /// --audit-log-path, requests are audited as it says.
     #[arg(long)]
@@ -144,6 +155,9 @@ pub struct ApiserverConfig {
     pub authorization_mode: String,
     #[serde(default)]
     pub token_auth_file: Option<PathBuf>,
+    pub enable_admission_plugins: String,
+    pub disable_admission_plugins: String,
+    pub root_ca_file: String,
     pub audit_policy_file: String,
     pub audit_log_path: String,
     pub audit_log_maxsize: u64,
@@ -182,6 +196,9 @@ impl ApiserverConfig {
             .set_default("etcd_certfile", "")?
             .set_default("etcd_keyfile", "")?
             .set_default("authorization_mode", DEFAULT_AUTHORIZATION_MODE)?
+            .set_default("enable_admission_plugins", "")?
+            .set_default("disable_admission_plugins", "")?
+            .set_default("root_ca_file", "")?
             .set_default("audit_policy_file", "")?
             .set_default("audit_log_path", "")?
             .set_default("audit_log_maxsize", 0)?
@@ -226,6 +243,15 @@ impl ApiserverConfig {
             ("etcd_certfile", flags.etcd_certfile.clone()),
             ("etcd_keyfile", flags.etcd_keyfile.clone()),
             ("authorization_mode", flags.authorization_mode.clone()),
+            (
+                "enable_admission_plugins",
+                flags.enable_admission_plugins.clone(),
+            ),
+            (
+                "disable_admission_plugins",
+                flags.disable_admission_plugins.clone(),
+            ),
+            ("root_ca_file", flags.root_ca_file.clone()),
             (
                 "token_auth_file",
                 flags
@@ -290,6 +316,7 @@ impl ApiserverConfig {
                 reason,
             },
         )?;
+        self.admission_plugins()?;
         match parse_interval(&self.event_ttl) {
             Some(ttl) if ttl >= Duration::from_secs(1) => Ok(()),
             _ => Err(ConfigError::Invalid {
@@ -318,6 +345,18 @@ impl ApiserverConfig {
             });
         }
         Ok(())
+    }
+
+    /// The admission plugins to run, in kube's order.
+    pub fn admission_plugins(&self) -> Result<Vec<&'static str>, ConfigError> {
+        let enable = split_list(&self.enable_admission_plugins);
+        let disable = split_list(&self.disable_admission_plugins);
+        crate::admission::plugins::select(&enable, &disable).map_err(|reason| {
+            ConfigError::Invalid {
+                field: "enable_admission_plugins",
+                reason,
+            }
+        })
     }
 
     /// The audiences tokens must be for: `--api-audiences`, else the issuer.

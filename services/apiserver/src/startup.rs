@@ -8,9 +8,12 @@ use std::time::{Duration, Instant};
 use actix_web::{web, App, HttpServer};
 use serde_json::json;
 
+use crate::admission::objects::Objects;
+use crate::admission::plugins;
 use crate::config::ApiserverConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::registry::lookup::CachedObjects;
 use crate::registry::options::WriteOptions;
 use crate::registry::{actor, Catalog};
 use crate::routes::chain::authentication::service_account::ServiceAccounts;
@@ -42,6 +45,10 @@ pub enum StartError {
     Tls(#[from] crate::serving::tls::TlsError),
     #[error("--client-ca-file: {0:?}")]
     ClientCa(webpki::Error),
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("--root-ca-file {0}: {1}")]
+    RootCa(String, std::io::Error),
     #[error("service-account keys: {0}")]
     Keys(#[from] crate::serviceaccount::keys::KeyError),
     #[error("audit: {0}")]
@@ -66,17 +73,26 @@ pub async fn run(
         )
         .await?,
     );
+    let objects = install_admission(&config, &catalog).await?;
     create_system_namespaces(&catalog).await?;
     let port = match config.secure_port {
         0 => config.insecure_port,
         port => port,
     };
     crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, port).await?;
+    crate::bootstrap::ensure_priority_classes(&catalog).await?;
     crate::controllers::crds::start(catalog.clone(), config.storage_prefix.clone()).await;
     let store = Store::new(&client);
     let controllers =
         crate::controllers::run(catalog.clone(), store, config.storage_prefix.clone());
     actix_rt::spawn(controllers);
+    let root_ca = root_ca(&config)?;
+    actix_rt::spawn(crate::controllers::service_accounts::run(
+        catalog.clone(),
+        objects.clone(),
+        root_ca,
+    ));
+    actix_rt::spawn(crate::controllers::resource_quotas::run(objects));
     if let Some(interval) = config.compaction_interval() {
         actix_rt::spawn(compactor::run(client.clone(), interval));
     }
@@ -128,6 +144,31 @@ pub async fn run(
         arbiter.stop();
     }
     Ok(())
+}
+
+/// Puts the admission plugins the flags ask for into every type's
+/// chain; they look objects up through the resource actors' caches.
+async fn install_admission(
+    config: &ApiserverConfig,
+    catalog: &Catalog,
+) -> Result<Arc<CachedObjects>, StartError> {
+    let objects = Arc::new(CachedObjects::of(catalog).await);
+    let names = config.admission_plugins()?;
+    catalog
+        .admission
+        .install(plugins::build(&names, objects.clone() as Arc<dyn Objects>));
+    tracing::info!(plugins = ?catalog.admission.names(), "admission");
+    Ok(objects)
+}
+
+/// The CA the `kube-root-ca.crt` ConfigMaps publish, if one is given.
+fn root_ca(config: &ApiserverConfig) -> Result<Option<String>, StartError> {
+    match config.root_ca_file.as_str() {
+        "" => Ok(None),
+        path => std::fs::read_to_string(path)
+            .map(Some)
+            .map_err(|err| StartError::RootCa(path.into(), err)),
+    }
 }
 
 /// The rustls configuration of the secure port, unless it is off.

@@ -95,6 +95,7 @@ fn api_flags(flags: &CapstanFlags, pki: &Pki, store_url: &str) -> ApiFlags {
         service_account_key_file: given
             .service_account_key_file
             .or(path(pki.service_account_key())),
+        root_ca_file: given.root_ca_file.or(path(pki.server_ca())),
         ..given
     }
 }

@@ -1,12 +1,14 @@
-//! The admission plugins in their order, and what a denial is.
+//! The admission plugins in their order, and what a refusal is.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::attributes::Attributes;
 
-/// Why a plugin refused a request.
+/// Why a plugin refused a request: kube's 403, `<resource> "<name>" is
+/// forbidden: <reason>`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{plugin}: {reason}")]
 pub struct Denial {
@@ -15,59 +17,121 @@ pub struct Denial {
     pub reason: String,
 }
 
+/// What stops a request in admission, one form per status kube answers.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AdmissionError {
+    #[error(transparent)]
+    Denied(#[from] Denial),
+    /// Something the request needs does not exist (kube's 404, as
+    /// `namespaces "x" not found`).
+    #[error("{resource} \"{name}\" not found")]
+    NotFound { resource: String, name: String },
+    /// The objects a plugin needs could not be read or written (500).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl AdmissionError {
+    /// A 403 from `plugin`.
+    pub fn denied(plugin: &str, reason: impl Into<String>) -> AdmissionError {
+        AdmissionError::Denied(Denial {
+            plugin: plugin.into(),
+            reason: reason.into(),
+        })
+    }
+}
+
+/// One step's answer; a step may wait on the store (quota, lookups) or,
+/// later, on a webhook.
+pub type Admit<'a> = BoxFuture<'a, Result<(), AdmissionError>>;
+
+/// What a step that has nothing to say answers.
+pub fn allow<'a>() -> Admit<'a> {
+    Box::pin(std::future::ready(Ok(())))
+}
+
 /// An admission plugin: either step may be left as it is (allowing).
 pub trait Plugin: Send + Sync {
+    /// kube's name of the plugin (`NamespaceLifecycle`).
     fn name(&self) -> &str;
 
     /// May change the object about to be validated and stored (not on
     /// delete, which has none).
-    fn mutate(&self, _attributes: &Attributes<'_>, _object: &mut Value) -> Result<(), Denial> {
-        Ok(())
+    fn mutate<'a>(&'a self, _attributes: &'a Attributes<'a>, _object: &'a mut Value) -> Admit<'a> {
+        allow()
     }
 
     /// May refuse the object as it will be stored (on delete: none; the
     /// old object is in the attributes).
-    fn validate(
-        &self,
-        _attributes: &Attributes<'_>,
-        _object: Option<&Value>,
-    ) -> Result<(), Denial> {
-        Ok(())
+    fn validate<'a>(
+        &'a self,
+        _attributes: &'a Attributes<'a>,
+        _object: Option<&'a Value>,
+    ) -> Admit<'a> {
+        allow()
     }
 }
 
 /// The plugins, run in order: every mutating step, then (after the
-/// strategy validated) every validating step. Empty by default.
+/// strategy validated) every validating step. The plugins are installed
+/// once, after the resource types they look at are being served; until
+/// then (and by default) the chain is empty.
 #[derive(Clone, Default)]
 pub struct Chain {
-    plugins: Vec<Arc<dyn Plugin>>,
+    plugins: OnceLock<Vec<Arc<dyn Plugin>>>,
 }
 
 impl Chain {
     pub fn new(plugins: Vec<Arc<dyn Plugin>>) -> Chain {
-        Chain { plugins }
+        let chain = Chain::default();
+        chain.install(plugins);
+        chain
+    }
+
+    /// Puts the plugins in (the first call only: the chain never changes
+    /// while requests run through it).
+    pub fn install(&self, plugins: Vec<Arc<dyn Plugin>>) -> bool {
+        self.plugins.set(plugins).is_ok()
+    }
+
+    fn plugins(&self) -> &[Arc<dyn Plugin>] {
+        self.plugins.get().map(Vec::as_slice).unwrap_or_default()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.plugins.is_empty()
+        self.plugins().is_empty()
     }
 
-    /// Every plugin's mutating step, in order; the first denial stops it.
-    pub fn mutate(&self, attributes: &Attributes<'_>, object: &mut Value) -> Result<(), Denial> {
-        self.plugins
+    /// The plugins' names, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.plugins()
             .iter()
-            .try_for_each(|p| p.mutate(attributes, object))
+            .map(|p| p.name().to_string())
+            .collect()
+    }
+
+    /// Every plugin's mutating step, in order; the first refusal stops it.
+    pub async fn mutate(
+        &self,
+        attributes: &Attributes<'_>,
+        object: &mut Value,
+    ) -> Result<(), AdmissionError> {
+        for plugin in self.plugins() {
+            plugin.mutate(attributes, object).await?;
+        }
+        Ok(())
     }
 
     /// Every plugin's validating step, in order.
-    pub fn validate(
+    pub async fn validate(
         &self,
         attributes: &Attributes<'_>,
         object: Option<&Value>,
-    ) -> Result<(), Denial> {
-        self.plugins
-            .iter()
-            .try_for_each(|p| p.validate(attributes, object))
+    ) -> Result<(), AdmissionError> {
+        for plugin in self.plugins() {
+            plugin.validate(attributes, object).await?;
+        }
+        Ok(())
     }
 }
 
@@ -84,9 +148,9 @@ mod tests {
             "Label"
         }
 
-        fn mutate(&self, _: &Attributes<'_>, object: &mut Value) -> Result<(), Denial> {
+        fn mutate<'a>(&'a self, _: &'a Attributes<'a>, object: &'a mut Value) -> Admit<'a> {
             object["metadata"]["labels"]["seen"] = "yes".into();
-            Ok(())
+            allow()
         }
     }
 
@@ -97,19 +161,19 @@ mod tests {
             "NeedsLabel"
         }
 
-        fn validate(&self, _: &Attributes<'_>, object: Option<&Value>) -> Result<(), Denial> {
-            match object.is_some_and(|o| o["metadata"]["labels"]["seen"] == "yes") {
-                true => Ok(()),
-                false => Err(Denial {
-                    plugin: self.name().into(),
-                    reason: "not seen".into(),
-                }),
-            }
+        fn validate<'a>(&'a self, _: &'a Attributes<'a>, object: Option<&'a Value>) -> Admit<'a> {
+            let seen = object.is_some_and(|o| o["metadata"]["labels"]["seen"] == "yes");
+            Box::pin(async move {
+                match seen {
+                    true => Ok(()),
+                    false => Err(AdmissionError::denied(self.name(), "not seen")),
+                }
+            })
         }
     }
 
-    #[test]
-    fn mutating_steps_run_before_validating_ones_in_order() {
+    #[tokio::test]
+    async fn mutating_steps_run_before_validating_ones_in_order() {
         let user = UserInfo::anonymous();
         let attributes = Attributes {
             operation: Operation::Create,
@@ -124,11 +188,17 @@ mod tests {
             user: &user,
         };
         let chain = Chain::new(vec![Arc::new(NeedsLabel), Arc::new(Label)]);
+        assert_eq!(chain.names(), ["NeedsLabel", "Label"]);
         let mut object = json!({"metadata": {"name": "a"}});
-        chain.mutate(&attributes, &mut object).unwrap();
-        assert_eq!(chain.validate(&attributes, Some(&object)), Ok(()));
-        let denied = chain.validate(&attributes, Some(&json!({"metadata": {}})));
-        assert_eq!(denied.unwrap_err().plugin, "NeedsLabel");
+        chain.mutate(&attributes, &mut object).await.unwrap();
+        assert_eq!(chain.validate(&attributes, Some(&object)).await, Ok(()));
+        let unseen = json!({"metadata": {}});
+        let denied = chain.validate(&attributes, Some(&unseen)).await;
+        assert_eq!(
+            denied.unwrap_err(),
+            AdmissionError::denied("NeedsLabel", "not seen")
+        );
         assert!(Chain::default().is_empty());
+        assert!(!chain.install(Vec::new()), "installed once only");
     }
 }

@@ -5,10 +5,16 @@
 //! the strategy's validation → every plugin's validating step → storage.
 //! A plugin's denial answers the request as a Kubernetes `Status`
 //! (403 Forbidden, `<resource> "<name>" is forbidden: <why>`) and nothing
-//! is stored. The chain is empty unless `startup.rs` puts plugins in it.
+//! is stored. Which plugins run is `--enable-admission-plugins` /
+//! `--disable-admission-plugins` over kube's default set
+//! ([`plugins::select`]); `startup.rs` installs them once the types they
+//! look at ([`objects::Objects`]) are served.
 
 mod attributes;
 mod chain;
+pub mod objects;
+pub mod plugins;
+pub mod usage;
 
 pub use attributes::{Attributes, Operation, UserInfo};
-pub use chain::{Chain, Denial, Plugin};
+pub use chain::{allow, AdmissionError, Admit, Chain, Denial, Plugin};

@@ -13,6 +13,8 @@ pub mod crds;
 mod garbage_collector;
 mod namespaces;
 mod pod_termination;
+pub mod resource_quotas;
+pub mod service_accounts;
 mod world;
 
 use std::sync::Arc;

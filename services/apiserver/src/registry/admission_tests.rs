@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use super::flow::{self, Handle, Part};
 use super::flow_tests::{config_map, handle, with_default_namespace};
 use super::options::{DeleteOptions, WriteOptions};
-use crate::admission::{Attributes, Chain, Denial, Operation, Plugin, UserInfo};
+use crate::admission::{
+    allow, AdmissionError, Admit, Attributes, Chain, Operation, Plugin, UserInfo,
+};
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
 use crate::storage::{Interface, MemoryStorage};
@@ -23,11 +25,11 @@ impl Plugin for Stamp {
         "Stamp"
     }
 
-    fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<(), Denial> {
+    fn mutate<'a>(&'a self, a: &'a Attributes<'a>, object: &'a mut Value) -> Admit<'a> {
         let labels = &mut object["metadata"]["labels"];
         labels["op"] = a.operation.as_str().to_lowercase().into();
         labels["by"] = a.user.name.replace(':', ".").into();
-        Ok(())
+        allow()
     }
 }
 
@@ -40,14 +42,9 @@ impl Plugin for Guard {
         "Guard"
     }
 
-    fn validate(&self, a: &Attributes<'_>, object: Option<&Value>) -> Result<(), Denial> {
-        let refuse = |reason: &str| {
-            Err(Denial {
-                plugin: self.name().into(),
-                reason: reason.into(),
-            })
-        };
-        match (a.operation, object) {
+    fn validate<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a Value>) -> Admit<'a> {
+        let refuse = |reason: &str| Err(AdmissionError::denied(self.name(), reason));
+        let answer = match (a.operation, object) {
             (Operation::Delete, None)
                 if a.old_object.unwrap()["metadata"]["labels"]["keep"] == "yes" =>
             {
@@ -56,7 +53,8 @@ impl Plugin for Guard {
             (_, Some(o)) if o["data"]["v"] == "deny" => refuse("denied by data"),
             (_, Some(o)) if o["metadata"]["labels"]["op"].is_null() => refuse("not stamped"),
             _ => Ok(()),
-        }
+        };
+        Box::pin(std::future::ready(answer))
     }
 }
 

@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use super::handle::{Handle, Part};
-use crate::admission::{Attributes, Denial, Operation, UserInfo};
-use crate::error::ApiError;
+use crate::admission::{AdmissionError, Attributes, Operation, UserInfo};
+use crate::error::{ApiError, Target};
 use crate::object::meta;
 
 /// One write as admission sees it.
@@ -45,7 +45,7 @@ impl Handle {
     }
 
     /// The admission plugins' mutating steps on `object`.
-    pub(crate) fn admit(
+    pub(crate) async fn admit(
         &self,
         write: &Admitted<'_>,
         object: &mut Value,
@@ -56,31 +56,47 @@ impl Handle {
         }
         let name = meta::name(object).to_string();
         let attributes = self.attributes(write, &name, old);
-        let admitted = self.admission.mutate(&attributes, object);
-        admitted.map_err(|denial| self.denied(&name, denial))
+        let admitted = self.admission.mutate(&attributes, object).await;
+        admitted.map_err(|refusal| self.refused(&name, refusal))
     }
 
     /// The admission plugins' validating steps on what would be stored
     /// (`object`; none for a delete, whose stored object is `old`).
-    pub(crate) fn admit_validated(
+    pub(crate) async fn admit_validated(
         &self,
         write: &Admitted<'_>,
         name: &str,
         object: Option<&Value>,
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
+        if self.admission.is_empty() {
+            return Ok(());
+        }
         let attributes = self.attributes(write, name, old);
-        let admitted = self.admission.validate(&attributes, object);
-        admitted.map_err(|denial| self.denied(name, denial))
+        let admitted = self.admission.validate(&attributes, object).await;
+        admitted.map_err(|refusal| self.refused(name, refusal))
     }
 
-    /// kube's form: `configmaps "a" is forbidden: <why>`.
-    fn denied(&self, name: &str, denial: Denial) -> ApiError {
-        let target = self.def().target(name);
-        ApiError::Forbidden(format!(
-            "{} \"{name}\" is forbidden: {}",
-            target.qualified(),
-            denial.reason
-        ))
+    /// kube's forms: a denial is `configmaps "a" is forbidden: <why>`; a
+    /// missing object the write needs is its 404.
+    fn refused(&self, name: &str, refusal: AdmissionError) -> ApiError {
+        match refusal {
+            AdmissionError::Denied(denial) => {
+                let target = self.def().target(name);
+                ApiError::Forbidden(format!(
+                    "{} \"{name}\" is forbidden: {}",
+                    target.qualified(),
+                    denial.reason
+                ))
+            }
+            AdmissionError::NotFound { resource, name } => ApiError::NotFound(Target {
+                group: String::new(),
+                resource,
+                name,
+            }),
+            AdmissionError::Unavailable(why) => {
+                ApiError::Internal(format!("admission of {name}: {why}"))
+            }
+        }
     }
 }

@@ -24,6 +24,9 @@ pub struct Catalog {
     entries: Vec<Entry>,
     /// Told after every delete (see [`Handle::deletions`]).
     pub deletions: Arc<tokio::sync::Notify>,
+    /// The admission chain every type's writes go through (empty until
+    /// `startup.rs` installs the plugins).
+    pub admission: Arc<crate::admission::Chain>,
     index: HashMap<(String, String, String), usize>,
     /// Types defined at run time, and what starting one needs.
     custom: RwLock<Vec<Entry>>,
@@ -50,7 +53,6 @@ impl Catalog {
         let deletions = Arc::new(tokio::sync::Notify::new());
         let store: Arc<dyn Interface> = Arc::new(Store::new(client));
         let strategies = kinds::all();
-        // No admission plugins yet: a later issue puts them here.
         let admission = Arc::new(crate::admission::Chain::default());
         let bare = |strategy: &Arc<dyn Strategy>| Handle {
             strategy: strategy.clone(),
@@ -102,6 +104,7 @@ impl Catalog {
         Ok(Catalog {
             entries,
             deletions,
+            admission: admission.clone(),
             index,
             custom: RwLock::new(Vec::new()),
             starter: Starter {

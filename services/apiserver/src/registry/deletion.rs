@@ -100,7 +100,8 @@ pub async fn delete(
             dry_run: options.dry_run,
             user: &options.user,
         };
-        h.admit_validated(&write, name, None, Some(&current.object))?;
+        h.admit_validated(&write, name, None, Some(&current.object))
+            .await?;
         let reply = |body| Reply {
             code: 200,
             body,

@@ -108,7 +108,7 @@ async fn create_as(
     prepare_create_metadata(h, &mut obj, namespace);
     h.strategy.prepare_for_create(&mut obj);
     let write = admitted(Operation::Create, namespace, Part::Main, &options);
-    h.admit(&write, &mut obj, None)?;
+    h.admit(&write, &mut obj, None).await?;
     if record {
         let api_version = h.def().api_version();
         let writer = writer(h, &options, Part::Main, &api_version);
@@ -119,8 +119,8 @@ async fn create_as(
     h.validate(&obj, None)?;
     check_requester(h, &options, &obj, None)?;
     let name = meta::name(&obj).to_string();
-    h.admit_validated(&write, &name, Some(&obj), None)?;
-    h.check_namespace(namespace).await?;
+    h.admit_validated(&write, &name, Some(&obj), None).await?;
+    h.check_namespace(namespace, &name).await?;
     if options.dry_run {
         return Ok(Reply {
             code: 201,
@@ -240,7 +240,7 @@ where
         let (decoded, warnings) = h.decode(&proposed, options)?;
         let mut new = prepare_update(h, decoded, &current.object, part);
         let write = admitted(Operation::Update, namespace, part, options);
-        h.admit(&write, &mut new, Some(&current.object))?;
+        h.admit(&write, &mut new, Some(&current.object)).await?;
         record_fields(
             h,
             options,
@@ -261,7 +261,8 @@ where
         }
         h.validate(&new, Some(&current.object))?;
         check_requester(h, options, &new, Some(&current.object))?;
-        h.admit_validated(&write, name, Some(&new), Some(&current.object))?;
+        h.admit_validated(&write, name, Some(&new), Some(&current.object))
+            .await?;
         if options.dry_run {
             return Ok(Reply {
                 code: 200,

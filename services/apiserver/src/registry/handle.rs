@@ -164,8 +164,14 @@ impl Handle {
         ))
     }
 
-    /// A namespaced write needs its namespace to exist and not be going.
-    pub(crate) async fn check_namespace(&self, namespace: &str) -> Result<(), ApiError> {
+    /// A namespaced create needs its namespace to exist and not be going
+    /// (read from the store, not a cache: the last word after admission's
+    /// `NamespaceLifecycle`, which looks at the cache first).
+    pub(crate) async fn check_namespace(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
         let Some(namespaces) = self.namespaces.as_deref() else {
             return Ok(());
         };
@@ -178,7 +184,8 @@ impl Handle {
         match found {
             None => Err(namespaces.not_found(namespace)),
             Some(ns) if !ns.object["metadata"]["deletionTimestamp"].is_null() => Err(ApiError::Forbidden(format!(
-                "unable to create new content in namespace {namespace} because it is being terminated"
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                self.def().target(name).qualified()
             ))),
             Some(_) => Ok(()),
         }

@@ -17,6 +17,7 @@ mod flow_tests;
 pub mod handle;
 pub mod kinds;
 pub mod listing;
+pub mod lookup;
 pub mod options;
 pub mod strategy;
 pub mod typed;

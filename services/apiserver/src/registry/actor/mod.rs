@@ -210,6 +210,20 @@ mod writes;
 
 pub use writes::*;
 
+/// The actor's handle, whose storage is its Cacher: for code outside the
+/// actor that reads the type as the flow does (admission's lookups).
+#[derive(Message)]
+#[rtype(result = "Handle")]
+pub struct Storage;
+
+impl Handler<Storage> for ResourceActor {
+    type Result = MessageResult<Storage>;
+
+    fn handle(&mut self, _: Storage, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.handle.clone())
+    }
+}
+
 /// Stops the actor and its cache's store watch (a type no longer served).
 #[derive(Message)]
 #[rtype(result = "()")]
