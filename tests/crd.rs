@@ -185,6 +185,18 @@ fn a_custom_resource_is_served_validated_and_scaled(backend: Backend) {
     ]);
     assert_eq!(get("{.status.replicas}"), "3");
     assert_eq!(get("{.metadata.generation}"), "2");
+    // A strategic merge patch (kubectl patch's default) needs merge keys
+    // a schema does not have: refused as kube does, nothing changed.
+    let strategic = kubectl.run(&["patch", "widget", "w1", "-p", r#"{"spec":{"color":"red"}}"#]);
+    let stderr = stderr_of(&strategic);
+    assert!(!strategic.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("UnsupportedMediaType")
+            && stderr.contains("accepted media types include: application/json-patch+json"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("strategic-merge-patch"), "{stderr}");
+    assert_eq!(get("{.spec.color}"), "blue");
     let scale = kubectl.ok(&[
         "get",
         "--raw",

@@ -16,16 +16,27 @@ pub enum PatchType {
     Apply,
 }
 
+const STRATEGIC: &str = "application/strategic-merge-patch+json";
+
 impl PatchType {
-    pub fn from_content_type(content_type: &str) -> Result<PatchType, ApiError> {
+    /// The patch type a request's `Content-Type` names; `strategic` says
+    /// whether the resource type has the field metadata a strategic merge
+    /// patch needs (custom resources do not, and refuse it as kube does).
+    pub fn from_content_type(content_type: &str, strategic: bool) -> Result<PatchType, ApiError> {
         match content_type.split(';').next().unwrap_or("").trim() {
             "application/json-patch+json" => Ok(PatchType::Json),
             "application/merge-patch+json" => Ok(PatchType::Merge),
-            "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
+            STRATEGIC if strategic => Ok(PatchType::Strategic),
             "application/apply-patch+yaml" => Ok(PatchType::Apply),
-            other => Err(ApiError::UnsupportedMediaType(format!(
-                "{other} (accepted: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml)"
-            ))),
+            _ => {
+                let mut accepted = vec![
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ];
+                accepted.extend(strategic.then_some(STRATEGIC));
+                Err(ApiError::UnsupportedMediaType(accepted.join(", ")))
+            }
         }
     }
 }

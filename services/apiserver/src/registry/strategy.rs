@@ -218,6 +218,12 @@ pub trait Strategy: Send + Sync + 'static {
     /// namespace says Terminating).
     fn prepare_for_delete(&self, _marked: &mut Value) {}
 
+    /// Accepts strategic merge patches: built-in types carry the patch
+    /// strategies and merge keys they need; custom types do not.
+    fn strategic_merge(&self) -> bool {
+        true
+    }
+
     /// Objects of this type expire after the server's event TTL.
     fn expires(&self) -> bool {
         false

@@ -252,7 +252,9 @@ async fn update(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, 
 }
 
 async fn patch(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
-    let kind = PatchType::from_content_type(header(call.req, "content-type").unwrap_or(""))?;
+    let content_type = header(call.req, "content-type").unwrap_or("");
+    let strategic = call.entry.strategy.strategic_merge();
+    let kind = PatchType::from_content_type(content_type, strategic)?;
     let bytes = read_body(payload).await?;
     // An apply patch is YAML (kubectl sends JSON, which is YAML too).
     let patch: Value = match kind {

@@ -100,6 +100,12 @@ impl Strategy for Custom {
         &self.def
     }
 
+    /// A schema has no patch strategies or merge keys; kube refuses
+    /// strategic merge patches of custom objects (415).
+    fn strategic_merge(&self) -> bool {
+        false
+    }
+
     /// Prunes what the schema does not specify; the pruned paths are the
     /// unknown fields `fieldValidation` reports or refuses.
     fn decode(&self, value: &Value) -> Result<Decoded, String> {
