@@ -9,8 +9,7 @@ use std::sync::{Arc, RwLock};
 use actix::Addr;
 
 use super::actor::{ResourceActor, Stop};
-use super::contents::NamespaceContents;
-use super::handle::Handle;
+use super::handle::{Handle, NamespaceContents};
 use super::kinds;
 use super::Strategy;
 use crate::storage::{Interface, StorageError, Store};
