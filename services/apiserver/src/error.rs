@@ -71,6 +71,16 @@ pub struct Invalid {
     pub causes: Vec<Cause>,
 }
 
+/// A refusal by an admission policy that chooses its own reason (kube's
+/// ValidatingAdmissionPolicy: Invalid by default, Forbidden, ...).
+#[derive(Debug)]
+pub struct Refusal {
+    pub target: Target,
+    /// Invalid, Forbidden, Unauthorized or RequestEntityTooLarge.
+    pub reason: &'static str,
+    pub message: String,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{} \"{}\" not found", .0.qualified(), .0.name)]
@@ -89,6 +99,10 @@ pub enum ApiError {
     BadRequest(String),
     #[error("{0}")]
     Forbidden(String),
+    /// kube's admission form (`<resource> "<name>" is forbidden: ...`)
+    /// with the refusing policy's reason and code.
+    #[error("{} \"{}\" is forbidden: {}", .0.target.qualified(), .0.target.name, .0.message)]
+    Refused(Box<Refusal>),
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
     #[error("the server could not find the requested resource")]
@@ -160,6 +174,12 @@ impl ApiError {
             ApiError::Invalid(_) => 422,
             ApiError::BadRequest(_) => 400,
             ApiError::Forbidden(_) => 403,
+            ApiError::Refused(refusal) => match refusal.reason {
+                "Forbidden" => 403,
+                "Unauthorized" => 401,
+                "RequestEntityTooLarge" => 413,
+                _ => 422,
+            },
             ApiError::MethodNotAllowed => 405,
             ApiError::NotAcceptable(_) => 406,
             ApiError::UnsupportedMediaType(_) => 415,
@@ -181,6 +201,7 @@ impl ApiError {
             ApiError::Invalid(_) => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
             ApiError::Forbidden(_) => "Forbidden",
+            ApiError::Refused(refusal) => refusal.reason,
             ApiError::MethodNotAllowed => "MethodNotAllowed",
             ApiError::NotAcceptable(_) => "NotAcceptable",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
@@ -200,6 +221,7 @@ impl ApiError {
                 Some(t)
             }
             ApiError::Invalid(invalid) => Some(&invalid.target),
+            ApiError::Refused(refusal) => Some(&refusal.target),
             _ => None,
         }
     }
@@ -222,6 +244,9 @@ impl ApiError {
                     .iter()
                     .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
                     .collect();
+            }
+            if let ApiError::Refused(refusal) = self {
+                details["causes"] = json!([{"message": refusal.message}]);
             }
             status["details"] = details;
         }

@@ -73,4 +73,6 @@ pub struct Attributes<'a> {
     pub subresource: &'a str,
     pub dry_run: bool,
     pub user: &'a UserInfo,
+    /// Where plugins leave warnings and audit annotations.
+    pub feedback: &'a super::Feedback,
 }

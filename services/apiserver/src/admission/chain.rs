@@ -29,6 +29,27 @@ pub enum AdmissionError {
     /// The objects a plugin needs could not be read or written (500).
     #[error("{0}")]
     Unavailable(String),
+    /// The object's own fields break a plugin's rules (kube's 422
+    /// Invalid, one cause per field).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    Invalid(Vec<BadField>),
+    /// A policy's refusal with the reason it chose (`Invalid`,
+    /// `Forbidden`, `Unauthorized`, `RequestEntityTooLarge`): kube's
+    /// `<resource> "<name>" is forbidden: <message>` with that reason's code.
+    #[error("{message}")]
+    Refused {
+        reason: &'static str,
+        message: String,
+    },
+}
+
+/// One field a plugin finds invalid: where, its value, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: Invalid value: {value:?}: {why}")]
+pub struct BadField {
+    pub field: String,
+    pub value: String,
+    pub why: String,
 }
 
 impl AdmissionError {
@@ -175,6 +196,7 @@ mod tests {
     #[tokio::test]
     async fn mutating_steps_run_before_validating_ones_in_order() {
         let user = UserInfo::anonymous();
+        let feedback = super::super::Feedback::default();
         let attributes = Attributes {
             operation: Operation::Create,
             old_object: None,
@@ -186,6 +208,7 @@ mod tests {
             subresource: "",
             dry_run: false,
             user: &user,
+            feedback: &feedback,
         };
         let chain = Chain::new(vec![Arc::new(NeedsLabel), Arc::new(Label)]);
         assert_eq!(chain.names(), ["NeedsLabel", "Label"]);

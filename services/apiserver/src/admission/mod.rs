@@ -12,9 +12,13 @@
 
 mod attributes;
 mod chain;
+mod feedback;
 pub mod objects;
 pub mod plugins;
+pub mod pod_security;
+pub mod policy;
 pub mod usage;
 
 pub use attributes::{Attributes, Operation, UserInfo};
-pub use chain::{allow, AdmissionError, Admit, Chain, Denial, Plugin};
+pub use chain::{allow, AdmissionError, Admit, BadField, Chain, Denial, Plugin};
+pub use feedback::Feedback;

@@ -26,6 +26,18 @@ pub const LIMIT_RANGES: Resource = Resource {
     group: "",
     resource: "limitranges",
 };
+pub const VALIDATING_ADMISSION_POLICIES: Resource = Resource {
+    group: "admissionregistration.k8s.io",
+    resource: "validatingadmissionpolicies",
+};
+pub const VALIDATING_ADMISSION_POLICY_BINDINGS: Resource = Resource {
+    group: "admissionregistration.k8s.io",
+    resource: "validatingadmissionpolicybindings",
+};
+pub const PODS: Resource = Resource {
+    group: "",
+    resource: "pods",
+};
 pub const RESOURCE_QUOTAS: Resource = Resource {
     group: "",
     resource: "resourcequotas",

@@ -147,6 +147,11 @@ pub fn micro_time(at: SystemTime) -> String {
     humantime::format_rfc3339_micros(at).to_string()
 }
 
+/// Audit annotations a handler leaves on its response (admission's:
+/// PodSecurity's, ValidatingAdmissionPolicy's) for the request's event.
+#[derive(Debug, Clone, Default)]
+pub struct Annotations(pub BTreeMap<String, String>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ pub mod rotate;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use event::{Event, Level, ObjectReference, ResponseStatus, Stage, UserInfo};
+pub use event::{Annotations, Event, Level, ObjectReference, ResponseStatus, Stage, UserInfo};
 pub use log::{Backend, Counters, LogBackend};
 pub use policy::{Decision, Policy, PolicyError};
 

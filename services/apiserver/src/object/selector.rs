@@ -39,6 +39,45 @@ impl LabelSelector {
             .map(LabelSelector)
     }
 
+    /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`
+    /// with In, NotIn, Exists, DoesNotExist); absent or `{}` matches all.
+    pub fn from_object(selector: &Value) -> Result<LabelSelector, SelectorError> {
+        let mut requirements = Vec::new();
+        for (key, value) in selector["matchLabels"].as_object().into_iter().flatten() {
+            let value = value.as_str().unwrap_or_default().to_string();
+            let key = checked_key(key, key)?;
+            requirements.push(Requirement {
+                key,
+                op: Op::Equals(value),
+            });
+        }
+        let expressions = selector["matchExpressions"].as_array();
+        for expression in expressions.into_iter().flatten() {
+            let key = expression["key"].as_str().unwrap_or_default();
+            let values = expression["values"].as_array().into_iter().flatten();
+            let values: Vec<String> = values
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+            let op = match expression["operator"].as_str().unwrap_or_default() {
+                "In" => Op::In(values),
+                "NotIn" => Op::NotIn(values),
+                "Exists" => Op::Exists,
+                "DoesNotExist" => Op::DoesNotExist,
+                other => {
+                    return Err(SelectorError(format!(
+                        "{other:?} is not a valid label selector operator"
+                    )))
+                }
+            };
+            requirements.push(Requirement {
+                key: checked_key(key, key)?,
+                op,
+            });
+        }
+        Ok(LabelSelector(requirements))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -193,6 +232,24 @@ mod tests {
 
     fn labels(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn selector_objects() {
+        let l = labels(json!({"app": "seed", "tier": "web"}));
+        let pick = |v: Value| LabelSelector::from_object(&v).unwrap().matches(Some(&l));
+        assert!(pick(json!({})));
+        assert!(pick(json!({"matchLabels": {"app": "seed"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "db"]},
+                                 {"key": "gone", "operator": "DoesNotExist"}]})));
+        assert!(!pick(
+            json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["web"]}]})
+        ));
+        assert!(!pick(
+            json!({"matchExpressions": [{"key": "x", "operator": "Exists"}]})
+        ));
+        let bad = json!({"matchExpressions": [{"key": "x", "operator": "Near"}]});
+        assert!(LabelSelector::from_object(&bad).is_err());
     }
 
     #[test]

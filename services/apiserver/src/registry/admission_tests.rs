@@ -29,6 +29,7 @@ impl Plugin for Stamp {
         let labels = &mut object["metadata"]["labels"];
         labels["op"] = a.operation.as_str().to_lowercase().into();
         labels["by"] = a.user.name.replace(':', ".").into();
+        a.feedback.warn(format!("stamped by {}", a.user.name));
         allow()
     }
 }
@@ -86,6 +87,7 @@ async fn a_mutating_plugins_change_is_stored() {
         .await
         .unwrap();
     assert_eq!(reply.body["metadata"]["labels"]["op"], "create");
+    assert_eq!(reply.warnings, ["stamped by alice"], "a plugin's warning");
     let object = stored(&store, "a").await.expect("stored");
     assert_eq!(
         object["metadata"]["labels"],
@@ -93,9 +95,10 @@ async fn a_mutating_plugins_change_is_stored() {
     );
     let patch = json!({"data": {"v": "2"}});
     let kind = PatchType::Merge;
-    flow::patch(&h, "default", "a", Part::Main, kind, patch, as_user("bob"))
+    let reply = flow::patch(&h, "default", "a", Part::Main, kind, patch, as_user("bob"))
         .await
         .unwrap();
+    assert_eq!(reply.warnings, ["stamped by bob"]);
     let object = stored(&store, "a").await.expect("stored");
     assert_eq!(
         object["metadata"]["labels"],

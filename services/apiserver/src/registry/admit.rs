@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use super::handle::{Handle, Part};
-use crate::admission::{AdmissionError, Attributes, Operation, UserInfo};
-use crate::error::{ApiError, Target};
+use crate::admission::{AdmissionError, Attributes, Feedback, Operation, UserInfo};
+use crate::error::{ApiError, Cause, Refusal, Target};
 use crate::object::meta;
 
 /// One write as admission sees it.
@@ -16,6 +16,8 @@ pub(crate) struct Admitted<'a> {
     pub part: Part,
     pub dry_run: bool,
     pub user: &'a UserInfo,
+    /// What the plugins said besides yes or no (warnings for the reply).
+    pub feedback: Feedback,
 }
 
 impl Handle {
@@ -41,6 +43,7 @@ impl Handle {
             },
             dry_run: write.dry_run,
             user: write.user,
+            feedback: &write.feedback,
         }
     }
 
@@ -94,6 +97,18 @@ impl Handle {
                 resource,
                 name,
             }),
+            AdmissionError::Invalid(fields) => {
+                let causes = fields
+                    .into_iter()
+                    .map(|f| Cause::invalid(f.field, &f.value, f.why))
+                    .collect();
+                ApiError::invalid(self.def().target(name), self.def().kind, causes)
+            }
+            AdmissionError::Refused { reason, message } => ApiError::Refused(Box::new(Refusal {
+                target: self.def().target(name),
+                reason,
+                message,
+            })),
             AdmissionError::Unavailable(why) => {
                 ApiError::Internal(format!("admission of {name}: {why}"))
             }

@@ -99,13 +99,16 @@ pub async fn delete(
             part: Part::Main,
             dry_run: options.dry_run,
             user: &options.user,
+            feedback: Default::default(),
         };
         h.admit_validated(&write, name, None, Some(&current.object))
             .await?;
+        let (warnings, annotations) = (write.feedback.warnings(), write.feedback.annotations());
         let reply = |body| Reply {
             code: 200,
             body,
-            warnings: Vec::new(),
+            warnings: warnings.clone(),
+            annotations: annotations.clone(),
         };
         let plan = plan(h, &current.object, &options);
         if options.dry_run {

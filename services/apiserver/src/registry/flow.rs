@@ -60,6 +60,7 @@ fn admitted<'a>(
         part,
         dry_run: options.dry_run,
         user: &options.user,
+        feedback: Default::default(),
     }
 }
 
@@ -104,7 +105,7 @@ async fn create_as(
             "resourceVersion should not be set on objects to be created".into(),
         ));
     }
-    let (mut obj, warnings) = h.decode(&body, &options)?;
+    let (mut obj, mut warnings) = h.decode(&body, &options)?;
     prepare_create_metadata(h, &mut obj, namespace);
     h.strategy.prepare_for_create(&mut obj);
     let write = admitted(Operation::Create, namespace, Part::Main, &options);
@@ -120,12 +121,14 @@ async fn create_as(
     check_requester(h, &options, &obj, None)?;
     let name = meta::name(&obj).to_string();
     h.admit_validated(&write, &name, Some(&obj), None).await?;
+    warnings.extend(write.feedback.warnings());
     h.check_namespace(namespace, &name).await?;
     if options.dry_run {
         return Ok(Reply {
             code: 201,
             body: obj,
             warnings,
+            annotations: write.feedback.annotations(),
         });
     }
     let key = h.key(namespace, &name);
@@ -143,6 +146,7 @@ async fn create_as(
         code: 201,
         body: obj,
         warnings,
+        annotations: write.feedback.annotations(),
     })
 }
 
@@ -160,6 +164,7 @@ async fn own_retried_create(
             code: 201,
             body: existing.object,
             warnings: Vec::new(),
+            annotations: Default::default(),
         });
     }
     Err(ApiError::AlreadyExists(h.def().target(name)))
@@ -237,7 +242,7 @@ where
         }
         h.check_type(&proposed)?;
         let applied_fields = proposed.pointer("/metadata/managedFields").cloned();
-        let (decoded, warnings) = h.decode(&proposed, options)?;
+        let (decoded, mut warnings) = h.decode(&proposed, options)?;
         let mut new = prepare_update(h, decoded, &current.object, part);
         let write = admitted(Operation::Update, namespace, part, options);
         h.admit(&write, &mut new, Some(&current.object)).await?;
@@ -253,21 +258,25 @@ where
         let requested = h.strategy.claims(&new);
         h.strategy.allocate(&mut new, Some(&current.object));
         if same_content(&new, &current.object) {
+            warnings.extend(write.feedback.warnings());
             return Ok(Reply {
                 code: 200,
                 body: render(h.strategy.as_ref(), current.object, part),
                 warnings,
+                annotations: write.feedback.annotations(),
             });
         }
         h.validate(&new, Some(&current.object))?;
         check_requester(h, options, &new, Some(&current.object))?;
         h.admit_validated(&write, name, Some(&new), Some(&current.object))
             .await?;
+        warnings.extend(write.feedback.warnings());
         if options.dry_run {
             return Ok(Reply {
                 code: 200,
                 body: render(h.strategy.as_ref(), new, part),
                 warnings,
+                annotations: write.feedback.annotations(),
             });
         }
         let key = h.key(namespace, name);
@@ -282,6 +291,7 @@ where
                         code: 200,
                         body: render(h.strategy.as_ref(), new, part),
                         warnings,
+                        annotations: write.feedback.annotations(),
                     })
                 }
                 Err(StorageError::Conflict) if !pinned => continue,
@@ -304,6 +314,7 @@ where
                     code: 200,
                     body: render(h.strategy.as_ref(), new, part),
                     warnings,
+                    annotations: write.feedback.annotations(),
                 });
             }
             Err(ClaimFailure::Store(StorageError::Conflict)) if !pinned => continue,

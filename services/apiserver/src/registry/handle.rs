@@ -36,12 +36,14 @@ pub struct Handle {
     pub admission: Arc<crate::admission::Chain>,
 }
 
-/// A successful write: HTTP code, body, and Warning header texts.
+/// A successful write: HTTP code, body, Warning header texts, and the
+/// audit annotations admission left for the request's audit event.
 #[derive(Debug)]
 pub struct Reply {
     pub code: u16,
     pub body: Value,
     pub warnings: Vec<String>,
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// One page of a list.

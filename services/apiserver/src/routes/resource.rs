@@ -338,12 +338,17 @@ fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {
 }
 
 fn written(strategy: &dyn crate::registry::Strategy, form: Form, reply: Reply) -> HttpResponse {
-    respond(
+    let mut response = respond(
         reply.code,
         form,
         render::object(strategy, form, reply.body),
         &reply.warnings,
-    )
+    );
+    if !reply.annotations.is_empty() {
+        let annotations = crate::audit::Annotations(reply.annotations);
+        response.extensions_mut().insert(annotations);
+    }
+    response
 }
 
 fn respond(

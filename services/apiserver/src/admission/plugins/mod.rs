@@ -20,6 +20,8 @@ pub use resource_quota::ResourceQuota;
 pub use service_account::{ServiceAccount, TOKEN_MOUNT_PATH};
 
 use super::objects::Objects;
+use super::pod_security::PodSecurity;
+use super::policy::ValidatingAdmissionPolicy;
 use super::Plugin;
 
 /// Every admission plugin kube-apiserver knows, in the order it runs
@@ -92,8 +94,10 @@ pub const IMPLEMENTED: &[&str] = &[
     "NamespaceLifecycle",
     "LimitRanger",
     "ServiceAccount",
+    "PodSecurity",
     "Priority",
     "DefaultStorageClass",
+    "ValidatingAdmissionPolicy",
     "ResourceQuota",
 ];
 
@@ -140,8 +144,12 @@ pub fn build(names: &[&str], objects: Arc<dyn Objects>) -> Vec<Arc<dyn Plugin>> 
                 "NamespaceLifecycle" => Some(Arc::new(NamespaceLifecycle::new(objects.clone()))),
                 "LimitRanger" => Some(Arc::new(LimitRanger::new(objects.clone()))),
                 "ServiceAccount" => Some(Arc::new(ServiceAccount::new(objects.clone()))),
+                "PodSecurity" => Some(Arc::new(PodSecurity::new(objects.clone()))),
                 "Priority" => Some(Arc::new(Priority::new(objects.clone()))),
                 "DefaultStorageClass" => Some(Arc::new(DefaultStorageClass::new(objects.clone()))),
+                "ValidatingAdmissionPolicy" => {
+                    Some(Arc::new(ValidatingAdmissionPolicy::new(objects.clone())))
+                }
                 "ResourceQuota" => Some(Arc::new(ResourceQuota::new(objects.clone()))),
                 _ => None,
             }
@@ -168,8 +176,10 @@ mod tests {
                 "NamespaceLifecycle",
                 "LimitRanger",
                 "ServiceAccount",
+                "PodSecurity",
                 "Priority",
                 "DefaultStorageClass",
+                "ValidatingAdmissionPolicy",
                 "ResourceQuota"
             ]
         );
@@ -179,8 +189,10 @@ mod tests {
             [
                 "NamespaceLifecycle",
                 "LimitRanger",
+                "PodSecurity",
                 "Priority",
                 "DefaultStorageClass",
+                "ValidatingAdmissionPolicy",
                 "ResourceQuota"
             ]
         );
@@ -204,7 +216,7 @@ mod tests {
             "{missing}"
         );
         // Disabling a plugin kube has and this server lacks is harmless.
-        assert!(select(&[], &names(&["PodSecurity"])).is_ok());
+        assert!(select(&[], &names(&["RuntimeClass"])).is_ok());
         let both = select(&names(&["ServiceAccount"]), &names(&["ServiceAccount"])).unwrap_err();
         assert!(both.contains("overlapped"), "{both}");
     }

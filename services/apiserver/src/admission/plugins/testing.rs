@@ -105,5 +105,7 @@ pub fn attributes<'a>(
         subresource: "",
         dry_run: false,
         user,
+        // Tests are short-lived; each gets its own collector to read back.
+        feedback: Box::leak(Box::default()),
     }
 }

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::authentication::User;
 use crate::audit::body::Reported;
-use crate::audit::{Auditor, Backend, Decision, Event, Level, ObjectReference};
+use crate::audit::{Annotations, Auditor, Backend, Decision, Event, Level, ObjectReference};
 use crate::audit::{ResponseStatus, Stage, UserInfo};
 use crate::error::ApiError;
 use crate::routes::request_info::{RequestInfo, Verb};
@@ -166,7 +166,12 @@ impl Record {
     /// The answer: an event now for an error or a complete body; for a
     /// streamed body, ResponseStarted (long-running requests) now and
     /// ResponseComplete when the body ends.
-    pub fn respond(self, response: HttpResponse) -> HttpResponse {
+    pub fn respond(mut self, response: HttpResponse) -> HttpResponse {
+        if let (Some(active), Some(noted)) =
+            (&mut self.0, response.extensions().get::<Annotations>())
+        {
+            active.event.annotations.extend(noted.0.clone());
+        }
         response.map_body(|head, body| self.body(head.status.as_u16(), body))
     }
 

@@ -1,0 +1,311 @@
+//! The `ValidatingAdmissionPolicy` plugin: for each binding (by name)
+//! whose policy covers the request, the policy's match conditions, then
+//! its validations; each failure goes where the binding's
+//! validationActions say. Policies and bindings come from the watch
+//! caches; a policy is compiled once per generation, not per request.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cel::Value as Cel;
+use serde_json::{json, Value};
+
+use super::compiled::Compiled;
+use super::expressions::{evaluate, Expression, Inputs};
+use super::matching::covers;
+use crate::admission::objects::{Freshness, Objects, NAMESPACES};
+use crate::admission::objects::{
+    VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS,
+};
+use crate::admission::{AdmissionError, Admit, Attributes, Plugin};
+use crate::object::meta;
+
+/// The audit annotation failures recorded with the Audit action go to.
+const AUDIT_KEY: &str = "validation.policy.admission.k8s.io/validation_failure";
+
+/// A policy compiled, or why it does not compile.
+type Compilation = Arc<Result<Compiled, String>>;
+
+pub struct ValidatingAdmissionPolicy {
+    objects: Arc<dyn Objects>,
+    /// By policy name: the uid and generation compiled, and the result.
+    compiled: Mutex<HashMap<String, (String, Compilation)>>,
+}
+
+/// One failed validation (or an error the failure policy makes one).
+struct Failure {
+    message: String,
+    reason: &'static str,
+    index: usize,
+}
+
+/// What the bindings decided for one request.
+#[derive(Default)]
+struct Verdicts {
+    denial: Option<(&'static str, String)>,
+    audits: Vec<Value>,
+}
+
+impl ValidatingAdmissionPolicy {
+    pub fn new(objects: Arc<dyn Objects>) -> ValidatingAdmissionPolicy {
+        ValidatingAdmissionPolicy {
+            objects,
+            compiled: Mutex::default(),
+        }
+    }
+
+    /// `policy` compiled, from the cache while its generation holds.
+    pub(super) fn compiled(&self, policy: &Value) -> Compilation {
+        let metadata = &policy["metadata"];
+        let version = format!(
+            "{}/{}",
+            metadata["uid"].as_str().unwrap_or_default(),
+            metadata["generation"]
+        );
+        let name = meta::name(policy).to_string();
+        let mut cache = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((seen, compiled)) = cache.get(&name) {
+            if *seen == version {
+                return compiled.clone();
+            }
+        }
+        let compiled = Compiled::from_policy(policy).map_err(|bad| {
+            let reasons: Vec<String> = bad
+                .into_iter()
+                .map(|b| format!("{}: {}", b.field, b.why))
+                .collect();
+            reasons.join("; ")
+        });
+        let compiled = Arc::new(compiled);
+        cache.insert(name, (version, compiled.clone()));
+        compiled
+    }
+
+    async fn admit(
+        &self,
+        a: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<(), AdmissionError> {
+        let cached = Freshness::Cached;
+        let mut bindings = self
+            .objects
+            .list(VALIDATING_ADMISSION_POLICY_BINDINGS, "", cached)
+            .await?;
+        if bindings.is_empty() {
+            return Ok(());
+        }
+        bindings.sort_by(|x, y| meta::name(x).cmp(meta::name(y)));
+        let policies = self
+            .objects
+            .list(VALIDATING_ADMISSION_POLICIES, "", cached)
+            .await?;
+        let namespace = match a.namespace {
+            "" => None,
+            ns => self.objects.get(NAMESPACES, "", ns, cached).await?,
+        };
+        let inputs = Inputs {
+            object: object.cloned().unwrap_or_default(),
+            old_object: a.old_object.cloned().unwrap_or_default(),
+            request: request(a, object),
+            params: Value::Null,
+            namespace_object: namespace.clone().unwrap_or_default(),
+            variables: HashMap::new(),
+        };
+        let mut verdicts = Verdicts::default();
+        for binding in &bindings {
+            let wanted = binding["spec"]["policyName"].as_str().unwrap_or_default();
+            let Some(policy) = policies.iter().find(|p| meta::name(p) == wanted) else {
+                continue;
+            };
+            let failures = match self.compiled(policy).as_ref() {
+                Ok(compiled) => judge(compiled, binding, a, object, namespace.as_ref(), &inputs),
+                Err(why) if policy["spec"]["failurePolicy"] != "Ignore" => vec![misconfigured(why)],
+                Err(_) => Vec::new(),
+            };
+            verdicts.apply(wanted, binding, failures, a);
+        }
+        verdicts.finish(a)
+    }
+}
+
+impl Plugin for ValidatingAdmissionPolicy {
+    fn name(&self) -> &str {
+        "ValidatingAdmissionPolicy"
+    }
+
+    fn validate<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a Value>) -> Admit<'a> {
+        Box::pin(self.admit(a, object))
+    }
+}
+
+fn misconfigured(why: &str) -> Failure {
+    Failure {
+        message: format!("failed to configure policy: {why}"),
+        reason: "Invalid",
+        index: 0,
+    }
+}
+
+/// What one binding's policy finds wrong with the request (nothing when
+/// it does not cover the request or a match condition is false).
+fn judge(
+    policy: &Compiled,
+    binding: &Value,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+    namespace: Option<&Value>,
+    inputs: &Inputs,
+) -> Vec<Failure> {
+    let fail = |why: String| match policy.fail_closed {
+        true => vec![misconfigured(&why)],
+        false => Vec::new(),
+    };
+    let resources = &binding["spec"]["matchResources"];
+    let covered = covers(&policy.constraints, a, object, namespace).and_then(|yes| match resources
+        .is_object()
+    {
+        true if yes => covers(resources, a, object, namespace),
+        _ => Ok(yes),
+    });
+    match covered {
+        Ok(true) => {}
+        Ok(false) => return Vec::new(),
+        Err(why) => return fail(why),
+    }
+    if policy.has_params {
+        return fail("paramKind is not supported by this server".into());
+    }
+    let mut inputs = inputs.clone();
+    for condition in &policy.match_conditions {
+        match evaluate(&condition.expression, &inputs) {
+            Ok(Cel::Bool(true)) => {}
+            Ok(Cel::Bool(false)) => return Vec::new(),
+            Ok(other) => {
+                return fail(format!(
+                    "matchCondition '{}' is not a bool: {other:?}",
+                    condition.name
+                ))
+            }
+            Err(e) => {
+                return fail(format!(
+                    "matchCondition '{}' resulted in error: {e}",
+                    condition.name
+                ))
+            }
+        }
+    }
+    for variable in &policy.variables {
+        // A variable that fails is left out: an expression using it fails.
+        if let Ok(value) = evaluate(&variable.expression, &inputs) {
+            inputs.variables.insert(variable.name.clone(), value);
+        }
+    }
+    for annotation in &policy.audit_annotations {
+        if let Ok(Cel::String(value)) = evaluate(&annotation.expression, &inputs) {
+            if !value.is_empty() {
+                a.feedback.annotate(
+                    format!("{}/{}", policy.name, annotation.name),
+                    value.as_str(),
+                );
+            }
+        }
+    }
+    validations(policy, &inputs)
+}
+
+fn validations(policy: &Compiled, inputs: &Inputs) -> Vec<Failure> {
+    let mut failures = Vec::new();
+    for (index, validation) in policy.validations.iter().enumerate() {
+        let source = &validation.expression.source;
+        let message = match evaluate(&validation.expression, inputs) {
+            Ok(Cel::Bool(true)) => continue,
+            Ok(Cel::Bool(false)) => message(
+                validation.message_expression.as_ref(),
+                &validation.message,
+                inputs,
+            )
+            .unwrap_or_else(|| format!("failed expression: {source}")),
+            Ok(other) => format!("expression '{source}' resulted in a non-bool: {other:?}"),
+            Err(_) if !policy.fail_closed => continue,
+            Err(e) => format!("expression '{source}' resulted in error: {e}"),
+        };
+        failures.push(Failure {
+            message,
+            reason: validation.reason,
+            index,
+        });
+    }
+    failures
+}
+
+/// The failure's message: messageExpression's string, else `message`.
+fn message(expression: Option<&Expression>, fixed: &str, inputs: &Inputs) -> Option<String> {
+    let evaluated = expression.and_then(|e| match evaluate(e, inputs) {
+        Ok(Cel::String(text)) if !text.trim().is_empty() => Some(text.to_string()),
+        _ => None,
+    });
+    evaluated.or_else(|| (!fixed.is_empty()).then(|| fixed.to_string()))
+}
+
+impl Verdicts {
+    /// Sends a binding's failures where its validationActions say.
+    fn apply(&mut self, policy: &str, binding: &Value, failures: Vec<Failure>, a: &Attributes<'_>) {
+        let name = meta::name(binding);
+        let actions: Vec<&str> = binding["spec"]["validationActions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        for failure in failures {
+            if actions.contains(&"Deny") && self.denial.is_none() {
+                let message = format!(
+                    "ValidatingAdmissionPolicy '{policy}' with binding '{name}' denied request: {}",
+                    failure.message
+                );
+                self.denial = Some((failure.reason, message));
+            }
+            if actions.contains(&"Warn") {
+                a.feedback.warn(format!(
+                    "Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{name}': {}",
+                    failure.message
+                ));
+            }
+            if actions.contains(&"Audit") {
+                self.audits.push(
+                    json!({"message": failure.message, "policy": policy, "binding": name,
+                    "expressionIndex": failure.index, "validationActions": actions}),
+                );
+            }
+        }
+    }
+
+    fn finish(self, a: &Attributes<'_>) -> Result<(), AdmissionError> {
+        if !self.audits.is_empty() {
+            a.feedback
+                .annotate(AUDIT_KEY, Value::from(self.audits).to_string());
+        }
+        match self.denial {
+            Some((reason, message)) => Err(AdmissionError::Refused { reason, message }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// kube's `request` variable (an AdmissionRequest's fields).
+fn request(a: &Attributes<'_>, object: Option<&Value>) -> Value {
+    let typed = object.or(a.old_object).unwrap_or(&Value::Null);
+    let api_version = typed["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let kind = json!({"group": group, "version": version, "kind": typed["kind"]});
+    let resource = json!({"group": a.group, "version": a.version, "resource": a.resource});
+    json!({
+        "kind": kind, "requestKind": kind,
+        "resource": resource, "requestResource": resource,
+        "subResource": a.subresource, "requestSubResource": a.subresource,
+        "name": a.name, "namespace": a.namespace,
+        "operation": a.operation.as_str(),
+        "userInfo": {"username": a.user.name, "groups": a.user.groups},
+        "dryRun": a.dry_run,
+    })
+}
