@@ -252,7 +252,7 @@ where
         );
         let requested = h.strategy.claims(&new);
         h.strategy.allocate(&mut new, Some(&current.object));
-        if same_content(&new, &current.object) {
+        if same_content(&new, &current.object) && !current.stale {
             return Ok(Reply {
                 code: 200,
                 body: render(h.strategy.as_ref(), current.object, part),
