@@ -14,6 +14,9 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 # needs python3-venv (ensurepip) besides python3.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+# The encryption test seals and opens values in kube-apiserver's format with
+# Python's `cryptography`, independently of Capstan's code.
+python3 -c 'import cryptography' >/dev/null 2>&1 || need+=(python3-cryptography)
 # Machines of this kind come with kubectl 1.32; where it is missing, Debian's
 # own kubectl (package kubernetes-client, an older 1.20) is the fallback.
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)

@@ -121,6 +121,11 @@ pub struct Args {
     /// `RequestResponse`) to a log file next to each API server.
     #[arg(long)]
     pub api_audit_level: Option<String>,
+
+    /// Encrypt ConfigMaps at rest with this provider (`aescbc`, `aesgcm`,
+    /// `secretbox`), as `--encryption-provider-config` does.
+    #[arg(long)]
+    pub api_encryption: Option<String>,
 }
 
 /// The parsed `--store-workloads` list, in the order given.

@@ -18,6 +18,7 @@
 mod answers;
 pub mod audit;
 mod cache;
+pub mod encryption;
 mod error;
 mod http;
 mod prepare;

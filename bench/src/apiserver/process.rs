@@ -64,6 +64,7 @@ impl ApiProcess {
                 false => Vec::new(),
             })
             .args(super::audit::flags(dir.path()).map_err(|e| ApiError::Rbac(e.to_string()))?)
+            .args(super::encryption::flags(dir.path()).map_err(|e| ApiError::Rbac(e.to_string()))?)
             .stdout(Stdio::null())
             .stderr(log);
         die_with_parent(&mut command);

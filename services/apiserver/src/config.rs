@@ -125,6 +125,10 @@ pub struct Flags {
     /// Writes served at once before 429s (200; 0: no limit).
     #[arg(long)]
     pub max_mutating_requests_inflight: Option<usize>,
+    /// kube's EncryptionConfiguration (YAML or JSON): which resources are
+    /// encrypted at rest, and with which providers and keys.
+    #[arg(long)]
+    pub encryption_provider_config: Option<String>,
 }
 
 /// kube-apiserver's usual mode; `AlwaysAllow` is for development only.
@@ -165,6 +169,7 @@ pub struct ApiserverConfig {
     pub audit_log_maxage: u64,
     pub max_requests_inflight: usize,
     pub max_mutating_requests_inflight: usize,
+    pub encryption_provider_config: String,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -205,7 +210,8 @@ impl ApiserverConfig {
             .set_default("audit_log_maxbackup", 0)?
             .set_default("audit_log_maxage", 0)?
             .set_default("max_requests_inflight", 400)?
-            .set_default("max_mutating_requests_inflight", 200)?;
+            .set_default("max_mutating_requests_inflight", 200)?
+            .set_default("encryption_provider_config", "")?;
         let overrides = [
             ("etcd_servers", flags.etcd_servers.clone()),
             ("bind_address", flags.bind_address.clone()),
@@ -280,6 +286,10 @@ impl ApiserverConfig {
             (
                 "max_mutating_requests_inflight",
                 flags.max_mutating_requests_inflight.map(|n| n.to_string()),
+            ),
+            (
+                "encryption_provider_config",
+                flags.encryption_provider_config.clone(),
             ),
         ];
         let config: ApiserverConfig = capstan_telemetry::settings::load_layered(

@@ -309,6 +309,9 @@ impl ApiError {
                 ApiError::TooLargeResourceVersion(requested, current)
             }
             StorageError::Corrupt { .. } => ApiError::Internal(err.to_string()),
+            StorageError::Transform { .. } => {
+                ApiError::Internal(format!("Internal error occurred: {err}"))
+            }
             StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
             StorageError::CacheBehind(message) => ApiError::CacheBehind(message),
         }

@@ -21,6 +21,7 @@ use crate::routes::chain::authentication::x509::X509;
 use crate::routes::chain::authentication::{Authenticator, Insecure, Union};
 use crate::routes::{self, openapi, AppState};
 use crate::serviceaccount::Issuer;
+use crate::storage::encryption::{self, Encryption};
 use crate::storage::{compactor, Connection, StorageError, Store};
 
 /// Namespaces every cluster has from the start.
@@ -53,6 +54,11 @@ pub enum StartError {
     Keys(#[from] crate::serviceaccount::keys::KeyError),
     #[error("audit: {0}")]
     Audit(#[from] crate::audit::AuditError),
+    #[error("--encryption-provider-config {file}: {error}")]
+    Encryption {
+        file: String,
+        error: crate::storage::encryption::EncryptionError,
+    },
 }
 
 /// Runs the API server until `shutdown` completes. Must be called inside
@@ -61,17 +67,13 @@ pub async fn run(
     config: ApiserverConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StartError> {
+    let encryption = encryption(&config)?;
     let client = connect(&config).await?;
+    let store = Store::new(&client).with_encryption(encryption);
     let arbiters = [actix::Arbiter::new(), actix::Arbiter::new()];
     let handles: Vec<_> = arbiters.iter().map(|a| a.handle()).collect();
     let catalog = Arc::new(
-        Catalog::start(
-            &client,
-            &config.storage_prefix,
-            config.event_ttl(),
-            &handles,
-        )
-        .await?,
+        Catalog::start(&store, &config.storage_prefix, config.event_ttl(), &handles).await?,
     );
     let objects = install_admission(&config, &catalog).await?;
     create_system_namespaces(&catalog).await?;
@@ -82,9 +84,11 @@ pub async fn run(
     crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, port).await?;
     crate::bootstrap::ensure_priority_classes(&catalog).await?;
     crate::controllers::crds::start(catalog.clone(), config.storage_prefix.clone()).await;
-    let store = Store::new(&client);
-    let controllers =
-        crate::controllers::run(catalog.clone(), store, config.storage_prefix.clone());
+    let controllers = crate::controllers::run(
+        catalog.clone(),
+        store.clone(),
+        config.storage_prefix.clone(),
+    );
     actix_rt::spawn(controllers);
     let root_ca = root_ca(&config)?;
     actix_rt::spawn(crate::controllers::service_accounts::run(
@@ -105,7 +109,7 @@ pub async fn run(
         openapi: openapi::Documents::build(&catalog),
         catalog: catalog.clone(),
         metrics,
-        store: Store::new(&client),
+        store,
         chain,
         issuer,
     });
@@ -169,6 +173,30 @@ fn root_ca(config: &ApiserverConfig) -> Result<Option<String>, StartError> {
             .map(Some)
             .map_err(|err| StartError::RootCa(path.into(), err)),
     }
+}
+
+/// Encryption at rest as `--encryption-provider-config` says (nothing
+/// encrypted without it); a file that cannot be used stops the start.
+fn encryption(config: &ApiserverConfig) -> Result<Arc<Encryption>, StartError> {
+    let file = &config.encryption_provider_config;
+    if file.is_empty() {
+        return Ok(Arc::new(Encryption::none()));
+    }
+    let rules =
+        encryption::load(std::path::Path::new(file)).map_err(|error| StartError::Encryption {
+            file: file.clone(),
+            error,
+        })?;
+    let builtin: Vec<(String, String)> = crate::registry::kinds::all()
+        .iter()
+        .map(|s| (s.def().group.to_string(), s.def().resource.to_string()))
+        .collect();
+    tracing::info!(%file, rules = rules.len(), "encryption at rest configured");
+    Ok(Arc::new(Encryption::new(
+        &config.storage_prefix,
+        rules,
+        &builtin,
+    )))
 }
 
 /// The rustls configuration of the secure port, unless it is off.

@@ -3,10 +3,13 @@
 //! the cluster's certificates and keys under `<data-dir>/pki` (as k3s
 //! does) and writes `<data-dir>/kubeconfig` with the admin's credentials;
 //! later starts reuse them. The embedded store speaks TLS on loopback
-//! with a CA of its own (`<data-dir>/pki/etcd`), as k3s's etcd does. The store runs on a tokio runtime, the API
+//! with a CA of its own (`<data-dir>/pki/etcd`), as k3s's etcd does.
+//! Secrets are encrypted at rest with a key generated on first start
+//! (`<data-dir>/pki/encryption-config.yaml`). The store runs on a tokio runtime, the API
 //! server in its own actix system thread; both stop on SIGINT/SIGTERM.
 
 mod certificates;
+mod encryption;
 mod kubeconfig;
 
 use std::path::PathBuf;
@@ -76,11 +79,20 @@ fn main() {
 }
 
 /// The API server's flags: what was given, else the embedded defaults
-/// (the local store, loopback, the generated certificates and keys).
-fn api_flags(flags: &CapstanFlags, pki: &Pki, store_url: &str) -> ApiFlags {
+/// (the local store, loopback, the generated certificates and keys, the
+/// generated encryption configuration).
+fn api_flags(
+    flags: &CapstanFlags,
+    pki: &Pki,
+    store_url: &str,
+    encryption: Option<PathBuf>,
+) -> ApiFlags {
     let path = |p: PathBuf| Some(p.display().to_string());
     let given = flags.api.clone();
     ApiFlags {
+        encryption_provider_config: given
+            .encryption_provider_config
+            .or(encryption.and_then(path)),
         etcd_servers: Some(store_url.to_string()),
         etcd_cafile: given.etcd_cafile.or(path(pki.store_ca())),
         etcd_certfile: given.etcd_certfile.or(path(pki.store_client_cert())),
@@ -145,7 +157,12 @@ fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
     let pki = ensure_pki(&flags)?;
     let store = StoreConfig::load(&store_flags(&flags, &pki, log_level))?;
     let store_url = format!("https://127.0.0.1:{}", flags.store_port);
-    let api = ApiserverConfig::load(&api_flags(&flags, &pki, &store_url))?;
+    // Secrets are encrypted at rest unless the user brings a configuration.
+    let encryption = match flags.api.encryption_provider_config {
+        Some(_) => None,
+        None => Some(encryption::ensure(&flags.data_dir.join("pki"))?),
+    };
+    let api = ApiserverConfig::load(&api_flags(&flags, &pki, &store_url, encryption))?;
     let server = match api.secure_port {
         0 => format!("http://127.0.0.1:{}", api.insecure_port),
         port => format!("https://127.0.0.1:{port}"),

@@ -134,6 +134,7 @@ impl Cacher {
             revision,
             next_key: last.filter(|_| remaining > 0),
             remaining,
+            unreadable: Vec::new(),
         }
     }
 }
@@ -152,10 +153,15 @@ impl Interface for Cacher {
                 other => other,
             };
             self.fresh(key, false, at).await?;
-            let found = self.cache().get(key).cloned();
+            let cache = self.cache();
+            if let Some(err) = cache.unreadable.get(key) {
+                return Err(err.clone());
+            }
+            let found = cache.get(key).cloned();
             Ok(found.map(|o| Stored {
                 object: o.value(),
                 mod_revision: o.revision(),
+                stale: false,
             }))
         })
     }
@@ -194,6 +200,9 @@ impl Interface for Cacher {
                 return self.store.get_list(prefix, request).await;
             }
             let revision = self.fresh(prefix, true, request.at).await?;
+            if let Some(err) = self.cache().unreadable.under(prefix) {
+                return Err(err);
+            }
             Ok(self.page(prefix, &request, revision))
         })
     }

@@ -14,6 +14,7 @@ use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
 
 use super::cacher::{Cacher, WINDOW};
+use super::unreadable::Unreadable;
 use super::watch_cache::{Event, EventType, WatchCache, WatchItem, Watcher, WATCHER_BUFFER};
 use crate::storage::{
     Change, EventStream, FieldPaths, Interface, ListRequest, Object, StorageError, StoreEvent,
@@ -107,6 +108,13 @@ impl Cacher {
         // one batch, so comparing with the revision before it is safe).
         let seen = cache.revision();
         for event in events.into_iter().filter(|e| e.revision > seen) {
+            if let Some(err) = event.unreadable {
+                cache.set_unreadable(&event.key, err, event.revision);
+                continue;
+            }
+            if event.change == Change::Deleted {
+                cache.forget_unreadable(&event.key, event.revision);
+            }
             if let Some(event) = self.event_of(&cache, event) {
                 cache.apply(event);
             }
@@ -190,13 +198,18 @@ async fn prime(
     prefix: &str,
     fields: FieldPaths,
 ) -> Result<(WatchCache, EventStream), StorageError> {
-    let listing = store.get_list(prefix, ListRequest::default()).await?;
+    let request = ListRequest {
+        keep_unreadable: true,
+        ..Default::default()
+    };
+    let listing = store.get_list(prefix, request).await?;
     // Indexed again by the fields this cache selects on.
     let objects = listing
         .items
         .into_iter()
         .map(|o| Arc::new(Object::new(o.key(), o.value(), o.revision(), fields)));
-    let cache = WatchCache::new(objects, listing.revision, WINDOW);
+    let mut cache = WatchCache::new(objects, listing.revision, WINDOW);
+    cache.unreadable = Unreadable::new(listing.unreadable);
     let stream = store.watch(prefix, listing.revision + 1).await?;
     Ok((cache, stream))
 }
@@ -206,6 +219,7 @@ fn store_event(item: WatchItem) -> StoreEvent {
     let stored = |o: &Object| Stored {
         object: o.value(),
         mod_revision: o.revision(),
+        stale: false,
     };
     let change = match item.kind {
         EventType::Added => Change::Created,
@@ -218,5 +232,6 @@ fn store_event(item: WatchItem) -> StoreEvent {
         object: (change != Change::Deleted).then(|| stored(&item.object)),
         previous: item.previous.as_deref().map(stored),
         revision: item.object.revision(),
+        unreadable: None,
     }
 }

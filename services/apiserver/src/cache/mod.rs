@@ -6,6 +6,7 @@
 mod cacher;
 mod feed;
 mod fresh;
+mod unreadable;
 mod watch_cache;
 
 pub use cacher::{Cacher, WatchRequest, WINDOW};

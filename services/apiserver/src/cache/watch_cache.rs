@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+use super::unreadable::Unreadable;
 use crate::storage::{Freshness, Object, StorageError};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,6 +110,8 @@ pub struct WatchCache {
     /// Watches from any revision ≥ this can be replayed from the window.
     oldest: i64,
     watchers: Vec<Watcher>,
+    /// Keys in the store whose values cannot be read (see unreadable.rs).
+    pub unreadable: Unreadable,
 }
 
 impl WatchCache {
@@ -125,6 +128,24 @@ impl WatchCache {
             revision,
             oldest: revision,
             watchers: Vec::new(),
+            unreadable: Unreadable::default(),
+        }
+    }
+
+    /// A value at `key` that cannot be read was written at `revision`: the
+    /// key answers `error` from now on. The object it replaces leaves the
+    /// cache without an event (there is no readable state to send).
+    pub fn set_unreadable(&mut self, key: &str, error: StorageError, revision: i64) {
+        self.revision = self.revision.max(revision);
+        self.objects.remove(key);
+        self.unreadable.insert(key, error);
+    }
+
+    /// An unreadable key was deleted at `revision`.
+    pub fn forget_unreadable(&mut self, key: &str, revision: i64) {
+        if self.unreadable.get(key).is_some() {
+            self.revision = self.revision.max(revision);
+            self.unreadable.remove(key);
         }
     }
 
@@ -171,9 +192,10 @@ impl WatchCache {
         if self.revision >= store.revision {
             return true;
         }
+        // Unreadable keys are in the store's count too.
         let count = match prefix {
-            true => self.under(key, None).count() as i64,
-            false => self.objects.contains(key) as i64,
+            true => (self.under(key, None).count() + self.unreadable.count_under(key)) as i64,
+            false => (self.objects.contains(key) || self.unreadable.get(key).is_some()) as i64,
         };
         self.revision >= store.newest && count == store.count
     }
@@ -190,6 +212,7 @@ impl WatchCache {
     /// Records a store change and fans it out.
     pub fn apply(&mut self, event: Event) {
         self.revision = self.revision.max(event.revision);
+        self.unreadable.remove(event.object.key());
         match event.kind {
             EventType::Deleted => self.objects.remove(event.object.key()),
             _ => self.objects.replace(Keyed(event.object.clone())).is_some(),

@@ -47,13 +47,13 @@ impl Catalog {
     /// Starts one actor per type, spread over `arbiters`.
     /// Core events expire after `event_ttl`, as kube-apiserver's do.
     pub async fn start(
-        client: &crate::storage::Connection,
+        store: &Store,
         prefix: &str,
         event_ttl: std::time::Duration,
         arbiters: &[actix::ArbiterHandle],
     ) -> Result<Catalog, StorageError> {
         let deletions = Arc::new(tokio::sync::Notify::new());
-        let store: Arc<dyn Interface> = Arc::new(Store::new(client));
+        let store: Arc<dyn Interface> = Arc::new(store.clone());
         let strategies = kinds::all();
         let admission = Arc::new(crate::admission::Chain::default());
         let bare = |strategy: &Arc<dyn Strategy>| Handle {

@@ -257,7 +257,7 @@ where
         );
         let requested = h.strategy.claims(&new);
         h.strategy.allocate(&mut new, Some(&current.object));
-        if same_content(&new, &current.object) {
+        if same_content(&new, &current.object) && !current.stale {
             warnings.extend(write.feedback.warnings());
             return Ok(Reply {
                 code: 200,

@@ -93,6 +93,7 @@ pub async fn list(
             at,
             limit: want,
             filter: Some(Predicate(&wanted)),
+            keep_unreadable: false,
         };
         let listing = h.store.get_list(&prefix, request).await;
         let listing =

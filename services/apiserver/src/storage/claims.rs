@@ -8,7 +8,7 @@
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse};
 use serde_json::Value;
 
-use super::etcd::{encode, prefix_end};
+use super::etcd::prefix_end;
 use super::{StorageError, Store};
 
 /// Where claims live under the storage prefix: `<prefix>/claims/<name>`.
@@ -61,7 +61,7 @@ impl Store {
         let owner = owner_of(key, object);
         let (mut compares, mut puts) = claiming(&owner, claims);
         compares.push(Compare::create_revision(key, CompareOp::Equal, 0));
-        puts.push(TxnOp::put(key, encode(object), put_options(lease)));
+        puts.push(TxnOp::put(key, self.seal(key, object), put_options(lease)));
         let expect = Expect {
             key,
             mod_revision: 0,
@@ -85,7 +85,7 @@ impl Store {
         let owner = owner_of(key, object);
         let (mut compares, mut ops) = claiming(&owner, claims);
         compares.push(Compare::mod_revision(key, CompareOp::Equal, mod_revision));
-        ops.push(TxnOp::put(key, encode(object), put_options(lease)));
+        ops.push(TxnOp::put(key, self.seal(key, object), put_options(lease)));
         ops.extend(releases.iter().map(|r| TxnOp::delete(r.as_str(), None)));
         let expect = Expect {
             key,
@@ -131,8 +131,10 @@ impl Store {
             let at = etcd_client::GetOptions::new().with_revision(revision);
             let found = self.range(key, Some(at)).await?;
             let alive = found.kvs().first().is_some_and(|kv| {
-                let object: Value = serde_json::from_slice(kv.value()).unwrap_or_default();
-                object["metadata"]["uid"] == uid
+                // An object that does not decode (or decrypt) is not taken
+                // for gone: its claim stays.
+                self.open(key, kv.value(), kv.mod_revision())
+                    .map_or(true, |stored| stored.object["metadata"]["uid"] == uid)
             });
             if !alive {
                 let name = String::from_utf8_lossy(claim.key()).to_string();

@@ -43,6 +43,10 @@ pub enum StorageError {
     /// A stored value is not a JSON object.
     #[error("stored object at {key} does not decode: {reason}")]
     Corrupt { key: String, reason: String },
+    /// A stored value that cannot be decrypted (a key no longer
+    /// configured, a wrong key, tampered data).
+    #[error("unable to transform key {key:?}: {reason}")]
+    Transform { key: String, reason: String },
     #[error("store unavailable: {0}")]
     Unavailable(String),
     /// A cache in front of the store did not catch up with it in time.

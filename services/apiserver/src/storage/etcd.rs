@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::connection::{Call, Connection};
+use super::encryption::Encryption;
 use super::interface::{
     ClaimFuture, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, Stored,
 };
@@ -21,6 +22,8 @@ pub struct Store {
     connection: Connection,
     /// For creates with a time to live.
     pub(super) leases: Arc<Leases>,
+    /// Encryption at rest: every value written and read goes through it.
+    values: Arc<Encryption>,
 }
 
 impl Store {
@@ -28,7 +31,41 @@ impl Store {
         Store {
             connection: connection.clone(),
             leases: Arc::new(Leases::new(connection)),
+            values: Arc::new(Encryption::none()),
         }
+    }
+
+    /// This store with values encrypted at rest as `encryption` says.
+    pub fn with_encryption(self, encryption: Arc<Encryption>) -> Store {
+        Store {
+            values: encryption,
+            ..self
+        }
+    }
+
+    /// The value stored for `object` at `key`: its JSON, encrypted if
+    /// the key's resource is.
+    pub(super) fn seal(&self, key: &str, object: &Value) -> Vec<u8> {
+        self.values.for_key(key).to_storage(encode(object), key)
+    }
+
+    /// The object stored at `key`, decrypted if it was encrypted.
+    pub(super) fn open(
+        &self,
+        key: &str,
+        value: &[u8],
+        mod_revision: i64,
+    ) -> Result<Stored, StorageError> {
+        let (plain, stale) = self
+            .values
+            .for_key(key)
+            .from_storage(value, key)
+            .map_err(|e| StorageError::Transform {
+                key: key.to_string(),
+                reason: e.to_string(),
+            })?;
+        let stored = decode(key, &plain, mod_revision)?;
+        Ok(Stored { stale, ..stored })
     }
 
     /// The lease to write under for objects that live `ttl`.
@@ -63,7 +100,7 @@ impl Store {
         response
             .kvs()
             .first()
-            .map(|kv| decode(key, kv.value(), kv.mod_revision()))
+            .map(|kv| self.open(key, kv.value(), kv.mod_revision()))
             .transpose()
     }
 
@@ -128,9 +165,17 @@ impl Store {
         let revision = response.header().map(|h| h.revision()).unwrap_or(revision);
         request.at.check(revision)?;
         let mut items = Vec::with_capacity(response.kvs().len());
+        let mut unreadable = Vec::new();
         for kv in response.kvs() {
             let key = String::from_utf8_lossy(kv.key());
-            let stored = decode(&key, kv.value(), kv.mod_revision())?;
+            let stored = match self.open(&key, kv.value(), kv.mod_revision()) {
+                Ok(stored) => stored,
+                Err(err) if request.keep_unreadable => {
+                    unreadable.push((key.to_string(), err));
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
             let object = Object::new(&key, stored.object, kv.mod_revision(), &[]);
             if request.filter.is_none_or(|f| f.matches(&object)) {
                 items.push(Arc::new(object));
@@ -149,6 +194,7 @@ impl Store {
             revision,
             next_key,
             remaining,
+            unreadable,
         })
     }
 
@@ -156,7 +202,7 @@ impl Store {
     pub async fn create(&self, key: &str, object: &Value) -> Result<i64, StorageError> {
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key, encode(object), None)]);
+            .and_then([TxnOp::put(key, self.seal(key, object), None)]);
         self.commit(txn, StorageError::Exists(key.to_string()))
             .await
     }
@@ -170,7 +216,7 @@ impl Store {
     ) -> Result<i64, StorageError> {
         let txn = Txn::new()
             .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
-            .and_then([TxnOp::put(key, encode(object), None)]);
+            .and_then([TxnOp::put(key, self.seal(key, object), None)]);
         self.commit(txn, StorageError::Conflict).await
     }
 
@@ -241,6 +287,7 @@ pub fn decode(key: &str, bytes: &[u8], mod_revision: i64) -> Result<Stored, Stor
     Ok(Stored {
         object,
         mod_revision,
+        stale: false,
     })
 }
 
@@ -273,7 +320,7 @@ impl Interface for Store {
                 .when([Compare::create_revision(key, CompareOp::Equal, 0)])
                 .and_then([TxnOp::put(
                     key,
-                    encode(object),
+                    self.seal(key, object),
                     lease.map(|id| PutOptions::new().with_lease(id)),
                 )]);
             self.commit(txn, StorageError::Exists(key.to_string()))

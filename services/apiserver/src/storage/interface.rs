@@ -26,6 +26,11 @@ use crate::object::meta;
 pub struct Stored {
     pub object: Value,
     pub mod_revision: i64,
+    /// Read through a provider or key other than the one that writes now
+    /// (encryption at rest): writing the same object again is not a
+    /// no-op, it rewrites the value under the current key (kube's stale
+    /// values, how rotation rewrites Secrets).
+    pub stale: bool,
 }
 
 /// What a linearizable read says about a key or a key prefix: the
@@ -116,6 +121,10 @@ pub struct ListRequest<'a> {
     pub limit: i64,
     /// Only the objects that pass; all when unset.
     pub filter: Option<Predicate<'a>>,
+    /// Values that cannot be read (not decrypted, not decoded) are put in
+    /// `Listing::unreadable` instead of failing the list: for the watch
+    /// cache's fill, which then answers for each of them.
+    pub keep_unreadable: bool,
 }
 
 /// A page of a list, read at one revision.
@@ -131,6 +140,8 @@ pub struct Listing {
     pub next_key: Option<String>,
     /// Keys after `next_key` (whether or not they pass the filter).
     pub remaining: i64,
+    /// With `keep_unreadable`: the keys whose values cannot be read.
+    pub unreadable: Vec<(String, StorageError)>,
 }
 
 /// Conditions a delete or an update checks against the current object
@@ -184,6 +195,9 @@ pub struct StoreEvent {
     /// The state before the change, when the store sent it.
     pub previous: Option<Stored>,
     pub revision: i64,
+    /// A put whose value cannot be read (not decrypted, not decoded):
+    /// why; `object` is then none.
+    pub unreadable: Option<StorageError>,
 }
 
 /// A watch: the events of each revision come together, in revision order.
@@ -335,11 +349,13 @@ pub trait GuaranteedUpdate: Interface {
                 preconditions.check(&current)?;
                 let revision = current.mod_revision;
                 let unchanged = current.object.clone();
+                let stale = current.stale;
                 let mut object = change(current).await?;
-                if object == unchanged {
+                if object == unchanged && !stale {
                     return Ok(Stored {
                         object,
                         mod_revision: revision,
+                        stale,
                     });
                 }
                 match self.update(key, &object, revision).await {
@@ -348,6 +364,7 @@ pub trait GuaranteedUpdate: Interface {
                         return Ok(Stored {
                             object,
                             mod_revision: written,
+                            stale: false,
                         });
                     }
                     Err(StorageError::Conflict) => continue,

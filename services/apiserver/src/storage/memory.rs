@@ -101,6 +101,7 @@ impl State {
             object,
             previous,
             revision,
+            unreadable: None,
         };
         self.events.push(event.clone());
         self.watchers.retain(|(prefix, sender)| {
@@ -242,6 +243,7 @@ impl MemoryStorage {
                 .collect(),
             revision: current,
             next_key,
+            unreadable: Vec::new(),
         })
     }
 

@@ -13,6 +13,7 @@ pub(crate) mod conformance;
 #[cfg(test)]
 pub(crate) mod conformance_processes;
 mod connection;
+pub mod encryption;
 mod errors;
 mod etcd;
 mod interface;

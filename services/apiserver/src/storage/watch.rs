@@ -4,8 +4,7 @@
 use etcd_client::{EventType, WatchResponse};
 use futures::StreamExt;
 
-use super::etcd::decode;
-use super::interface::{Change, EventStream, StoreEvent, Stored};
+use super::interface::{Change, EventStream, StoreEvent};
 use super::{StorageError, Store};
 
 impl Store {
@@ -15,15 +14,16 @@ impl Store {
     pub async fn watch(&self, prefix: &str, from: i64) -> Result<EventStream, StorageError> {
         let mut responses = self.connection().watch(prefix, from).await?;
         let first = responses.next().await;
-        let first = match first.map(|r| batch(r, from)) {
+        let first = match first.map(|r| self.batch(r, from)) {
             Some(Err(err)) => return Err(err),
             Some(Ok(batch)) => batch,
             None => Vec::new(),
         };
+        let store = self.clone();
         let rest = responses
             .scan(false, move |ended, response| {
                 // Nothing after the first error: the watch is over.
-                let item = (!*ended).then(|| batch(response, from));
+                let item = (!*ended).then(|| store.batch(response, from));
                 *ended = item.as_ref().is_some_and(Result::is_err);
                 futures::future::ready(item)
             })
@@ -31,60 +31,68 @@ impl Store {
         let first = futures::stream::iter((!first.is_empty()).then_some(Ok(first)));
         Ok(first.chain(rest).boxed())
     }
-}
 
-/// One watch response's events; a cancelled or compacted watch is an
-/// error (progress notifications are empty batches).
-fn batch(
-    response: Result<WatchResponse, etcd_client::Error>,
-    from: i64,
-) -> Result<Vec<StoreEvent>, StorageError> {
-    let response = response?;
-    if response.compact_revision() != 0 {
-        return Err(StorageError::Compacted {
-            requested: from,
-            compacted: Some(response.compact_revision()),
-        });
-    }
-    if response.canceled() {
-        let reason = response.cancel_reason().to_string();
-        return Err(StorageError::Unavailable(format!(
-            "the store cancelled the watch: {reason}"
-        )));
-    }
-    Ok(response.events().iter().filter_map(event_of).collect())
-}
-
-/// A store event; a put whose value does not decode is left out (the
-/// object cannot be served, and its delete still comes through).
-fn event_of(event: &etcd_client::Event) -> Option<StoreEvent> {
-    let kv = event.kv()?;
-    let key = String::from_utf8_lossy(kv.key()).to_string();
-    let previous = event
-        .prev_kv()
-        .and_then(|p| decode(&key, p.value(), p.mod_revision()).ok());
-    let (change, object): (Change, Option<Stored>) = match event.event_type() {
-        EventType::Put => {
-            let stored = match decode(&key, kv.value(), kv.mod_revision()) {
-                Ok(stored) => stored,
-                Err(err) => {
-                    tracing::warn!(%err, "a stored value does not decode; its event is skipped");
-                    return None;
-                }
-            };
-            let change = match kv.create_revision() == kv.mod_revision() {
-                true => Change::Created,
-                false => Change::Updated,
-            };
-            (change, Some(stored))
+    /// One watch response's events; a cancelled or compacted watch is an
+    /// error (progress notifications are empty batches).
+    fn batch(
+        &self,
+        response: Result<WatchResponse, etcd_client::Error>,
+        from: i64,
+    ) -> Result<Vec<StoreEvent>, StorageError> {
+        let response = response?;
+        if response.compact_revision() != 0 {
+            return Err(StorageError::Compacted {
+                requested: from,
+                compacted: Some(response.compact_revision()),
+            });
         }
-        EventType::Delete => (Change::Deleted, None),
-    };
-    Some(StoreEvent {
-        change,
-        key,
-        object,
-        previous,
-        revision: kv.mod_revision(),
-    })
+        if response.canceled() {
+            let reason = response.cancel_reason().to_string();
+            return Err(StorageError::Unavailable(format!(
+                "the store cancelled the watch: {reason}"
+            )));
+        }
+        Ok(response
+            .events()
+            .iter()
+            .filter_map(|e| self.event_of(e))
+            .collect())
+    }
+
+    /// A store event; a put whose value does not decode (or decrypt)
+    /// comes with the error instead of the object, so the cache answers
+    /// it for that key (the object cannot be served).
+    fn event_of(&self, event: &etcd_client::Event) -> Option<StoreEvent> {
+        let kv = event.kv()?;
+        let key = String::from_utf8_lossy(kv.key()).to_string();
+        let previous = event
+            .prev_kv()
+            .and_then(|p| self.open(&key, p.value(), p.mod_revision()).ok());
+        let (change, read) = match event.event_type() {
+            EventType::Put => {
+                let change = match kv.create_revision() == kv.mod_revision() {
+                    true => Change::Created,
+                    false => Change::Updated,
+                };
+                (change, Some(self.open(&key, kv.value(), kv.mod_revision())))
+            }
+            EventType::Delete => (Change::Deleted, None),
+        };
+        let (object, unreadable) = match read {
+            Some(Ok(stored)) => (Some(stored), None),
+            Some(Err(err)) => {
+                tracing::warn!(%err, "a stored value cannot be read");
+                (None, Some(err))
+            }
+            None => (None, None),
+        };
+        Some(StoreEvent {
+            change,
+            key,
+            object,
+            previous,
+            revision: kv.mod_revision(),
+            unreadable,
+        })
+    }
 }
