@@ -15,6 +15,7 @@ mod chain;
 pub mod objects;
 pub mod plugins;
 pub mod usage;
+pub mod webhook;
 
 pub use attributes::{Attributes, Operation, UserInfo};
-pub use chain::{allow, AdmissionError, Admit, Chain, Denial, Plugin};
+pub use chain::{allow, AdmissionError, Admit, Chain, Denial, Plugin, Rejection};

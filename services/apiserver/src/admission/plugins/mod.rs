@@ -20,6 +20,7 @@ pub use resource_quota::ResourceQuota;
 pub use service_account::{ServiceAccount, TOKEN_MOUNT_PATH};
 
 use super::objects::Objects;
+use super::webhook::{MutatingWebhooks, ValidatingWebhooks, WebhookMetrics};
 use super::Plugin;
 
 /// Every admission plugin kube-apiserver knows, in the order it runs
@@ -94,6 +95,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "ServiceAccount",
     "Priority",
     "DefaultStorageClass",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook",
     "ResourceQuota",
 ];
 
@@ -131,8 +134,13 @@ pub fn select(enable: &[String], disable: &[String]) -> Result<Vec<&'static str>
     Ok(KUBE_ORDER.iter().copied().filter(wanted).collect())
 }
 
-/// The plugins named (as [`select`] gave them), on `objects`.
-pub fn build(names: &[&str], objects: Arc<dyn Objects>) -> Vec<Arc<dyn Plugin>> {
+/// The plugins named (as [`select`] gave them), on `objects`; the
+/// webhook plugins observe their calls in `webhooks`.
+pub fn build(
+    names: &[&str],
+    objects: Arc<dyn Objects>,
+    webhooks: &WebhookMetrics,
+) -> Vec<Arc<dyn Plugin>> {
     names
         .iter()
         .filter_map(|name| -> Option<Arc<dyn Plugin>> {
@@ -143,6 +151,14 @@ pub fn build(names: &[&str], objects: Arc<dyn Objects>) -> Vec<Arc<dyn Plugin>> 
                 "Priority" => Some(Arc::new(Priority::new(objects.clone()))),
                 "DefaultStorageClass" => Some(Arc::new(DefaultStorageClass::new(objects.clone()))),
                 "ResourceQuota" => Some(Arc::new(ResourceQuota::new(objects.clone()))),
+                "MutatingAdmissionWebhook" => Some(Arc::new(MutatingWebhooks::new(
+                    objects.clone(),
+                    webhooks.clone(),
+                ))),
+                "ValidatingAdmissionWebhook" => Some(Arc::new(ValidatingWebhooks::new(
+                    objects.clone(),
+                    webhooks.clone(),
+                ))),
                 _ => None,
             }
         })
@@ -170,6 +186,8 @@ mod tests {
                 "ServiceAccount",
                 "Priority",
                 "DefaultStorageClass",
+                "MutatingAdmissionWebhook",
+                "ValidatingAdmissionWebhook",
                 "ResourceQuota"
             ]
         );
@@ -181,6 +199,8 @@ mod tests {
                 "LimitRanger",
                 "Priority",
                 "DefaultStorageClass",
+                "MutatingAdmissionWebhook",
+                "ValidatingAdmissionWebhook",
                 "ResourceQuota"
             ]
         );

@@ -1,5 +1,6 @@
 //! One strategy per resource type.
 
+mod admissionregistration;
 mod autoscaling;
 mod batch;
 mod common;
@@ -50,6 +51,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
     kinds.extend(storage::all());
     kinds.extend(scheduling::all());
     kinds.extend(discovery::all());
+    kinds.extend(admissionregistration::all());
     kinds.push(Arc::new(crd::Crds::default()));
     kinds
 }
