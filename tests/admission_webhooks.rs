@@ -410,9 +410,16 @@ fn selectors_keep_objects_away_from_a_webhook(backend: Backend) {
 /// Sets `first` to whether the object already has the label `second`.
 fn reports_second() -> webhook::Handler {
     Arc::new(|review: &Value| {
-        let seen = review["request"]["object"]["metadata"]["labels"]["second"].is_string();
-        let value = if seen { "saw-second" } else { "no-second" };
-        let patch = json!([{"op": "add", "path": "/metadata/labels/first", "value": value}]);
+        let labels = &review["request"]["object"]["metadata"]["labels"];
+        let value = if labels["second"].is_string() {
+            "saw-second"
+        } else {
+            "no-second"
+        };
+        let patch = match labels.is_object() {
+            true => json!([{"op": "add", "path": "/metadata/labels/first", "value": value}]),
+            false => json!([{"op": "add", "path": "/metadata/labels", "value": {"first": value}}]),
+        };
         let patch = base64_json(&patch);
         Reply::Review(json!({"allowed": true, "patchType": "JSONPatch", "patch": patch}))
     })

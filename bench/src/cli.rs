@@ -121,6 +121,11 @@ pub struct Args {
     /// `RequestResponse`) to a log file next to each API server.
     #[arg(long)]
     pub api_audit_level: Option<String>,
+
+    /// Send every ConfigMap create through a no-op mutating admission
+    /// webhook served by the bench over HTTPS.
+    #[arg(long)]
+    pub api_webhook: bool,
 }
 
 /// The parsed `--store-workloads` list, in the order given.

@@ -90,7 +90,9 @@ impl Caller {
     ) -> Result<Verdict, Failure> {
         let timeout = hook.timeout();
         let config = &hook.client_config;
-        let target = endpoint::resolve(config, timeout.as_secs(), self.objects()).await?;
+        let target = endpoint::resolve(config, timeout.as_secs(), self.objects())
+            .await
+            .map_err(CallError::from)?;
         let version = hook.review_version();
         let (uid, review) = review::request(version, attributes, object);
         let body = serde_json::to_vec(&review).expect("JSON values serialize");

@@ -14,7 +14,7 @@ use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use super::endpoint::Target;
+use super::endpoint::{ResolveError, Target};
 
 /// The largest answer read from a webhook (kube's limit on request
 /// bodies, 3 MiB).
@@ -24,8 +24,8 @@ const MAX_RESPONSE: usize = 3 * 1024 * 1024;
 /// (`Post "<url>": ...`) where it has them.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    #[error("{0}")]
-    Resolve(String),
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
     #[error("Post \"{url}\": dial tcp {address}: {source}")]
     Connect {
         url: String,

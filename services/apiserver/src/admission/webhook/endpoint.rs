@@ -12,7 +12,6 @@ use k8s_openapi::api::admissionregistration::v1::{ServiceReference, WebhookClien
 use serde_json::Value;
 
 use super::super::objects::{Freshness, Objects, Resource};
-use super::client::CallError;
 
 const SERVICES: Resource = Resource {
     group: "",
@@ -22,6 +21,11 @@ const ENDPOINTS: Resource = Resource {
     group: "",
     resource: "endpoints",
 };
+
+/// Why a webhook's address could not be found.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ResolveError(pub String);
 
 /// One call's destination.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,13 +45,11 @@ pub async fn resolve(
     config: &WebhookClientConfig,
     timeout_seconds: u64,
     objects: &dyn Objects,
-) -> Result<Target, CallError> {
+) -> Result<Target, ResolveError> {
     match (&config.url, &config.service) {
         (Some(url), _) => from_url(url, timeout_seconds),
         (None, Some(service)) => from_service(service, timeout_seconds, objects).await,
-        (None, None) => Err(CallError::Resolve(
-            "no url or service in clientConfig".into(),
-        )),
+        (None, None) => Err(ResolveError("no url or service in clientConfig".into())),
     }
 }
 
@@ -56,8 +58,8 @@ fn with_timeout(path: &str, timeout_seconds: u64) -> String {
     format!("{path}?timeout={timeout_seconds}s")
 }
 
-fn from_url(url: &str, timeout_seconds: u64) -> Result<Target, CallError> {
-    let bad = |why: &str| CallError::Resolve(format!("invalid url {url:?}: {why}"));
+fn from_url(url: &str, timeout_seconds: u64) -> Result<Target, ResolveError> {
+    let bad = |why: &str| ResolveError(format!("invalid url {url:?}: {why}"));
     let uri: hyper::Uri = url.parse().map_err(|_| bad("not a URL"))?;
     if uri.scheme_str() != Some("https") {
         return Err(bad("only https is allowed"));
@@ -78,24 +80,23 @@ async fn from_service(
     service: &ServiceReference,
     timeout_seconds: u64,
     objects: &dyn Objects,
-) -> Result<Target, CallError> {
+) -> Result<Target, ResolveError> {
     let (namespace, name) = (service.namespace.as_str(), service.name.as_str());
     let port = service.port.unwrap_or(443);
-    let missing =
-        |what: &str| CallError::Resolve(format!("{what} \"{namespace}/{name}\" not found"));
+    let missing = |what: &str| ResolveError(format!("{what} \"{namespace}/{name}\" not found"));
     let found = objects
         .get(SERVICES, namespace, name, Freshness::Cached)
         .await;
     let svc = found.map_err(lookup)?.ok_or_else(|| missing("service"))?;
     let port_name = service_port_name(&svc, port).ok_or_else(|| {
-        CallError::Resolve(format!("service \"{namespace}/{name}\" has no port {port}"))
+        ResolveError(format!("service \"{namespace}/{name}\" has no port {port}"))
     })?;
     let found = objects
         .get(ENDPOINTS, namespace, name, Freshness::Cached)
         .await;
     let endpoints = found.map_err(lookup)?.ok_or_else(|| missing("endpoints"))?;
     let address = endpoint_address(&endpoints, &port_name).ok_or_else(|| {
-        CallError::Resolve(format!(
+        ResolveError(format!(
             "service \"{namespace}/{name}\" has no ready endpoints"
         ))
     })?;
@@ -109,8 +110,8 @@ async fn from_service(
     })
 }
 
-fn lookup(err: super::super::objects::LookupError) -> CallError {
-    CallError::Resolve(err.to_string())
+fn lookup(err: super::super::objects::LookupError) -> ResolveError {
+    ResolveError(err.to_string())
 }
 
 /// The name of the Service port `port` (empty for an unnamed one).

@@ -212,7 +212,11 @@ fn validate_side_effects(hook: &Value, path: &str, causes: &mut Vec<Cause>) {
     let field = format!("{path}.sideEffects");
     let allowed = ["None", "NoneOnDryRun"];
     match &hook["sideEffects"] {
+        // A typed decode leaves an absent sideEffects as "".
         Value::Null => causes.push(required(field, "must specify one of None, NoneOnDryRun")),
+        Value::String(s) if s.is_empty() => {
+            causes.push(required(field, "must specify one of None, NoneOnDryRun"))
+        }
         value if value.as_str().is_some_and(|v| allowed.contains(&v)) => {}
         value => causes.push(unsupported(field, value, &allowed)),
     }
