@@ -21,7 +21,7 @@ use tokio_rustls::TlsAcceptor;
 use super::error::ApiError;
 use super::http::Connection;
 use super::prepare::{create, expect_created};
-use super::CREATE_NAMESPACE;
+use super::GET_NAMESPACE;
 
 static ON: AtomicBool = AtomicBool::new(false);
 
@@ -31,7 +31,9 @@ pub fn enable() {
 }
 
 /// With the variant on: starts a webhook for this API server and
-/// configures it, then waits until a create reaches the webhook.
+/// configures it, then waits until a create reaches the webhook (probe
+/// creates go to the get workload's namespace, so the creates'
+/// namespace holds only timed creates).
 pub async fn install(http: &mut Connection) -> Result<(), ApiError> {
     if !ON.load(Ordering::SeqCst) {
         return Ok(());
@@ -56,7 +58,7 @@ pub async fn install(http: &mut Connection) -> Result<(), ApiError> {
     )?;
     let deadline = Instant::now() + Duration::from_secs(10);
     for i in 0.. {
-        create(http, CREATE_NAMESPACE, &format!("webhook-probe-{i}")).await?;
+        create(http, GET_NAMESPACE, &format!("webhook-probe-{i}")).await?;
         if calls.load(Ordering::SeqCst) > 0 {
             return Ok(());
         }
