@@ -22,16 +22,19 @@ time without an acknowledged write. Exits non-zero on any violation.
 import http.client
 import json
 import os
+import ssl
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 PROJECT = os.environ.get("CAPSTAN_COMPOSE_PROJECT", "capstan-compose-test")
 COMPOSE = ["docker-compose", "-p", PROJECT, "-f", "compose.yaml"]
-LB = ("127.0.0.1", 8080)
-SERVER = "http://127.0.0.1:8080"
+LB = ("127.0.0.1", 6443)
+# The `pki` volume's contents, copied out once the certificates service ran.
+PKI = os.path.join(tempfile.mkdtemp(prefix="capstan-compose-pki-"), "pki")
 NAMESPACE = "compose-test"
 STORE_PORTS = {"store1": 12379, "store2": 22379, "store3": 32379}
 HEALTHY_DEADLINE = 180.0
@@ -57,8 +60,28 @@ def compose(*args, timeout=300):
 
 
 def kubectl(*args, timeout=15):
-    return run(["kubectl", "-s", SERVER, f"--request-timeout={timeout - 5}s", *args],
+    return run(["kubectl", "--kubeconfig", os.path.join(PKI, "kubeconfig"),
+                f"--request-timeout={timeout - 5}s", *args],
                check=False, timeout=timeout)
+
+
+def copy_pki():
+    """Copies the certificates the one-shot service made out of the volume,
+    so kubectl, etcdctl and the watcher here can use them."""
+    made = compose("ps", "-q", "certificates").stdout.split()
+    if not made:
+        raise ScenarioError("the certificates service did not run")
+    run(["docker", "wait", made[0]], timeout=120)
+    run(["docker", "cp", f"{made[0]}:/pki", PKI])
+    log(f"certificates and the admin kubeconfig copied to {PKI}")
+
+
+def admin_tls():
+    """A TLS context that trusts the API servers' CA and presents the admin
+    client certificate, as the kubeconfig does."""
+    context = ssl.create_default_context(cafile=os.path.join(PKI, "server-ca.crt"))
+    context.load_cert_chain(os.path.join(PKI, "admin.crt"), os.path.join(PKI, "admin.key"))
+    return context
 
 
 def containers(service=None):
@@ -87,7 +110,8 @@ def wait_healthy(expected, what):
 
 def store_leader():
     endpoints = ",".join(f"127.0.0.1:{p}" for p in STORE_PORTS.values())
-    out = run(["etcdctl", f"--endpoints={endpoints}", "endpoint", "status", "-w", "json"],
+    tls = [f"--cacert={PKI}/etcd/ca.crt", f"--cert={PKI}/etcd/client.crt", f"--key={PKI}/etcd/client.key"]
+    out = run(["etcdctl", f"--endpoints={endpoints}", *tls, "endpoint", "status", "-w", "json"],
               check=False, timeout=30)
     for status in json.loads(out.stdout or "[]"):
         if status["Status"]["header"]["member_id"] == status["Status"]["leader"]:
@@ -142,6 +166,7 @@ class Watcher(threading.Thread):
         self.events = []
         self.resumes = 0
         self.errors = []
+        self.tls = admin_tls()
 
     def run(self):
         while not self.stop.is_set():
@@ -153,7 +178,7 @@ class Watcher(threading.Thread):
             time.sleep(0.3)
 
     def stream_once(self):
-        conn = http.client.HTTPConnection(*LB, timeout=10)
+        conn = http.client.HTTPSConnection(*LB, timeout=10, context=self.tls)
         path = (f"/api/v1/namespaces/{NAMESPACE}/configmaps?watch=1&allowWatchBookmarks=true"
                 f"&resourceVersion={self.rv}&timeoutSeconds=60")
         conn.request("GET", path)
@@ -219,6 +244,7 @@ def check_watch(watcher, acked):
 def scenario():
     started = time.monotonic()
     compose("up", "-d", "--no-build", "--scale", "apiserver=2")
+    copy_pki()
     first_healthy = wait_healthy(6, "first start")
     log(f"time to first healthy: {first_healthy:.1f}s (3 store members, 2 API servers, the balancer)")
     if kubectl("create", "namespace", NAMESPACE).returncode != 0:

@@ -96,6 +96,18 @@ async fn killing_the_leader_under_writes_loses_no_acknowledged_write() {
     );
 }
 
+/// The same guarantee when members talk to clients and to each other over
+/// TLS with client certificates required (as `make cluster` and compose
+/// run them): raft traffic and the writers' gRPC both go through rustls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_the_leader_of_a_tls_cluster_loses_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start_tls(dir.path(), 3, &[]);
+    assert!(cluster.urls().iter().all(|url| url.starts_with("https://")));
+    let failover = kill_leader_under_writes(&mut cluster, "tls").await;
+    println!("TLS cluster: first write {failover:?} after kill -9 of the leader");
+}
+
 /// One round: writers on every member, kill -9 the leader, check every
 /// acknowledged write survived, restart the member and wait until it has
 /// caught up. Returns the time from the kill to the first acknowledged write.

@@ -60,6 +60,7 @@ spec: {size: small, bogus: true}
 capstan_tests::on_both_backends!(
     a_custom_resource_is_served_validated_and_scaled,
     crds_are_checked_named_and_served_after_a_restart,
+    custom_objects_go_with_their_namespace_and_their_owner,
 );
 
 fn stderr_of(output: &std::process::Output) -> String {
@@ -329,4 +330,61 @@ fn crds_are_checked_named_and_served_after_a_restart(backend: Backend) {
         discovery.contains("widgets") && discovery.contains("wd") && discovery.contains("Widget"),
         "{discovery}"
     );
+}
+
+/// Custom objects take part in the API server's own cleanups as built-in
+/// ones do: a namespace being deleted waits for (and removes) the widgets
+/// in it, and the garbage collector removes a widget whose owner (a
+/// ConfigMap) is gone, and a ConfigMap whose owner is a deleted widget.
+fn custom_objects_go_with_their_namespace_and_their_owner(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
+    let kubectl = &cluster.kubectl;
+    create_crd(&cluster);
+
+    kubectl.ok(&["create", "namespace", "team"]);
+    let widget = |name: &str| WIDGET.replace("w1", name).replace(", bogus: true", "");
+    kubectl.ok_with_input(&["-n", "team", "apply", "-f", "-"], &widget("doomed"));
+    kubectl.ok(&["delete", "namespace", "team", "--wait=false"]);
+    wait_for(WAIT, "the namespace and its widget to go", || {
+        let gone = |what: &[&str]| {
+            let out = kubectl.run(what);
+            (!out.status.success() && stderr_of(&out).contains("NotFound")).then_some(())
+        };
+        gone(&["get", "namespace", "team"])?;
+        gone(&["-n", "team", "get", "widget", "doomed"])
+    });
+
+    // A widget owned by a ConfigMap, and a ConfigMap owned by a widget.
+    kubectl.ok(&["create", "configmap", "owner"]);
+    let owner_uid = kubectl.ok(&[
+        "get",
+        "configmap",
+        "owner",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ]);
+    let owned = widget("owned").replace(
+        "labels: {tier: a}",
+        &format!(
+            "labels: {{tier: a}}, ownerReferences: [{{apiVersion: v1, kind: ConfigMap, name: owner, uid: {owner_uid}}}]"
+        ),
+    );
+    kubectl.ok_with_input(&["apply", "-f", "-"], &owned);
+    kubectl.ok_with_input(&["apply", "-f", "-"], &widget("parent"));
+    let parent_uid = kubectl.ok(&["get", "widget", "parent", "-o", "jsonpath={.metadata.uid}"]);
+    let child = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: child\n  ownerReferences:\n  \
+         - {{apiVersion: example.com/v1, kind: Widget, name: parent, uid: {parent_uid}}}\n"
+    );
+    kubectl.ok_with_input(&["apply", "-f", "-"], &child);
+
+    kubectl.ok(&["delete", "configmap", "owner"]);
+    kubectl.ok(&["delete", "widget", "parent"]);
+    wait_for(WAIT, "the dependents of deleted owners to go", || {
+        let names = kubectl.ok(&["get", "widgets,configmaps", "-o", "name"]);
+        let left = names
+            .lines()
+            .any(|n| n == "widget.example.com/owned" || n == "configmap/child");
+        (!left).then_some(())
+    });
 }

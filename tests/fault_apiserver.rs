@@ -27,8 +27,9 @@ use kube::api::{ListParams, PostParams};
 
 const CLIENTS: usize = 4;
 const FINISH: Duration = Duration::from_secs(90);
-const STORE_FAULTS: [FaultKind; 8] = [
+const STORE_FAULTS: [FaultKind; 9] = [
     FaultKind::KillLeader,
+    FaultKind::SlowDiskLeader,
     FaultKind::CutApiServerFromLeader,
     FaultKind::KillApiServer,
     FaultKind::IsolateLeader,
@@ -47,7 +48,8 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         .enable_all()
         .build()
         .unwrap();
-    let mut cluster = Cluster::start(dir.path(), 3, &[]);
+    // Failpoints on: the schedule slows members' disks.
+    let mut cluster = Cluster::start(dir.path(), 3, &["--experimental-enable-failpoints"]);
     let network = settings
         .partitions
         .then(|| Network::new(&cluster).expect("set up partitions (root, iptables, cgroup v2)"));

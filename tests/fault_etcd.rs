@@ -43,7 +43,8 @@ fn the_etcd_api_stays_linearizable_and_watches_stay_whole_under_faults() {
         .unwrap();
     // The partition controls drop first (even on a panic): rules go, and
     // members still running move back to the root group.
-    let mut cluster = Cluster::start(dir.path(), 3, &[]);
+    // Failpoints on: the schedule slows members' disks.
+    let mut cluster = Cluster::start(dir.path(), 3, &["--experimental-enable-failpoints"]);
     let network = settings.partitions.then(|| {
         Network::new(&cluster).expect("set up partitions (needs root, iptables, cgroup v2)")
     });

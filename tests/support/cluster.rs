@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use capstan_apiserver::pki::Pki;
+
 use super::store::http_get;
+use super::tls;
 use super::watchdog::{self, Watchdog};
 use super::{binary, free_port};
 
@@ -14,6 +17,8 @@ pub struct Member {
     pub client_port: u16,
     pub peer_port: u16,
     pub data_dir: PathBuf,
+    /// `http`, or `https` for a member of a TLS cluster.
+    scheme: &'static str,
     initial_cluster: String,
     state: &'static str,
     extra: Vec<String>,
@@ -23,11 +28,11 @@ pub struct Member {
 
 impl Member {
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.client_port)
     }
 
     pub fn peer_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.peer_port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.peer_port)
     }
 
     pub fn endpoint(&self) -> String {
@@ -98,6 +103,24 @@ impl Member {
             .and_then(|value| value.trim().parse().ok())
     }
 
+    /// Delays each of this member's raft log syncs by `millis` (0: none),
+    /// the slow-disk failpoint; the member must run with
+    /// `--experimental-enable-failpoints`.
+    pub fn set_sync_delay(&self, millis: u64) -> Result<(), String> {
+        let path = "/debug/failpoints/raft-log-sync-delay";
+        let response = super::http::Connection::connect(self.client_port)
+            .and_then(|mut c| c.send("PUT", path, &[], millis.to_string().as_bytes()))
+            .map_err(|e| format!("PUT {path} on {}: {e}", self.name))?;
+        match response.status {
+            200 => Ok(()),
+            status => Err(format!(
+                "PUT {path} on {}: {status} {}",
+                self.name,
+                response.text()
+            )),
+        }
+    }
+
     pub fn is_leader(&self) -> bool {
         self.is_running() && self.gauge("is_leader") == Some(1)
     }
@@ -116,18 +139,69 @@ impl Drop for Member {
 pub struct Cluster {
     pub members: Vec<Member>,
     dir: PathBuf,
-    token: String,
+    /// The certificates of a TLS cluster (clients and peers over https).
+    pki: Option<Pki>,
+}
+
+/// etcd's TLS flags for member `name`: its own certificate for clients and
+/// peers, and only certificates of the cluster's CA accepted from either.
+fn member_tls_flags(pki: &Pki, name: &str) -> Vec<String> {
+    let path = |p: PathBuf| p.display().to_string();
+    let (cert, key, ca) = (
+        path(pki.store_member_cert(name)),
+        path(pki.store_member_key(name)),
+        path(pki.store_ca()),
+    );
+    [
+        ("--cert-file", &cert),
+        ("--key-file", &key),
+        ("--trusted-ca-file", &ca),
+        ("--peer-cert-file", &cert),
+        ("--peer-key-file", &key),
+        ("--peer-trusted-ca-file", &ca),
+    ]
+    .into_iter()
+    .flat_map(|(flag, value)| [flag.to_string(), value.clone()])
+    .chain([
+        "--client-cert-auth".into(),
+        "--peer-client-cert-auth".into(),
+    ])
+    .collect()
 }
 
 impl Cluster {
     /// Starts `size` members of a new cluster in `dir` and waits for a leader.
     pub fn start(dir: &Path, size: usize, extra: &[&str]) -> Cluster {
+        Cluster::start_with(dir, size, extra, None)
+    }
+
+    /// The same over TLS: every member serves clients and peers with its
+    /// own certificate from one CA made in `dir/pki`, and requires client
+    /// certificates; the tests' clients (by port) use the store client
+    /// certificate.
+    pub fn start_tls(dir: &Path, size: usize, extra: &[&str]) -> Cluster {
+        let pki = Pki::at(&dir.join("pki"));
+        let names: Vec<(String, Vec<String>)> = (0..size)
+            .map(|i| {
+                (
+                    format!("m{i}"),
+                    vec!["127.0.0.1".into(), "localhost".into()],
+                )
+            })
+            .collect();
+        pki.ensure_store(&names)
+            .expect("make the store's certificates");
+        Cluster::start_with(dir, size, extra, Some(pki))
+    }
+
+    fn start_with(dir: &Path, size: usize, extra: &[&str], pki: Option<Pki>) -> Cluster {
+        let scheme = if pki.is_some() { "https" } else { "http" };
         let names: Vec<String> = (0..size).map(|i| format!("m{i}")).collect();
         let peer_ports: Vec<u16> = (0..size).map(|_| free_port()).collect();
         let initial_cluster = names
             .iter()
             .zip(&peer_ports)
-            .map(|(name, port)| format!("{name}=http://127.0.0.1:{port}"))
+            .map(|(name, port)| format!("{name}={scheme}://127.0.0.1:{port}"))
             .collect::<Vec<_>>()
             .join(",");
         let token = format!("test-{}", free_port());
@@ -136,22 +210,31 @@ impl Cluster {
         let members = names
             .into_iter()
             .zip(peer_ports)
-            .map(|(name, peer_port)| Member {
-                data_dir: dir.join(&name),
-                name,
-                client_port: free_port(),
-                peer_port,
-                initial_cluster: initial_cluster.clone(),
-                state: "new",
-                extra: extra.clone(),
-                child: None,
-                _watchdog: watchdog::arm(),
+            .map(|(name, peer_port)| {
+                let mut extra = extra.clone();
+                let client_port = free_port();
+                if let Some(pki) = &pki {
+                    extra.extend(member_tls_flags(pki, &name));
+                    tls::register_store(client_port, &pki.dir);
+                }
+                Member {
+                    data_dir: dir.join(&name),
+                    name,
+                    client_port,
+                    peer_port,
+                    scheme,
+                    initial_cluster: initial_cluster.clone(),
+                    state: "new",
+                    extra,
+                    child: None,
+                    _watchdog: watchdog::arm(),
+                }
             })
             .collect();
         let mut cluster = Cluster {
             members,
             dir: dir.to_path_buf(),
-            token,
+            pki,
         };
         for member in &mut cluster.members {
             member.start();
@@ -214,6 +297,10 @@ impl Cluster {
     /// A member of this cluster that is not started yet and joins with
     /// `--initial-cluster-state existing` (after `member add`).
     pub fn joiner(&self, name: &str) -> Member {
+        assert!(
+            self.pki.is_none(),
+            "joining a TLS cluster is not supported here"
+        );
         let peer_port = free_port();
         let mut initial_cluster: Vec<String> = self
             .members
@@ -226,9 +313,12 @@ impl Cluster {
             client_port: free_port(),
             peer_port,
             data_dir: self.dir.join(name),
+            scheme: "http",
             initial_cluster: initial_cluster.join(","),
             state: "existing",
-            extra: vec!["--initial-cluster-token".into(), self.token.clone()],
+            // The founders' flags (with the cluster token), so a joiner
+            // runs as they do.
+            extra: self.members[0].extra.clone(),
             child: None,
             _watchdog: watchdog::arm(),
         }

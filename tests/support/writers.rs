@@ -18,7 +18,23 @@ pub async fn connect_with_timeout(urls: &[String], timeout: Duration) -> Client 
     let options = ConnectOptions::new()
         .with_connect_timeout(Duration::from_secs(2))
         .with_timeout(timeout);
-    Client::connect(urls, Some(options)).await.expect("connect")
+    Client::connect(urls, Some(with_store_tls(options, urls)))
+        .await
+        .expect("connect")
+}
+
+/// Adds the store client certificate when the members at `urls` serve TLS
+/// (their ports were registered with their certificates).
+fn with_store_tls(options: ConnectOptions, urls: &[String]) -> ConnectOptions {
+    let port = |url: &String| url.rsplit(':').next()?.parse::<u16>().ok();
+    let pki = urls
+        .iter()
+        .filter(|url| url.starts_with("https://"))
+        .find_map(|url| super::tls::store_pki_of(port(url)?));
+    match pki {
+        Some(pki) => options.with_tls(super::tls::store_tls_options(&pki)),
+        None => options,
+    }
 }
 
 /// Keys and revisions of acknowledged puts, and keys whose put failed.

@@ -49,7 +49,17 @@ pub enum FaultKind {
     /// A membership change: a follower removed, wiped, and replaced by a
     /// new member that catches up from the others.
     ReplaceFollower,
+    /// A slow disk: every raft log sync (the fsync behind each
+    /// acknowledgement) waits [`SLOW_DISK_MS`] first, through the store's
+    /// failpoint; needs members started with
+    /// `--experimental-enable-failpoints`.
+    SlowDiskLeader,
+    SlowDiskFollower,
 }
+
+/// How long each raft log sync waits while a slow-disk fault holds: far
+/// beyond a real disk's fsync, well within a client's timeout.
+pub const SLOW_DISK_MS: u64 = 400;
 
 impl FaultKind {
     /// Whether the fault takes the leader away, so writes stop until a
@@ -86,13 +96,15 @@ impl FaultKind {
 }
 
 /// Every kind, in the order a schedule cycles through them.
-pub const EVERY_FAULT: [FaultKind; 9] = [
+pub const EVERY_FAULT: [FaultKind; 11] = [
     FaultKind::KillLeader,
     FaultKind::IsolateFollower,
+    FaultKind::SlowDiskLeader,
     FaultKind::PauseLeader,
     FaultKind::ReplaceFollower,
     FaultKind::KillFollower,
     FaultKind::IsolateLeader,
+    FaultKind::SlowDiskFollower,
     FaultKind::PauseFollower,
     FaultKind::DeafenLeader,
     FaultKind::KillAll,
@@ -282,6 +294,18 @@ fn inject(
             }
             hold_fault(cluster, kind, member, hold);
             network.heal().expect("heal the partition");
+        }
+        FaultKind::SlowDiskLeader | FaultKind::SlowDiskFollower => {
+            let slow = |millis| {
+                for &m in &members {
+                    cluster.members[m]
+                        .set_sync_delay(millis)
+                        .unwrap_or_else(|err| panic!("slow disk: {err}"));
+                }
+            };
+            slow(SLOW_DISK_MS);
+            hold_fault(cluster, kind, member, hold);
+            slow(0);
         }
         FaultKind::CutApiServerFromLeader
         | FaultKind::KillApiServer

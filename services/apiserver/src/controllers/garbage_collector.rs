@@ -36,10 +36,10 @@ pub async fn pass(catalog: &Catalog, world: &World) {
     }
     for node in world.nodes.iter().filter(|n| n.deleting()) {
         if node.has_finalizer(ORPHAN) {
-            orphan_dependents(catalog, world, node).await;
+            orphan_dependents(world, node).await;
         } else if node.has_finalizer(FOREGROUND) && world.dependents_of(node.uid()).next().is_none()
         {
-            drop_finalizer(catalog, node, FOREGROUND).await;
+            drop_finalizer(node, FOREGROUND).await;
         }
     }
 }
@@ -58,7 +58,7 @@ async fn collect_dependent(catalog: &Catalog, world: &World, node: &Node) {
                 .filter(|(_, s)| **s != Owner::Gone)
                 .map(|(r, _)| r.clone())
                 .collect();
-            world::set_metadata(catalog, node, "ownerReferences", kept.into()).await;
+            world::set_metadata(node, "ownerReferences", kept.into()).await;
         }
         return;
     }
@@ -73,7 +73,7 @@ async fn collect_dependent(catalog: &Catalog, world: &World, node: &Node) {
         propagation: Some(propagation.into()),
         ..Default::default()
     };
-    world::delete(catalog, node, options).await;
+    world::delete(node, options).await;
 }
 
 async fn owner_state(catalog: &Catalog, world: &World, node: &Node, reference: &Value) -> Owner {
@@ -112,7 +112,7 @@ async fn in_store(catalog: &Catalog, node: &Node, reference: &Value) -> Option<b
     }
 }
 
-async fn orphan_dependents(catalog: &Catalog, world: &World, owner: &Node) {
+async fn orphan_dependents(world: &World, owner: &Node) {
     let mut waiting = false;
     for dependent in world.dependents_of(owner.uid()) {
         let kept: Vec<Value> = dependent
@@ -121,21 +121,21 @@ async fn orphan_dependents(catalog: &Catalog, world: &World, owner: &Node) {
             .filter(|r| r["uid"] != owner.uid())
             .cloned()
             .collect();
-        world::set_metadata(catalog, dependent, "ownerReferences", kept.into()).await;
+        world::set_metadata(dependent, "ownerReferences", kept.into()).await;
         waiting = true;
     }
     // The next pass sees the dependents let go and drops the finalizer.
     if !waiting {
-        drop_finalizer(catalog, owner, ORPHAN).await;
+        drop_finalizer(owner, ORPHAN).await;
     }
 }
 
-async fn drop_finalizer(catalog: &Catalog, node: &Node, finalizer: &str) {
+async fn drop_finalizer(node: &Node, finalizer: &str) {
     let kept: Vec<Value> = node
         .finalizers()
         .into_iter()
         .filter(|f| f != finalizer)
         .map(Value::from)
         .collect();
-    world::set_metadata(catalog, node, "finalizers", kept.into()).await;
+    world::set_metadata(node, "finalizers", kept.into()).await;
 }

@@ -44,8 +44,8 @@ pub async fn run(catalog: Arc<Catalog>, store: Store, prefix: String) {
         }
         let world = world::World::observe(&catalog).await;
         garbage_collector::pass(&catalog, &world).await;
-        pod_termination::pass(&catalog, &world).await;
-        namespaces::pass(&catalog, &world).await;
+        pod_termination::pass(&world).await;
+        namespaces::pass(&world).await;
         if passes.is_multiple_of(REPAIR_EVERY) {
             claims_repair::pass(&store, &prefix).await;
         }

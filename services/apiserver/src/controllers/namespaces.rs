@@ -4,13 +4,11 @@
 
 use super::world::{self, World};
 use crate::registry::options::DeleteOptions;
-use crate::registry::Catalog;
 
-pub async fn pass(catalog: &Catalog, world: &World) {
+pub async fn pass(world: &World) {
     for node in &world.nodes {
-        let strategy = &catalog.entries()[node.entry].strategy;
-        if strategy.holds_contents() && node.deleting() {
-            world::delete(catalog, node, DeleteOptions::default()).await;
+        if node.entry.strategy.holds_contents() && node.deleting() {
+            world::delete(node, DeleteOptions::default()).await;
         }
     }
 }

@@ -5,9 +5,8 @@
 use super::world::{self, World};
 use crate::registry::deletion::grace_expired;
 use crate::registry::options::DeleteOptions;
-use crate::registry::Catalog;
 
-pub async fn pass(catalog: &Catalog, world: &World) {
+pub async fn pass(world: &World) {
     for node in &world.nodes {
         // Only types with a grace period (pods) have one that expires.
         if grace_expired(&node.object) {
@@ -15,7 +14,7 @@ pub async fn pass(catalog: &Catalog, world: &World) {
                 grace_period: Some(0),
                 ..Default::default()
             };
-            world::delete(catalog, node, now).await;
+            world::delete(node, now).await;
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::registry::Catalog;
 /// An object and the catalog entry (resource type) it belongs to.
 #[derive(Clone)]
 pub struct Node {
-    pub entry: usize,
+    pub entry: Entry,
     pub object: Arc<Value>,
 }
 
@@ -58,9 +58,13 @@ pub struct World {
 impl World {
     pub async fn observe(catalog: &Catalog) -> World {
         let mut nodes = Vec::new();
-        for (entry, e) in catalog.entries().iter().enumerate() {
-            let objects = e.actor.send(actor::Snapshot).await.unwrap_or_default();
-            nodes.extend(objects.into_iter().map(|object| Node { entry, object }));
+        // Custom types too: their objects have owners and namespaces.
+        for entry in catalog.all_entries() {
+            let objects = entry.actor.send(actor::Snapshot).await.unwrap_or_default();
+            nodes.extend(objects.into_iter().map(|object| Node {
+                entry: entry.clone(),
+                object,
+            }));
         }
         let mut by_uid = HashMap::new();
         let mut dependents: HashMap<String, Vec<usize>> = HashMap::new();
@@ -93,21 +97,17 @@ impl World {
     }
 }
 
-/// The catalog entry serving `apiVersion` + `kind`.
-pub fn entry_for_kind<'a>(
-    catalog: &'a Catalog,
-    api_version: &str,
-    kind: &str,
-) -> Option<&'a Entry> {
-    catalog.entries().iter().find(|e| {
+/// The catalog entry (built-in or custom) serving `apiVersion` + `kind`.
+pub fn entry_for_kind(catalog: &Catalog, api_version: &str, kind: &str) -> Option<Entry> {
+    catalog.all_entries().into_iter().find(|e| {
         let def = e.strategy.def();
         def.kind == kind && def.api_version() == api_version
     })
 }
 
 /// Deletes `node` if it is still the object with its uid.
-pub async fn delete(catalog: &Catalog, node: &Node, options: DeleteOptions) {
-    let entry = &catalog.entries()[node.entry];
+pub async fn delete(node: &Node, options: DeleteOptions) {
+    let entry = &node.entry;
     let message = actor::Delete {
         namespace: meta::namespace(&node.object).to_string(),
         name: meta::name(&node.object).to_string(),
@@ -121,12 +121,12 @@ pub async fn delete(catalog: &Catalog, node: &Node, options: DeleteOptions) {
 
 /// Sets metadata `field` of `node` to `value`, if `node` is unchanged.
 /// An empty list goes altogether, as Kubernetes' omitempty leaves it.
-pub async fn set_metadata(catalog: &Catalog, node: &Node, field: &str, value: Value) {
+pub async fn set_metadata(node: &Node, field: &str, value: Value) {
     let value = match value {
         Value::Array(list) if list.is_empty() => Value::Null,
         other => other,
     };
-    let entry = &catalog.entries()[node.entry];
+    let entry = &node.entry;
     let rv = meta::resource_version(&node.object);
     let message = actor::Patch {
         namespace: meta::namespace(&node.object).to_string(),

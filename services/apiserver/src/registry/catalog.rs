@@ -9,6 +9,7 @@ use std::sync::{Arc, RwLock};
 use actix::Addr;
 
 use super::actor::{ResourceActor, Stop};
+use super::contents::NamespaceContents;
 use super::handle::Handle;
 use super::kinds;
 use super::Strategy;
@@ -38,6 +39,8 @@ struct Starter {
     store: Arc<dyn Interface>,
     admission: Arc<crate::admission::Chain>,
     namespaces: Option<Arc<Handle>>,
+    /// Shared with the namespaces' handle: custom types join it.
+    contents: NamespaceContents,
     arbiters: Vec<actix::ArbiterHandle>,
 }
 
@@ -58,7 +61,7 @@ impl Catalog {
             strategy: strategy.clone(),
             store: store.clone(),
             prefix: prefix.to_string(),
-            namespace_contents: Vec::new(),
+            namespace_contents: NamespaceContents::default(),
             namespaces: None,
             deletions: deletions.clone(),
             expiry: strategy.expires().then_some(event_ttl),
@@ -72,11 +75,13 @@ impl Catalog {
             namespaces: namespaces.clone().filter(|_| strategy.def().namespaced),
             ..bare(strategy)
         };
-        let contents: Vec<Handle> = strategies
-            .iter()
-            .filter(|s| s.def().namespaced)
-            .map(handle_of)
-            .collect();
+        let contents = NamespaceContents::new(
+            strategies
+                .iter()
+                .filter(|s| s.def().namespaced)
+                .map(handle_of)
+                .collect(),
+        );
         let mut entries = Vec::new();
         for (i, strategy) in strategies.into_iter().enumerate() {
             let mut handle = handle_of(&strategy);
@@ -111,6 +116,7 @@ impl Catalog {
                 store,
                 admission,
                 namespaces,
+                contents,
                 arbiters: arbiters.to_vec(),
             },
         })
@@ -129,7 +135,7 @@ impl Catalog {
             strategy: strategy.clone(),
             store: self.starter.store.clone(),
             prefix: prefix.to_string(),
-            namespace_contents: Vec::new(),
+            namespace_contents: NamespaceContents::default(),
             namespaces: self.starter.namespaces.clone().filter(|_| namespaced),
             deletions: self.deletions.clone(),
             expiry: None,
@@ -137,7 +143,10 @@ impl Catalog {
         };
         let arbiters = &self.starter.arbiters;
         let arbiter = &arbiters[self.custom_entries().len() % arbiters.len()];
-        let actor = ResourceActor::start(handle, arbiter).await?;
+        let actor = ResourceActor::start(handle.clone(), arbiter).await?;
+        if namespaced {
+            self.starter.contents.serve(handle);
+        }
         let (group, resource) = (strategy.def().group, strategy.def().resource);
         let entry = Entry { strategy, actor };
         let mut custom = self.custom.write().unwrap_or_else(|e| e.into_inner());
@@ -153,6 +162,7 @@ impl Catalog {
 
     /// Stops serving the run-time type `resource` of `group`.
     pub fn withdraw(&self, group: &str, resource: &str) {
+        self.starter.contents.withdraw(group, resource);
         let mut custom = self.custom.write().unwrap_or_else(|e| e.into_inner());
         custom.retain(|e| {
             let def = e.strategy.def();

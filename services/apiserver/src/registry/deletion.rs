@@ -182,7 +182,7 @@ fn spawn_namespace_cleanup(h: &Handle, name: &str) {
 /// a namespace whose contents are still held is tried again later.
 pub async fn finish_namespace(h: &Handle, name: &str) -> Result<bool, ApiError> {
     let mut left = 0;
-    for contents in &h.namespace_contents {
+    for contents in &h.namespace_contents.types() {
         let everything = ListOptions::default();
         delete_collection(contents, Some(name), everything, DeleteOptions::default()).await?;
         let page = list(

@@ -21,7 +21,7 @@ pub(super) fn handle(store: &Arc<MemoryStorage>, resource: &str) -> Handle {
         strategy,
         store: store.clone(),
         prefix: "/registry".into(),
-        namespace_contents: Vec::new(),
+        namespace_contents: Default::default(),
         namespaces: None,
         deletions: Arc::new(tokio::sync::Notify::new()),
         expiry: None,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::contents::NamespaceContents;
 use super::options::{FieldValidation, WriteOptions};
 use super::strategy::Strategy;
 use crate::error::{ApiError, Reading};
@@ -22,8 +23,8 @@ pub struct Handle {
     pub prefix: String,
     /// For the type that holds contents (namespaces) only: every
     /// namespaced type, whose objects in a namespace are deleted when the
-    /// namespace goes.
-    pub namespace_contents: Vec<Handle>,
+    /// namespace goes (empty for the others).
+    pub namespace_contents: NamespaceContents,
     /// For namespaced types: the type of their namespaces, which must
     /// exist and not be going for an object to be created in one.
     pub namespaces: Option<Arc<Handle>>,

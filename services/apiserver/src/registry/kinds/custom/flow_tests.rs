@@ -24,7 +24,7 @@ fn handle() -> Handle {
         strategy: Arc::new(Custom::of(&crd).unwrap()),
         store: Arc::new(MemoryStorage::new()),
         prefix: "/registry/example.com".into(),
-        namespace_contents: Vec::new(),
+        namespace_contents: Default::default(),
         namespaces: None,
         deletions: Arc::new(tokio::sync::Notify::new()),
         expiry: None,
