@@ -126,6 +126,10 @@ pub struct Args {
     /// `secretbox`), as `--encryption-provider-config` does.
     #[arg(long)]
     pub api_encryption: Option<String>,
+    /// Send every ConfigMap create through a no-op mutating admission
+    /// webhook served by the bench over HTTPS.
+    #[arg(long)]
+    pub api_webhook: bool,
 }
 
 /// The parsed `--store-workloads` list, in the order given.

@@ -199,6 +199,9 @@ fn run(
         if let Some(provider) = &args.api_encryption {
             apiserver::encryption::enable(provider);
         }
+        if args.api_webhook {
+            apiserver::webhook::enable();
+        }
         backends = apiserver::start_backends(&binary, &servers, args.startup_timeout, checks);
         let config = args.api_config();
         let runs = apiserver::run_all(&config, &mut backends, checks, api_stats, cache_stats);

@@ -48,6 +48,13 @@ impl Authority {
         self.issue(dir, name, sans, usages)
     }
 
+    /// A serving certificate for the names (DNS names or IP addresses)
+    /// in `sans`.
+    pub fn serving(&self, dir: &Path, name: &str, sans: &[&str]) -> Pair {
+        let sans = sans.iter().map(|s| s.to_string()).collect();
+        self.issue(dir, name, sans, vec![ExtendedKeyUsagePurpose::ServerAuth])
+    }
+
     /// For a client; the common name is the user.
     pub fn client(&self, dir: &Path, name: &str) -> Pair {
         self.issue(

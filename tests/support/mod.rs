@@ -24,6 +24,7 @@ pub mod store;
 pub mod tls;
 pub mod watch;
 pub mod watchdog;
+pub mod webhook;
 pub mod writers;
 
 use std::path::PathBuf;

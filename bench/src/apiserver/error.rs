@@ -17,6 +17,8 @@ pub enum ApiError {
     TempDir(#[source] io::Error),
     #[error("set up the RBAC variant: {0}")]
     Rbac(String),
+    #[error("set up the webhook variant: {0}")]
+    Webhook(String),
     #[error("find a free port for capstan-apiserver: {0}")]
     Port(#[source] io::Error),
     #[error("create the log {}: {source}", path.display())]

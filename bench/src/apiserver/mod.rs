@@ -13,6 +13,7 @@
 //! - [`table`]: ratios and the printed table;
 //! - [`rbac`]: the `--api-rbac` variant (RBAC on, clients with a token);
 //! - [`audit`]: the `--api-audit-level` variant (every request audited);
+//! - [`webhook`]: the `--api-webhook` variant (a no-op mutating webhook on creates);
 //! - this file: the order of it all and the checks it records.
 
 mod answers;
@@ -27,6 +28,7 @@ pub mod rbac;
 mod run;
 mod table;
 mod verify;
+pub mod webhook;
 
 use std::fmt;
 use std::path::Path;
@@ -278,7 +280,10 @@ async fn prepare_one(config: &ApiConfig, backend: &mut Backend, checks: &mut Che
         );
     }
     let port = backend.process.port;
-    let prepared = prepare::prepare(port, config.request_timeout, config.list_size).await;
+    let prepared = match prepare::prepare(port, config.request_timeout, config.list_size).await {
+        Ok(()) => webhook::install(&mut Connection::new(port, config.request_timeout)).await,
+        failed => failed,
+    };
     backend.usable = checks.record(
         format!(
             "{}: apiserver workload data created and listed",

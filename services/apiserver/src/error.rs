@@ -136,6 +136,14 @@ pub enum ApiError {
     TooManyRequests,
     #[error("{0}")]
     Internal(String),
+    /// A refusal that brings its own code and reason (an admission
+    /// webhook's `status`); the reason may be empty.
+    #[error("{message}")]
+    Status {
+        code: u16,
+        reason: String,
+        message: String,
+    },
 }
 
 fn render_causes(causes: &[Cause]) -> String {
@@ -190,10 +198,11 @@ impl ApiError {
             ApiError::Unauthorized => 401,
             ApiError::TooManyRequests => 429,
             ApiError::Internal(_) => 500,
+            ApiError::Status { code, .. } => *code,
         }
     }
 
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> &str {
         match self {
             ApiError::NotFound(_) | ApiError::UnknownPath => "NotFound",
             ApiError::AlreadyExists(_) => "AlreadyExists",
@@ -212,6 +221,7 @@ impl ApiError {
             ApiError::Unauthorized => "Unauthorized",
             ApiError::TooManyRequests => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
+            ApiError::Status { reason, .. } => reason,
         }
     }
 
@@ -233,6 +243,10 @@ impl ApiError {
             "status": "Failure", "message": self.to_string(),
             "reason": self.reason(), "code": self.code(),
         });
+        if self.reason().is_empty() {
+            // kube leaves an empty reason out (omitempty).
+            status.as_object_mut().map(|s| s.remove("reason"));
+        }
         if let Some(target) = self.target() {
             let mut details =
                 json!({"name": target.name, "group": target.group, "kind": target.resource});

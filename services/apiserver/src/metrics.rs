@@ -9,6 +9,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::admission::webhook::WebhookMetrics;
 use crate::storage::StoreMetrics;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -45,6 +46,7 @@ pub struct Metrics {
     pub watches: Gauge,
     pub in_flight: InFlightMetrics,
     pub audit: crate::audit::Counters,
+    pub webhooks: WebhookMetrics,
 }
 
 impl Metrics {
@@ -98,6 +100,12 @@ impl Metrics {
             "Audit events dropped or not written",
             audit.errors.clone(),
         );
+        let webhooks = WebhookMetrics::default();
+        registry.register(
+            "admission_webhook_admission_duration_seconds",
+            "Admission webhook call latency by webhook, type (admit or validating), operation and outcome",
+            webhooks.latency.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -105,6 +113,7 @@ impl Metrics {
             watches,
             in_flight,
             audit,
+            webhooks,
         }
     }
 }

@@ -75,7 +75,8 @@ pub async fn run(
     let catalog = Arc::new(
         Catalog::start(&store, &config.storage_prefix, config.event_ttl(), &handles).await?,
     );
-    let objects = install_admission(&config, &catalog).await?;
+    let metrics = Arc::new(Metrics::new(client.metrics()));
+    let objects = install_admission(&config, &catalog, &metrics).await?;
     create_system_namespaces(&catalog).await?;
     let port = match config.secure_port {
         0 => config.insecure_port,
@@ -102,7 +103,6 @@ pub async fn run(
     }
     let issuer = issuer(&config)?;
     let authenticators = authenticator(&config, &catalog, issuer.clone())?;
-    let metrics = Arc::new(Metrics::new(client.metrics()));
     let chain =
         routes::chain::Chain::configured(&config, &catalog, authenticators, &metrics).await?;
     let state = web::Data::new(AppState {
@@ -155,12 +155,16 @@ pub async fn run(
 async fn install_admission(
     config: &ApiserverConfig,
     catalog: &Catalog,
+    metrics: &Metrics,
 ) -> Result<Arc<CachedObjects>, StartError> {
     let objects = Arc::new(CachedObjects::of(catalog).await);
     let names = config.admission_plugins()?;
-    catalog
-        .admission
-        .install(plugins::build(&names, objects.clone() as Arc<dyn Objects>));
+    let installed = plugins::build(
+        &names,
+        objects.clone() as Arc<dyn Objects>,
+        &metrics.webhooks,
+    );
+    catalog.admission.install(installed);
     tracing::info!(plugins = ?catalog.admission.names(), "admission");
     Ok(objects)
 }

@@ -41,6 +41,18 @@ pub enum AdmissionError {
         reason: &'static str,
         message: String,
     },
+    /// A refusal that says its own status, as a webhook's does: the
+    /// client sees this code, reason and message as they are.
+    #[error("{0}")]
+    Rejected(Rejection),
+    /// The request itself cannot be admitted as asked (kube's 400), such
+    /// as a dry run through a webhook with side effects.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Admission itself failed (kube's 500 InternalError), such as a
+    /// webhook that could not be called under failurePolicy Fail.
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// One field a plugin finds invalid: where, its value, and why.
@@ -50,6 +62,17 @@ pub struct BadField {
     pub field: String,
     pub value: String,
     pub why: String,
+}
+
+/// A refusal with its own HTTP code and reason (kube's `StatusError`
+/// built from a webhook's `status`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct Rejection {
+    pub code: u16,
+    /// kube's `reason`; may be empty, as a webhook may leave it.
+    pub reason: String,
+    pub message: String,
 }
 
 impl AdmissionError {

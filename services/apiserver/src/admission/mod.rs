@@ -18,7 +18,8 @@ pub mod plugins;
 pub mod pod_security;
 pub mod policy;
 pub mod usage;
+pub mod webhook;
 
 pub use attributes::{Attributes, Operation, UserInfo};
-pub use chain::{allow, AdmissionError, Admit, BadField, Chain, Denial, Plugin};
+pub use chain::{allow, AdmissionError, Admit, BadField, Chain, Denial, Plugin, Rejection};
 pub use feedback::Feedback;

@@ -81,7 +81,8 @@ impl Handle {
     }
 
     /// kube's forms: a denial is `configmaps "a" is forbidden: <why>`; a
-    /// missing object the write needs is its 404.
+    /// missing object the write needs is its 404; a webhook's refusal
+    /// keeps the code and reason it gave.
     fn refused(&self, name: &str, refusal: AdmissionError) -> ApiError {
         match refusal {
             AdmissionError::Denied(denial) => {
@@ -111,6 +112,16 @@ impl Handle {
             })),
             AdmissionError::Unavailable(why) => {
                 ApiError::Internal(format!("admission of {name}: {why}"))
+            }
+            AdmissionError::Rejected(rejection) => ApiError::Status {
+                code: rejection.code,
+                reason: rejection.reason,
+                message: rejection.message,
+            },
+            AdmissionError::BadRequest(why) => ApiError::BadRequest(why),
+            // kube's NewInternalError wording.
+            AdmissionError::Internal(why) => {
+                ApiError::Internal(format!("Internal error occurred: {why}"))
             }
         }
     }

@@ -22,6 +22,7 @@ pub use service_account::{ServiceAccount, TOKEN_MOUNT_PATH};
 use super::objects::Objects;
 use super::pod_security::PodSecurity;
 use super::policy::ValidatingAdmissionPolicy;
+use super::webhook::{MutatingWebhooks, ValidatingWebhooks, WebhookMetrics};
 use super::Plugin;
 
 /// Every admission plugin kube-apiserver knows, in the order it runs
@@ -97,7 +98,9 @@ pub const IMPLEMENTED: &[&str] = &[
     "PodSecurity",
     "Priority",
     "DefaultStorageClass",
+    "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionWebhook",
     "ResourceQuota",
 ];
 
@@ -135,8 +138,13 @@ pub fn select(enable: &[String], disable: &[String]) -> Result<Vec<&'static str>
     Ok(KUBE_ORDER.iter().copied().filter(wanted).collect())
 }
 
-/// The plugins named (as [`select`] gave them), on `objects`.
-pub fn build(names: &[&str], objects: Arc<dyn Objects>) -> Vec<Arc<dyn Plugin>> {
+/// The plugins named (as [`select`] gave them), on `objects`; the
+/// webhook plugins observe their calls in `webhooks`.
+pub fn build(
+    names: &[&str],
+    objects: Arc<dyn Objects>,
+    webhooks: &WebhookMetrics,
+) -> Vec<Arc<dyn Plugin>> {
     names
         .iter()
         .filter_map(|name| -> Option<Arc<dyn Plugin>> {
@@ -151,6 +159,14 @@ pub fn build(names: &[&str], objects: Arc<dyn Objects>) -> Vec<Arc<dyn Plugin>> 
                     Some(Arc::new(ValidatingAdmissionPolicy::new(objects.clone())))
                 }
                 "ResourceQuota" => Some(Arc::new(ResourceQuota::new(objects.clone()))),
+                "MutatingAdmissionWebhook" => Some(Arc::new(MutatingWebhooks::new(
+                    objects.clone(),
+                    webhooks.clone(),
+                ))),
+                "ValidatingAdmissionWebhook" => Some(Arc::new(ValidatingWebhooks::new(
+                    objects.clone(),
+                    webhooks.clone(),
+                ))),
                 _ => None,
             }
         })
@@ -179,7 +195,9 @@ mod tests {
                 "PodSecurity",
                 "Priority",
                 "DefaultStorageClass",
+                "MutatingAdmissionWebhook",
                 "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionWebhook",
                 "ResourceQuota"
             ]
         );
@@ -192,7 +210,9 @@ mod tests {
                 "PodSecurity",
                 "Priority",
                 "DefaultStorageClass",
+                "MutatingAdmissionWebhook",
                 "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionWebhook",
                 "ResourceQuota"
             ]
         );

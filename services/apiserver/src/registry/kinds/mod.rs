@@ -1,6 +1,7 @@
 //! One strategy per resource type.
 
 mod admission_policy;
+mod admissionregistration;
 mod autoscaling;
 mod batch;
 mod common;
@@ -52,6 +53,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
     kinds.extend(scheduling::all());
     kinds.extend(discovery::all());
     kinds.extend(admission_policy::all());
+    kinds.extend(admissionregistration::all());
     kinds.push(Arc::new(crd::Crds::default()));
     kinds
 }
