@@ -62,6 +62,14 @@ impl<'a> PodView<'a> {
     }
 
     /// The pod's securityContext (Null when unset).
+    /// The names of the containers whose securityContext `breaks` a rule.
+    pub fn containers_where(&self, breaks: impl Fn(&Value) -> bool) -> Vec<String> {
+        self.containers()
+            .filter(|c| breaks(security(c)))
+            .map(name)
+            .collect()
+    }
+
     pub fn security(&self) -> &'a Value {
         &self.spec["securityContext"]
     }

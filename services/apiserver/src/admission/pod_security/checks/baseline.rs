@@ -124,11 +124,7 @@ fn host_ports(pod: &PodView) -> Option<Violation> {
 }
 
 fn privileged(pod: &PodView) -> Option<Violation> {
-    let bad: Vec<String> = pod
-        .containers()
-        .filter(|c| is_true(&security(c)["privileged"]))
-        .map(name)
-        .collect();
+    let bad = pod.containers_where(|s| is_true(&s["privileged"]));
     if bad.is_empty() {
         return None;
     }
@@ -187,11 +183,7 @@ fn host_process(pod: &PodView) -> Option<Violation> {
     if host(pod.security()) {
         setters.push("pod".to_string());
     }
-    let bad: Vec<String> = pod
-        .containers()
-        .filter(|c| host(security(c)))
-        .map(name)
-        .collect();
+    let bad = pod.containers_where(host);
     if !bad.is_empty() {
         setters.push(containers_named(&bad));
     }

@@ -42,11 +42,7 @@ const ALLOWED_VOLUMES: &[&str] = &[
 ];
 
 fn allow_privilege_escalation(pod: &PodView) -> Option<Violation> {
-    let bad: Vec<String> = pod
-        .containers()
-        .filter(|c| security(c)["allowPrivilegeEscalation"].as_bool() != Some(false))
-        .map(name)
-        .collect();
+    let bad = pod.containers_where(|s| s["allowPrivilegeEscalation"].as_bool() != Some(false));
     if bad.is_empty() {
         return None;
     }
@@ -177,11 +173,7 @@ fn run_as_user(pod: &PodView) -> Option<Violation> {
     if root(pod.security()) {
         setters.push("pod".to_string());
     }
-    let bad: Vec<String> = pod
-        .containers()
-        .filter(|c| root(security(c)))
-        .map(name)
-        .collect();
+    let bad = pod.containers_where(root);
     if !bad.is_empty() {
         setters.push(containers_named(&bad));
     }
