@@ -44,7 +44,17 @@ pub fn workspace_root() -> PathBuf {
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
+        let mut cargo = Command::new(env!("CARGO"));
+        // Cargo gives a running test its package's variables; build
+        // scripts that watch one of them (ring's watches
+        // CARGO_MANIFEST_DIR) would see it change between this build and
+        // the next one from a shell, and rebuild half the tree each time.
+        for (name, _) in std::env::vars_os() {
+            if is_test_only_cargo_variable(&name.to_string_lossy()) {
+                cargo.env_remove(&name);
+            }
+        }
+        let status = cargo
             .args(["build", "--bins", "--quiet"])
             .current_dir(workspace_root())
             .status()
@@ -57,6 +67,19 @@ pub fn binary(name: &str) -> PathBuf {
     let path = target.join("debug").join(name);
     assert!(path.exists(), "{} was not built", path.display());
     path
+}
+
+/// Variables cargo sets for the test it runs, not for a shell.
+fn is_test_only_cargo_variable(name: &str) -> bool {
+    const EXACT: [&str; 6] = [
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_CRATE_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "OUT_DIR",
+    ];
+    EXACT.contains(&name) || name.starts_with("CARGO_PKG_") || name.starts_with("CARGO_BIN_EXE_")
 }
 
 /// A free TCP port on 127.0.0.1 (bound then released). Never the same
