@@ -6,13 +6,12 @@
 //! with Warn, letting it through with a warning; a policy whose CEL does
 //! not compile refused at create.
 
-use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
 use capstan_tests::apiserver::{ApiCluster, Backend, Kubectl};
+use capstan_tests::audit_log;
 use capstan_tests::poll::wait_for;
-use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -47,42 +46,11 @@ const HOST_NETWORK_POD: &str =
     "apiVersion: v1\nkind: Pod\nmetadata: {name: host, namespace: watched}\n\
 spec:\n  hostNetwork: true\n  containers:\n  - name: c\n    image: nginx\n";
 
-/// An audit policy recording pod requests at Request level (so a
-/// create's event names its pod).
-fn audited(dir: &Path) -> Vec<String> {
-    let policy = dir.join("audit-policy.yaml");
-    let rules =
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n\
-- level: Request\n  resources: [{group: \"\", resources: [pods]}]\n- level: None\n";
-    std::fs::write(&policy, rules).expect("write the audit policy");
-    let log = dir.join("audit.log");
-    [
-        "--audit-policy-file",
-        policy.to_str().expect("UTF-8"),
-        "--audit-log-path",
-        log.to_str().expect("UTF-8"),
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
-/// The audit events of creating pod `name`, once written.
-fn pod_create_event(dir: &Path, name: &str) -> Value {
-    wait_for(WAIT, &format!("the audit event of creating {name}"), || {
-        let text = std::fs::read_to_string(dir.join("audit.log")).unwrap_or_default();
-        text.lines()
-            .map(|line| serde_json::from_str::<Value>(line).expect("JSON lines"))
-            .find(|e| {
-                e["verb"] == "create"
-                    && e["objectRef"]["name"] == name
-                    && e["stage"] == "ResponseComplete"
-            })
-    })
-}
-
 #[test]
 fn pod_security_enforces_and_warns_by_namespace_labels() {
-    let cluster = ApiCluster::start_with(Backend::Capstan, audited);
+    let cluster = ApiCluster::start_with(Backend::Capstan, |dir| {
+        audit_log::flags_recording(dir, "pods")
+    });
     let kubectl = &cluster.kubectl;
     kubectl.ok(&["create", "namespace", "locked"]);
     kubectl.ok(&[
@@ -115,7 +83,7 @@ fn pod_security_enforces_and_warns_by_namespace_labels() {
         .contains("NotFound"));
     kubectl.ok_with_input(&["apply", "-f", "-"], COMPLIANT_POD);
     kubectl.ok(&["get", "pod", "hardened", "-n", "locked"]);
-    let event = pod_create_event(cluster.dir.path(), "hardened");
+    let event = audit_log::create_event(cluster.dir.path(), "hardened");
     assert_eq!(
         event["annotations"]["pod-security.kubernetes.io/enforce-policy"], "restricted:latest",
         "{event}"
@@ -189,7 +157,7 @@ fn pod_security_enforces_and_warns_by_namespace_labels() {
                 .replace("name: host,", &format!("name: {name},"))
                 .replace("namespace: watched", "namespace: recorded");
             kubectl.ok_with_input(&["apply", "-f", "-"], &pod);
-            let event = pod_create_event(cluster.dir.path(), &name);
+            let event = audit_log::create_event(cluster.dir.path(), &name);
             let noted = &event["annotations"]["pod-security.kubernetes.io/audit-violations"];
             (noted == "would violate PodSecurity \"baseline:latest\": host namespaces (hostNetwork=true)").then_some(())
         },

@@ -14,4 +14,4 @@ mod plugin;
 #[cfg(test)]
 mod plugin_tests;
 
-pub use plugin::ValidatingAdmissionPolicy;
+pub use plugin::{request as request_input, ValidatingAdmissionPolicy};

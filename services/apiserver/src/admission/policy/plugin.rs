@@ -293,7 +293,7 @@ impl Verdicts {
 }
 
 /// kube's `request` variable (an AdmissionRequest's fields).
-fn request(a: &Attributes<'_>, object: Option<&Value>) -> Value {
+pub fn request(a: &Attributes<'_>, object: Option<&Value>) -> Value {
     let typed = object.or(a.old_object).unwrap_or(&Value::Null);
     let api_version = typed["apiVersion"].as_str().unwrap_or_default();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));

@@ -68,8 +68,12 @@ impl Caller {
         let started = Instant::now();
         let attempt = self
             .attempt(hook, attributes, object)
-            .instrument(span.clone());
-        let (outcome, result) = judge(hook, attempt.await);
+            .instrument(span.clone())
+            .await;
+        if let Ok(verdict) = &attempt {
+            pass_on_feedback(hook, verdict, attributes);
+        }
+        let (outcome, result) = judge(hook, attempt);
         span.in_scope(|| tracing::debug!(outcome, "webhook answered"));
         let labels = CallLabels {
             name: hook.name.clone(),
@@ -102,6 +106,22 @@ impl Caller {
             .await
             .map_err(|_| CallError::Timeout(target.url.clone()))??;
         Ok(review::verdict(&answer, version, &uid)?)
+    }
+}
+
+/// A webhook's warnings reach the client whether it allowed the request
+/// or not, and its audit annotations go under `<webhook name>/<key>`, as
+/// kube's dispatchers pass them on.
+fn pass_on_feedback(hook: &Hook, verdict: &Verdict, attributes: &Attributes<'_>) {
+    for warning in &verdict.warnings {
+        attributes.feedback.warn(warning.as_str());
+    }
+    for (key, value) in &verdict.audit_annotations {
+        if key.is_empty() {
+            continue;
+        }
+        let key = format!("{}/{key}", hook.name);
+        attributes.feedback.annotate(key, value.as_str());
     }
 }
 

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::admissionregistration::v1::{RuleWithOperations, WebhookClientConfig};
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, RuleWithOperations, WebhookClientConfig,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 use serde_json::Value;
@@ -43,6 +45,8 @@ pub struct Hook {
     pub reinvocation_policy: Option<String>,
     #[serde(default)]
     pub admission_review_versions: Vec<String>,
+    #[serde(default)]
+    pub match_conditions: Vec<MatchCondition>,
 }
 
 impl Hook {

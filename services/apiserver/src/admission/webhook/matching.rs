@@ -3,7 +3,7 @@
 //! matchPolicy Equivalent any version of the resource, since each
 //! resource is served at one version here), then the objectSelector on
 //! the new or old object, then the namespaceSelector on the labels of the
-//! request's namespace. The webhook configurations themselves never go
+//! request's namespace, then the matchConditions. The webhook configurations themselves never go
 //! to webhooks, so a broken webhook cannot lock them.
 
 use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::super::objects::{Freshness, Objects, NAMESPACES};
 use super::super::{AdmissionError, Attributes};
+use super::conditions;
 use super::hook::{Hook, MUTATING, VALIDATING};
 use super::selector;
 
@@ -29,7 +30,10 @@ pub async fn matches(
     if !(selected(object) || (old.is_some() && selected(old))) {
         return Ok(false);
     }
-    namespace_matches(hook, attributes, object, objects).await
+    if !namespace_matches(hook, attributes, object, objects).await? {
+        return Ok(false);
+    }
+    conditions::allow_call(hook, attributes, object)
 }
 
 fn exempt(attributes: &Attributes<'_>) -> bool {

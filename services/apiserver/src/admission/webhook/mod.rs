@@ -3,12 +3,14 @@
 //! MutatingWebhookConfigurations and ValidatingWebhookConfigurations
 //! whose rules and selectors match it are called with an AdmissionReview
 //! over HTTPS; a mutating webhook's JSONPatch changes the object, and any
-//! webhook may refuse the write.
+//! webhook may refuse the write (mutating ones on deletes too). Their
+//! warnings reach the client and their audit annotations the audit event.
 //!
 //! ```text
 //! hook.rs       a configuration's webhooks as the plugins use them, read from the watch cache
 //! matching.rs   rules (operations, groups, versions, resources/subresources, scope), matchPolicy,
 //!               namespaceSelector and objectSelector
+//! conditions.rs matchConditions (CEL, compiled once per expression)
 //! selector.rs   metav1.LabelSelector evaluation
 //! endpoint.rs   where a webhook is: clientConfig.url, or clientConfig.service through its Endpoints
 //! client.rs     one HTTPS POST with rustls, trusting caBundle
@@ -22,6 +24,7 @@
 
 mod call;
 mod client;
+mod conditions;
 mod endpoint;
 mod hook;
 mod matching;

@@ -2,14 +2,16 @@
 //! after another, each on the object as the ones before left it, their
 //! JSONPatches applied. A webhook with reinvocationPolicy IfNeeded is
 //! called once more when a webhook after it changed the object (kube's
-//! reinvocation, once).
+//! reinvocation, once). On a delete, which has no object to change, the
+//! matching webhooks are still called (each may refuse, as in kube), and
+//! a non-empty patch from one is an error.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::super::objects::Objects;
-use super::super::{AdmissionError, Admit, Attributes, Plugin};
+use super::super::{AdmissionError, Admit, Attributes, Operation, Plugin};
 use super::call::Caller;
 use super::hook::{Hook, Source, MUTATING};
 use super::matching;
@@ -53,6 +55,24 @@ impl MutatingWebhooks {
         Ok(())
     }
 
+    /// A delete through the matching webhooks, one after another.
+    async fn admit_delete(&self, a: &Attributes<'_>) -> Result<(), AdmissionError> {
+        let hooks = self.source.hooks().await?;
+        for hook in &hooks {
+            if !matching::matches(hook, a, None, self.source.objects()).await? {
+                continue;
+            }
+            let patch = self.caller.call(hook, a, None).await?;
+            if patch.is_some_and(|p| patch::is_empty(&p) != Some(true)) {
+                return Err(AdmissionError::Internal(format!(
+                    "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+                    hook.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Calls `hook` and applies its patch; whether the object changed.
     async fn run(
         &self,
@@ -76,5 +96,14 @@ impl Plugin for MutatingWebhooks {
 
     fn mutate<'a>(&'a self, attributes: &'a Attributes<'a>, object: &'a mut Value) -> Admit<'a> {
         Box::pin(self.admit(attributes, object))
+    }
+
+    /// The chain's delete has only a validating phase; this plugin comes
+    /// before every validating one, so its webhooks still run first.
+    fn validate<'a>(&'a self, attributes: &'a Attributes<'a>, _: Option<&'a Value>) -> Admit<'a> {
+        match attributes.operation {
+            Operation::Delete => Box::pin(self.admit_delete(attributes)),
+            _ => super::super::allow(),
+        }
     }
 }

@@ -14,6 +14,12 @@ pub enum PatchError {
     Retyped(&'static str),
 }
 
+/// Whether `patch` has no operations (None when it is not a JSONPatch).
+pub fn is_empty(patch: &[u8]) -> Option<bool> {
+    let patch: json_patch::Patch = serde_json::from_slice(patch).ok()?;
+    Some(patch.0.is_empty())
+}
+
 /// Applies `patch` to `object`; whether the object changed.
 pub fn apply(object: &mut Value, patch: &[u8]) -> Result<bool, PatchError> {
     let patch: json_patch::Patch =

@@ -3,6 +3,8 @@
 //! is sent, and its response checked as kube checks it (the kind, the
 //! request's uid, a patch only with its type) and turned into a verdict.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::ByteString;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -86,6 +88,10 @@ struct Response {
     status: Option<Status>,
     patch: Option<ByteString>,
     patch_type: Option<String>,
+    #[serde(default)]
+    warnings: Vec<String>,
+    #[serde(default)]
+    audit_annotations: BTreeMap<String, String>,
 }
 
 /// The part of a response's metav1.Status a refusal uses.
@@ -103,6 +109,10 @@ pub struct Verdict {
     pub status: Option<Status>,
     /// A JSONPatch (only ever with patchType JSONPatch).
     pub patch: Option<Vec<u8>>,
+    /// Texts for the client's `Warning` headers, allowed or not.
+    pub warnings: Vec<String>,
+    /// Audit annotations, by the webhook's own keys.
+    pub audit_annotations: BTreeMap<String, String>,
 }
 
 /// Why a response is not a usable AdmissionReview.
@@ -150,6 +160,8 @@ pub fn verdict(body: &[u8], version: &str, uid: &str) -> Result<Verdict, ReviewE
         allowed: response.allowed,
         status: response.status,
         patch,
+        warnings: response.warnings,
+        audit_annotations: response.audit_annotations,
     })
 }
 
@@ -237,6 +249,14 @@ mod tests {
     fn responses_are_checked_before_they_count() {
         let ok = verdict(&answer(json!({"uid": "u", "allowed": true})), "v1", "u").unwrap();
         assert!(ok.allowed && ok.patch.is_none());
+        assert!(ok.warnings.is_empty() && ok.audit_annotations.is_empty());
+        let noted = answer(
+            json!({"uid": "u", "allowed": false, "warnings": ["w1", "w2"],
+                                  "auditAnnotations": {"k": "v"}}),
+        );
+        let noted = verdict(&noted, "v1", "u").unwrap();
+        assert_eq!(noted.warnings, ["w1", "w2"]);
+        assert_eq!(noted.audit_annotations["k"], "v");
         // "W10=" is "[]".
         let patched =
             answer(json!({"uid": "u", "allowed": true, "patch": "W10=", "patchType": "JSONPatch"}));

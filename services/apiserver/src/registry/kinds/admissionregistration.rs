@@ -15,6 +15,7 @@ use super::super::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
 use super::common::{check_enum, invalid, items, required, text, unsupported};
 use super::default_at;
 use super::simple::{simple, Simple};
+use crate::admission::policy::expressions::compile;
 use crate::error::Cause;
 
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -132,6 +133,47 @@ fn validate_webhook(hook: &Value, path: &str, mutating: bool, causes: &mut Vec<C
     );
     for selector in ["namespaceSelector", "objectSelector"] {
         validate_selector(&hook[selector], &format!("{path}.{selector}"), causes);
+    }
+    validate_match_conditions(&hook["matchConditions"], path, causes);
+}
+
+/// kube's limit on a webhook's matchConditions.
+const MAX_MATCH_CONDITIONS: usize = 64;
+
+/// Each condition named once and its CEL compiling, so the plugins only
+/// ever meet expressions that compile.
+fn validate_match_conditions(conditions: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let count = conditions.as_array().map_or(0, Vec::len);
+    if count > MAX_MATCH_CONDITIONS {
+        causes.push(Cause {
+            reason: "FieldValueTooMany",
+            field: format!("{path}.matchConditions"),
+            message: format!("Too many: {count}: must have at most {MAX_MATCH_CONDITIONS} items"),
+        });
+    }
+    let mut seen = HashSet::new();
+    for (i, condition) in items(conditions) {
+        let at = format!("{path}.matchConditions[{i}]");
+        let name = text(condition, "/name");
+        if name.is_empty() {
+            causes.push(Cause::required(format!("{at}.name")));
+        } else if !seen.insert(name) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                field: format!("{at}.name"),
+                message: format!("Duplicate value: {name:?}"),
+            });
+        }
+        let expression = text(condition, "/expression");
+        if expression.is_empty() {
+            causes.push(Cause::required(format!("{at}.expression")));
+        } else if let Err(why) = compile(expression) {
+            causes.push(invalid(
+                format!("{at}.expression"),
+                &json!(expression),
+                &why,
+            ));
+        }
     }
 }
 
@@ -381,6 +423,30 @@ mod tests {
         assert_eq!(hook["rules"][0]["scope"], "*");
         assert!(messages(good()).is_empty(), "{:?}", messages(good()));
         assert_eq!(cells(&obj)[0], json!(1));
+    }
+
+    #[test]
+    fn match_conditions_are_named_once_and_compile() {
+        let mut hook = good();
+        hook["matchConditions"] = json!([
+            {"name": "a", "expression": "object.metadata.name == 'x'"},
+            {"name": "a", "expression": "object.metadata.name =="},
+            {"expression": "true"},
+        ]);
+        let found = messages(hook);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(
+            found[0],
+            "webhooks[0].matchConditions[1].name: Duplicate value: \"a\""
+        );
+        assert!(
+            found[1].starts_with("webhooks[0].matchConditions[1].expression: Invalid value: \"object.metadata.name ==\": compilation failed: "),
+            "{found:?}"
+        );
+        assert_eq!(
+            found[2],
+            "webhooks[0].matchConditions[2].name: Required value"
+        );
     }
 
     #[test]
