@@ -14,6 +14,7 @@
 //! selector.rs   metav1.LabelSelector evaluation
 //! endpoint.rs   where a webhook is: clientConfig.url, or clientConfig.service through its Endpoints
 //! client.rs     one HTTPS POST with rustls, trusting caBundle
+//! pool.rs       connections kept open between calls, per address, TLS name and CA
 //! review.rs     the AdmissionReview request, and the response checked and read
 //! patch.rs      a response's JSONPatch applied to the object
 //! call.rs       one webhook called: timeout, failurePolicy, metrics, tracing span
@@ -31,6 +32,7 @@ mod matching;
 mod metrics;
 mod mutating;
 mod patch;
+mod pool;
 mod review;
 mod selector;
 mod validating;
