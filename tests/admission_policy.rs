@@ -246,3 +246,74 @@ fn a_policy_whose_cel_does_not_compile_is_refused() {
     let listed = kubectl.ok(&["get", "validatingadmissionpolicies", "-o", "name"]);
     assert!(!listed.contains("broken"), "{listed}");
 }
+
+/// `--admission-control-config-file` with a PodSecurityConfiguration:
+/// restricted for namespaces without labels, one namespace and one
+/// runtime class exempt.
+fn pod_security_configured(dir: &std::path::Path) -> Vec<String> {
+    let file = dir.join("admission.yaml");
+    let text = "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n\
+- name: PodSecurity\n  configuration:\n    apiVersion: pod-security.admission.config.k8s.io/v1\n    \
+kind: PodSecurityConfiguration\n    defaults: {enforce: restricted}\n    \
+exemptions: {namespaces: [exempted], runtimeClasses: [kata]}\n";
+    std::fs::write(&file, text).expect("write the admission configuration");
+    let mut flags = audit_log::flags_recording(dir, "pods");
+    flags.extend([
+        "--admission-control-config-file".to_string(),
+        file.display().to_string(),
+    ]);
+    flags
+}
+
+#[test]
+fn a_pod_security_configuration_sets_defaults_and_exemptions() {
+    let cluster = ApiCluster::start_with(Backend::Capstan, pod_security_configured);
+    let kubectl = &cluster.kubectl;
+    kubectl.ok(&["create", "namespace", "locked"]);
+    kubectl.ok(&["create", "namespace", "exempted"]);
+    // No labels: the configured default (restricted) is enforced.
+    let refused = dry_run_until(kubectl, PRIVILEGED_POD, "the default to refuse", |o| {
+        !o.status.success()
+    });
+    assert!(
+        refused.contains(
+            "pods \"priv\" is forbidden: violates PodSecurity \"restricted:latest\": privileged"
+        ),
+        "{refused}"
+    );
+    // A label still wins over the default.
+    kubectl.ok(&["create", "namespace", "open"]);
+    kubectl.ok(&[
+        "label",
+        "namespace",
+        "open",
+        "pod-security.kubernetes.io/enforce=privileged",
+    ]);
+    let open = PRIVILEGED_POD.replace("namespace: locked", "namespace: open");
+    dry_run_until(kubectl, &open, "the label to let it in", |o| {
+        o.status.success()
+    });
+    // The exempt namespace and runtime class are not checked, and the
+    // audit event says why.
+    let exempted = PRIVILEGED_POD
+        .replace("name: priv,", "name: spared,")
+        .replace("namespace: locked", "namespace: exempted");
+    kubectl.ok_with_input(&["apply", "-f", "-"], &exempted);
+    let event = audit_log::create_event(cluster.dir.path(), "spared");
+    assert_eq!(
+        event["annotations"]["pod-security.kubernetes.io/exempt"], "namespace",
+        "{event}"
+    );
+    let kata = PRIVILEGED_POD
+        .replace("name: priv,", "name: kata,")
+        .replace("spec:\n", "spec:\n  runtimeClassName: kata\n");
+    kubectl.ok_with_input(&["apply", "-f", "-"], &kata);
+    let event = audit_log::create_event(cluster.dir.path(), "kata");
+    assert_eq!(
+        event["annotations"]["pod-security.kubernetes.io/exempt"], "runtimeClass",
+        "{event}"
+    );
+    assert!(kubectl
+        .fails(&["get", "pod", "priv", "-n", "locked"])
+        .contains("NotFound"));
+}

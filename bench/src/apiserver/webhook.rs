@@ -2,7 +2,7 @@
 //! webhook (allows, no patch) served over HTTPS from this process, and a
 //! MutatingWebhookConfiguration on every API server that sends it every
 //! ConfigMap create; so the timed creates pay for one webhook call each
-//! (the AdmissionReview, a new TLS connection, the answer checked).
+//! (the AdmissionReview on a kept-alive TLS connection, the answer checked).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -93,10 +93,13 @@ async fn serve() -> Result<(u16, String, Arc<AtomicUsize>), String> {
                 let Ok(mut tls) = acceptor.accept(tcp).await else {
                     return;
                 };
-                if let Some(review) = read_review(&mut tls).await {
+                // Kept alive, as a real webhook server is: one request
+                // at a time (HTTP/1.1 without pipelining).
+                while let Some(review) = read_review(&mut tls).await {
                     calls.fetch_add(1, Ordering::SeqCst);
-                    let _ = tls.write_all(&allow(&review)).await;
-                    let _ = tls.shutdown().await;
+                    if tls.write_all(&allow(&review)).await.is_err() {
+                        break;
+                    }
                 }
             });
         }
@@ -147,7 +150,7 @@ fn allow(review: &Value) -> Vec<u8> {
         "response": {"uid": review["request"]["uid"], "allowed": true}})
     .to_string();
     let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     [head.into_bytes(), body.into_bytes()].concat()

@@ -99,6 +99,10 @@ pub struct Flags {
     /// Comma list of admission plugins of the default set not to run.
     #[arg(long)]
     pub disable_admission_plugins: Option<String>,
+    /// kube's AdmissionConfiguration file: the plugins' own settings
+    /// (PodSecurity's defaults and exemptions).
+    #[arg(long)]
+    pub admission_control_config_file: Option<String>,
     /// The cluster's CA (PEM), published to every namespace as the
     /// `kube-root-ca.crt` ConfigMap (kube-controller-manager's flag).
     #[arg(long)]
@@ -161,6 +165,7 @@ pub struct ApiserverConfig {
     pub token_auth_file: Option<PathBuf>,
     pub enable_admission_plugins: String,
     pub disable_admission_plugins: String,
+    pub admission_control_config_file: String,
     pub root_ca_file: String,
     pub audit_policy_file: String,
     pub audit_log_path: String,
@@ -203,6 +208,7 @@ impl ApiserverConfig {
             .set_default("authorization_mode", DEFAULT_AUTHORIZATION_MODE)?
             .set_default("enable_admission_plugins", "")?
             .set_default("disable_admission_plugins", "")?
+            .set_default("admission_control_config_file", "")?
             .set_default("root_ca_file", "")?
             .set_default("audit_policy_file", "")?
             .set_default("audit_log_path", "")?
@@ -256,6 +262,10 @@ impl ApiserverConfig {
             (
                 "disable_admission_plugins",
                 flags.disable_admission_plugins.clone(),
+            ),
+            (
+                "admission_control_config_file",
+                flags.admission_control_config_file.clone(),
             ),
             ("root_ca_file", flags.root_ca_file.clone()),
             (

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use actix_web::{web, App, HttpServer};
 use serde_json::json;
 
+use crate::admission::config_file::PluginConfigurations;
 use crate::admission::objects::Objects;
 use crate::admission::plugins;
 use crate::config::ApiserverConfig;
@@ -48,6 +49,8 @@ pub enum StartError {
     ClientCa(webpki::Error),
     #[error("{0}")]
     Config(#[from] crate::config::ConfigError),
+    #[error("--admission-control-config-file {0}")]
+    AdmissionConfig(#[from] crate::admission::config_file::AdmissionConfigError),
     #[error("--root-ca-file {0}: {1}")]
     RootCa(String, std::io::Error),
     #[error("service-account keys: {0}")]
@@ -159,10 +162,12 @@ async fn install_admission(
 ) -> Result<Arc<CachedObjects>, StartError> {
     let objects = Arc::new(CachedObjects::of(catalog).await);
     let names = config.admission_plugins()?;
+    let configurations = PluginConfigurations::read(&config.admission_control_config_file)?;
     let installed = plugins::build(
         &names,
         objects.clone() as Arc<dyn Objects>,
         &metrics.webhooks,
+        &configurations,
     );
     catalog.admission.install(installed);
     tracing::info!(plugins = ?catalog.admission.names(), "admission");

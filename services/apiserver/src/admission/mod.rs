@@ -12,6 +12,7 @@
 
 mod attributes;
 mod chain;
+pub mod config_file;
 mod feedback;
 pub mod objects;
 pub mod plugins;

@@ -19,6 +19,7 @@ pub use priority::{Priority, SYSTEM_CLASSES};
 pub use resource_quota::ResourceQuota;
 pub use service_account::{ServiceAccount, TOKEN_MOUNT_PATH};
 
+use super::config_file::PluginConfigurations;
 use super::objects::Objects;
 use super::pod_security::PodSecurity;
 use super::policy::ValidatingAdmissionPolicy;
@@ -138,12 +139,14 @@ pub fn select(enable: &[String], disable: &[String]) -> Result<Vec<&'static str>
     Ok(KUBE_ORDER.iter().copied().filter(wanted).collect())
 }
 
-/// The plugins named (as [`select`] gave them), on `objects`; the
-/// webhook plugins observe their calls in `webhooks`.
+/// The plugins named (as [`select`] gave them), on `objects`, configured
+/// by `--admission-control-config-file`; the webhook plugins observe
+/// their calls in `webhooks`.
 pub fn build(
     names: &[&str],
     objects: Arc<dyn Objects>,
     webhooks: &WebhookMetrics,
+    configurations: &PluginConfigurations,
 ) -> Vec<Arc<dyn Plugin>> {
     names
         .iter()
@@ -152,7 +155,10 @@ pub fn build(
                 "NamespaceLifecycle" => Some(Arc::new(NamespaceLifecycle::new(objects.clone()))),
                 "LimitRanger" => Some(Arc::new(LimitRanger::new(objects.clone()))),
                 "ServiceAccount" => Some(Arc::new(ServiceAccount::new(objects.clone()))),
-                "PodSecurity" => Some(Arc::new(PodSecurity::new(objects.clone()))),
+                "PodSecurity" => Some(Arc::new(PodSecurity::configured(
+                    objects.clone(),
+                    configurations.pod_security.clone(),
+                ))),
                 "Priority" => Some(Arc::new(Priority::new(objects.clone()))),
                 "DefaultStorageClass" => Some(Arc::new(DefaultStorageClass::new(objects.clone()))),
                 "ValidatingAdmissionPolicy" => {

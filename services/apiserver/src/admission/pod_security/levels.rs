@@ -145,7 +145,13 @@ impl Policy {
     /// a bad audit or warn level is privileged (fail open); a bad version
     /// is latest: kube's choices.
     pub fn from_labels(labels: &BTreeMap<String, String>) -> (Policy, Vec<BadLabel>) {
-        let mut policy = Policy::default();
+        Policy::default().overridden_by(labels)
+    }
+
+    /// This policy with what `labels` set in its place (the configured
+    /// defaults are the base for a namespace's labels).
+    pub fn overridden_by(self, labels: &BTreeMap<String, String>) -> (Policy, Vec<BadLabel>) {
+        let mut policy = self;
         let mut bad = Vec::new();
         for mode in Mode::ALL {
             let key = format!("{PREFIX}{}", mode.name());

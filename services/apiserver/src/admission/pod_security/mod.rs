@@ -6,9 +6,12 @@
 //! "restricted:latest": ...`), warn answers a Warning header, audit adds
 //! an audit annotation. Workloads' pod templates get warn and audit only;
 //! a namespace's labels are validated, and making its enforce level
-//! stricter warns about the pods already there ([`namespaces`]).
+//! stricter warns about the pods already there ([`namespaces`]). A
+//! PodSecurityConfiguration sets the levels of unlabelled namespaces and
+//! exempts users, namespaces and runtime classes ([`config`]).
 
 pub mod checks;
+pub mod config;
 pub mod levels;
 mod namespaces;
 mod plugin;

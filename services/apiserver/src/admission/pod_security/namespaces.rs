@@ -17,11 +17,13 @@ use crate::admission::{AdmissionError, Attributes, BadField, Operation};
 const MAX_PODS: usize = 3000;
 
 /// Refuses a namespace whose PodSecurity labels do not parse; on an
-/// update that tightens enforce, warns about the pods already there.
+/// update that tightens enforce, warns about the pods already there
+/// (unless the namespace is exempt).
 pub async fn validate(
     objects: &dyn Objects,
     attributes: &Attributes<'_>,
     namespace: &Value,
+    exempt: bool,
 ) -> Result<(), AdmissionError> {
     let (policy, bad) = Policy::from_labels(&labels_of(namespace));
     if !bad.is_empty() {
@@ -32,9 +34,10 @@ pub async fn validate(
         });
         return Err(AdmissionError::Invalid(fields.collect()));
     }
+    // An exempt namespace's pods are never checked, so neither warned about.
     let Some(old) = attributes
         .old_object
-        .filter(|_| attributes.operation == Operation::Update)
+        .filter(|_| attributes.operation == Operation::Update && !exempt)
     else {
         return Ok(());
     };

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::checks::{details, evaluate};
+use super::config::PodSecurityConfig;
 use super::levels::{labels_of, LevelVersion, Policy, PREFIX};
 use super::namespaces;
 use super::pod::PodView;
@@ -15,18 +16,25 @@ use crate::admission::{AdmissionError, Admit, Attributes, Operation, Plugin};
 
 pub struct PodSecurity {
     objects: Arc<dyn Objects>,
+    config: PodSecurityConfig,
 }
 
 impl PodSecurity {
     pub fn new(objects: Arc<dyn Objects>) -> PodSecurity {
-        PodSecurity { objects }
+        PodSecurity::configured(objects, PodSecurityConfig::default())
+    }
+
+    /// With the defaults and exemptions of a PodSecurityConfiguration.
+    pub fn configured(objects: Arc<dyn Objects>, config: PodSecurityConfig) -> PodSecurity {
+        PodSecurity { objects, config }
     }
 
     async fn admit(&self, a: &Attributes<'_>, object: &Value) -> Result<(), AdmissionError> {
         let core = a.group.is_empty();
         match a.resource {
             "namespaces" if core && a.subresource.is_empty() => {
-                namespaces::validate(self.objects.as_ref(), a, object).await
+                let exempt = self.config.exemptions.namespaces.contains(a.name);
+                namespaces::validate(self.objects.as_ref(), a, object, exempt).await
             }
             "pods" if core && a.subresource.is_empty() => {
                 if a.old_object
@@ -53,7 +61,8 @@ impl PodSecurity {
             .objects
             .get(NAMESPACES, "", namespace, Freshness::Cached)
             .await?;
-        Ok(found.map(|ns| Policy::from_labels(&labels_of(&ns)).0))
+        let defaults = self.config.defaults;
+        Ok(found.map(|ns| defaults.overridden_by(&labels_of(&ns)).0))
     }
 
     /// kube's `EvaluatePod`: enforce (pods only) refuses; audit leaves an
@@ -64,6 +73,13 @@ impl PodSecurity {
         pod: PodView<'_>,
         enforce: bool,
     ) -> Result<(), AdmissionError> {
+        if let Some(why) = self
+            .config
+            .exempt(a.namespace, &a.user.name, pod.runtime_class())
+        {
+            a.feedback.annotate(format!("{PREFIX}exempt"), why.as_str());
+            return Ok(());
+        }
         let Some(policy) = self.policy(a.namespace).await? else {
             return Ok(());
         };

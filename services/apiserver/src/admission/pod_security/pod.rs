@@ -61,7 +61,6 @@ impl<'a> PodView<'a> {
             .flat_map(move |field| spec[field].as_array().into_iter().flatten())
     }
 
-    /// The pod's securityContext (Null when unset).
     /// The names of the containers whose securityContext `breaks` a rule.
     pub fn containers_where(&self, breaks: impl Fn(&Value) -> bool) -> Vec<String> {
         self.containers()
@@ -70,6 +69,12 @@ impl<'a> PodView<'a> {
             .collect()
     }
 
+    /// `spec.runtimeClassName`, which an exemption may name.
+    pub fn runtime_class(&self) -> Option<&'a str> {
+        self.spec["runtimeClassName"].as_str()
+    }
+
+    /// The pod's securityContext (Null when unset).
     pub fn security(&self) -> &'a Value {
         &self.spec["securityContext"]
     }
