@@ -29,6 +29,11 @@ mod capstan_only {
     }
 
     #[test]
+    fn a_scoped_quota_counts_only_the_pods_in_its_scope() {
+        super::a_scoped_quota_counts_only_the_pods_in_its_scope(Backend::Capstan)
+    }
+
+    #[test]
     fn priority_classes_and_the_default_storage_class_fill_in() {
         super::priority_classes_and_the_default_storage_class_fill_in(Backend::Capstan)
     }
@@ -358,4 +363,39 @@ fn a_quota_of_three_pods_stops_the_fourth_with_two_apiservers_racing(backend: Ba
     let pods = kubectl.ok(&["get", "pods", "-n", "race", "-o", "name"]);
     assert_eq!(pods.lines().count(), 3, "{pods}");
     counted(&other, "race", "3");
+}
+
+fn a_scoped_quota_counts_only_the_pods_in_its_scope(backend: Backend) {
+    let cluster = ApiCluster::start_on(backend);
+    let kubectl = &cluster.kubectl;
+    kubectl.ok(&["create", "namespace", "scoped"]);
+    // A pod with requests is made before the quota: the controller's
+    // count must leave it out.
+    let sized = "apiVersion: v1\nkind: Pod\nmetadata: {name: sized, namespace: scoped}\n\
+spec:\n  containers:\n  - {name: c, image: nginx, resources: {requests: {cpu: 100m}}}\n";
+    kubectl.ok_with_input(&["apply", "-f", "-"], sized);
+    kubectl.ok(&[
+        "create",
+        "quota",
+        "free",
+        "--hard=pods=1",
+        "--scopes=BestEffort",
+        "-n",
+        "scoped",
+    ]);
+    wait_for(WAIT, "the scoped quota counted", || {
+        let quota = json(kubectl, &["get", "quota", "free", "-n", "scoped"]);
+        (quota["status"]["used"]["pods"] == "0").then_some(())
+    });
+    kubectl.ok(&["run", "first", "--image=nginx", "-n", "scoped"]);
+    let refused = kubectl.fails(&["run", "second", "--image=nginx", "-n", "scoped"]);
+    assert!(
+        refused.contains("pods \"second\" is forbidden: exceeded quota: free, requested: pods=1, used: pods=1, limited: pods=1"),
+        "{refused}"
+    );
+    // Pods outside the scope are neither refused nor counted.
+    let another = sized.replace("name: sized", "name: another");
+    kubectl.ok_with_input(&["apply", "-f", "-"], &another);
+    let quota = json(kubectl, &["get", "quota", "free", "-n", "scoped"]);
+    assert_eq!(quota["status"]["used"]["pods"], "1", "{quota}");
 }

@@ -18,6 +18,7 @@ pub mod objects;
 pub mod plugins;
 pub mod pod_security;
 pub mod policy;
+pub mod quota_scopes;
 pub mod usage;
 pub mod webhook;
 

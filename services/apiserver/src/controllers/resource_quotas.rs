@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::admission::objects::{Freshness, LookupError, Objects, RESOURCE_QUOTAS};
+use crate::admission::quota_scopes;
 use crate::admission::usage::{self, Usage};
 use crate::registry::lookup::CachedObjects;
 
@@ -70,7 +71,7 @@ async fn recount(
     let namespace = quota["metadata"]["namespace"].as_str().unwrap_or_default();
     let hard = &quota["spec"]["hard"];
     let tracked: Vec<String> = usage::parse(hard).keys().cloned().collect();
-    let counted = count(objects, namespace, &tracked).await?;
+    let counted = count(objects, quota, namespace, &tracked).await?;
     let used = usage::parse(&quota["status"]["used"]);
     let fresh = quota["status"]["hard"] != *hard || tracked.iter().any(|n| !used.contains_key(n));
     let higher = counted
@@ -88,9 +89,11 @@ async fn recount(
     Ok(Some(updated))
 }
 
-/// What the namespace's objects use of `tracked` (zero for every name).
+/// What the namespace's objects that `quota` counts (by its scopes) use
+/// of `tracked` (zero for every name).
 async fn count(
     objects: &CachedObjects,
+    quota: &Value,
     namespace: &str,
     tracked: &[String],
 ) -> Result<Usage, LookupError> {
@@ -113,6 +116,9 @@ async fn count(
     for (group, resource) in types {
         let list = objects.list_of(&group, &resource, namespace, Freshness::Current);
         for object in list.await? {
+            if !quota_scopes::counts(quota, &group, &resource, &object) {
+                continue;
+            }
             for (name, amount) in usage::of_object(&group, &resource, &object, tracked) {
                 *total.entry(name).or_default() += amount;
             }

@@ -6,14 +6,15 @@
 //! servers admitting at once both read `used`, and only one swap wins;
 //! the other reads again and decides again, so together they never go
 //! past `hard`. A charge whose object then fails to be stored stays
-//! until the quota controller recounts. Quotas with scopes are not
-//! evaluated here (left open).
+//! until the quota controller recounts. A quota with scopes counts only
+//! the pods in them (`quota_scopes`).
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::admission::objects::{Freshness, Objects, RESOURCE_QUOTAS};
+use crate::admission::quota_scopes;
 use crate::admission::usage::{self, Usage};
 use crate::admission::{AdmissionError, Admit, Attributes, Operation, Plugin};
 
@@ -30,16 +31,19 @@ impl ResourceQuota {
         ResourceQuota { objects }
     }
 
+    /// The namespace's quotas that count `object`.
     async fn quotas(
         &self,
-        namespace: &str,
+        a: &Attributes<'_>,
+        object: &Value,
         freshness: Freshness,
     ) -> Result<Vec<Value>, AdmissionError> {
         let all = self
             .objects
-            .list(RESOURCE_QUOTAS, namespace, freshness)
+            .list(RESOURCE_QUOTAS, a.namespace, freshness)
             .await?;
-        Ok(all.into_iter().filter(unscoped).collect())
+        let counting = |q: &Value| quota_scopes::counts(q, a.group, a.resource, object);
+        Ok(all.into_iter().filter(counting).collect())
     }
 
     /// Checks `object` against every quota of the namespace and charges
@@ -47,7 +51,7 @@ impl ResourceQuota {
     async fn charge(&self, a: &Attributes<'_>, object: &Value) -> Result<(), AdmissionError> {
         let mut freshness = Freshness::Cached;
         for _ in 0..ATTEMPTS {
-            let quotas = self.quotas(a.namespace, freshness).await?;
+            let quotas = self.quotas(a, object, freshness).await?;
             let mut all_swapped = true;
             for quota in &quotas {
                 let Some(charged) = admit(a, object, quota)? else {
@@ -71,12 +75,6 @@ impl ResourceQuota {
             a.namespace
         )))
     }
-}
-
-/// Scoped quotas (`scopes`, `scopeSelector`) count only some objects.
-fn unscoped(quota: &Value) -> bool {
-    quota["spec"]["scopes"].as_array().is_none_or(Vec::is_empty)
-        && quota["spec"]["scopeSelector"].is_null()
 }
 
 /// `quota` with `object`'s use added to `status.used`, when the quota
@@ -221,6 +219,31 @@ mod tests {
         // Other kinds are not counted by a pods quota.
         let map = attributes(Operation::Create, "configmaps", "ns", "c", &user);
         plugin.validate(&map, Some(&json!({}))).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_scoped_quota_charges_only_the_pods_in_its_scope() {
+        let objects = Arc::new(Memory::default());
+        let mut scoped = quota(json!({"pods": "1"}), json!({"pods": "0"}));
+        scoped["spec"]["scopes"] = json!(["BestEffort"]);
+        objects.put(RESOURCE_QUOTAS, scoped);
+        let plugin = ResourceQuota::new(objects.clone());
+        let user = UserInfo::anonymous();
+        let create = attributes(Operation::Create, "pods", "ns", "p", &user);
+        // Pods with requests are not best effort: not counted, never refused.
+        for _ in 0..3 {
+            plugin.validate(&create, Some(&pod("1"))).await.unwrap();
+        }
+        let best_effort = json!({"spec": {"containers": [{"name": "a"}]}});
+        plugin.validate(&create, Some(&best_effort)).await.unwrap();
+        let refused = plugin
+            .validate(&create, Some(&best_effort))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "ResourceQuota: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1"
+        );
     }
 
     #[tokio::test]
