@@ -76,6 +76,7 @@ impl Expression {
     /// error's text is cel's.
     pub fn evaluate(&self, bindings: Vec<(&str, Cel)>) -> Result<Cel, String> {
         let mut context = Context::with_env(environment::shared());
+        super::kube_lists::install(&mut context);
         for (name, value) in bindings {
             context.add_variable_from_value(name, value);
         }

@@ -1,7 +1,8 @@
 //! The one CEL environment every expression is compiled and evaluated
 //! in: the standard library and cel-go's strings extension (kube's
 //! `charAt`, `indexOf`, `lowerAscii`, `replace`, `split`, `substring`,
-//! `trim`, `join`, `format`, ...).
+//! `trim`, `join`, `format`, ...). kube's list functions are added to
+//! each evaluation's context (`kube_lists.rs`).
 
 use std::sync::{Arc, OnceLock};
 

@@ -10,6 +10,7 @@
 mod compile;
 pub mod cost;
 mod environment;
+mod kube_lists;
 mod values;
 
 pub use compile::{compile, Expression};

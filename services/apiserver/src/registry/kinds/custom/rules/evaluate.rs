@@ -88,6 +88,12 @@ impl Run {
     }
 
     fn rule(&mut self, node: &Node, rule: &Rule, value: &Value, old: Option<&Value>, path: &str) {
+        // Ratcheting (kube's CRDValidationRatcheting, on by default): a
+        // value an update leaves as it was is not held to rules that do
+        // not compare it with the old one.
+        if !rule.transition() && old == Some(value) {
+            return;
+        }
         let old_self = match (rule.transition(), old, rule.optional_old_self) {
             (false, _, _) => None,
             (true, Some(old), false) => Some(to_cel(old)),

@@ -145,3 +145,20 @@ fn wrong_rules_refuse_the_definition() {
     assert!(found[3].ends_with("undeclared reference to 'other' (in container '')"));
     assert_eq!(found[4], format!("{at}.properties[list].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {at}.properties[list]"));
 }
+
+#[test]
+fn unchanged_values_are_not_held_to_new_rules() {
+    let rules = rules(widget_schema());
+    let stored = json!({"metadata": {"name": "w"}, "spec": {"minReplicas": 5, "maxReplicas": 1, "color": "red",
+        "tags": {"old": "far too long"}}});
+    let mut update = stored.clone();
+    update["spec"]["tags"]["new"] = json!("short");
+    assert_eq!(
+        causes(&rules, update.clone(), Some(stored.clone())),
+        vec!["FieldValueInvalid spec: Invalid value: \"object\": minReplicas must not exceed maxReplicas"],
+        "spec changed, so its rules run; the unchanged tag's do not"
+    );
+    let mut untouched_spec = stored.clone();
+    untouched_spec["metadata"]["labels"] = json!({"a": "b"});
+    assert!(causes(&rules, untouched_spec, Some(stored)).is_empty());
+}
