@@ -24,6 +24,29 @@ const TYPE_NAMES: &[&str] = &[
     "optional_type",
 ];
 
+/// Calls whose work grows with their inputs (a list's length, a
+/// string's): for [`super::cost`] each counts as one more level of
+/// comprehension where it stands.
+const LINEAR: &[&str] = &[
+    "@in",
+    "sum",
+    "min",
+    "max",
+    "isSorted",
+    "matches",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "indexOf",
+    "lastIndexOf",
+    "replace",
+    "split",
+    "join",
+    "lowerAscii",
+    "upperAscii",
+    "trim",
+];
+
 /// Function namespaces a call may be qualified with (`optional.of(x)`).
 const NAMESPACES: &[&str] = &["optional"];
 
@@ -33,7 +56,8 @@ pub struct Expression {
     program: Program,
     /// How many nodes the expression has.
     pub nodes: u64,
-    /// How deeply its comprehensions (`all`, `exists`, `map`, ...) nest.
+    /// How deeply its comprehensions (`all`, `exists`, `map`, ...) nest,
+    /// a linear call (`x in list`, `sum()`, `matches()`) counting as one.
     pub depth: u32,
     /// The declared variables it reads.
     pub variables: BTreeSet<String>,
@@ -110,6 +134,9 @@ impl Shape {
             }
             Expr::Select(select) => self.walk(&select.operand, bound, depth),
             Expr::Call(call) => {
+                if LINEAR.contains(&call.func_name.as_str()) {
+                    self.depth = self.depth.max(depth + 1);
+                }
                 match call.target.as_deref() {
                     Some(IdedExpr {
                         expr: Expr::Ident(space),
@@ -176,6 +203,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(e.depth, 2);
+        let linear = compile("self.items.all(i, i in self.other)", &declared).unwrap();
+        assert_eq!(linear.depth, 2, "`in` walks a list inside the loop");
         assert!(e.reads("self") && !e.reads("oldSelf"));
         assert!(compile("oldSelf.optMap(o, o) == optional.none()", &declared).is_ok());
         assert!(compile("type(self) == string", &declared).is_ok());
