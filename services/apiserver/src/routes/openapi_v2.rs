@@ -276,4 +276,24 @@ mod tests {
             "built once"
         );
     }
+
+    #[test]
+    fn protobuf_alone_is_not_acceptable() {
+        use actix_web::test::TestRequest;
+        let with = |accept: &str| {
+            accepts_json(
+                &TestRequest::default()
+                    .insert_header((header::ACCEPT, accept))
+                    .to_http_request(),
+            )
+        };
+        assert!(!with(
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+        ));
+        assert!(with("application/json, */*"));
+        assert!(with(
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json"
+        ));
+        assert!(accepts_json(&TestRequest::default().to_http_request()));
+    }
 }

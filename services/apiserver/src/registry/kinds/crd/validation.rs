@@ -396,4 +396,28 @@ mod tests {
             "spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required".to_string(),
         ]);
     }
+
+    #[test]
+    fn rules_are_compiled_where_kube_keeps_the_schema() {
+        let rule = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a <"}]}}});
+        let mut shared = good();
+        shared["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = rule.clone();
+        let at = "properties[spec].x-kubernetes-validations[0].rule";
+        assert_eq!(
+            fields(shared.clone()),
+            vec![format!("spec.validation.openAPIV3Schema.{at}")]
+        );
+        let mut apart = shared;
+        apart["spec"]["versions"][0]["storage"] = json!(false);
+        apart["spec"]["versions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "v2", "served": true, "storage": true,
+                         "schema": {"openAPIV3Schema": {"type": "object"}}}));
+        assert_eq!(
+            fields(apart),
+            vec![format!("spec.versions[0].schema.openAPIV3Schema.{at}")]
+        );
+    }
 }
