@@ -20,6 +20,7 @@ pub mod codec;
 pub mod config;
 pub mod controllers;
 pub mod error;
+pub mod expression;
 pub mod metrics;
 pub mod object;
 pub mod pki;

@@ -6,6 +6,7 @@ pub mod identity;
 pub mod issuer;
 pub mod kubelet;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod patch_metadata;
 pub mod render;
 pub mod request_info;
@@ -58,6 +59,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
             web::get().to(issuer::configuration),
         )
         .route("/openid/v1/jwks", web::get().to(issuer::jwks))
+        .route("/openapi/v2", web::get().to(openapi_v2::document))
         .route("/openapi/v3", web::get().to(openapi::root))
         .route("/openapi/v3/{path:.*}", web::get().to(openapi::document))
         .default_service(web::to(chain::handle));

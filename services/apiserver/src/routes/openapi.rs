@@ -2,8 +2,7 @@
 //! schemas (from the Kubernetes types) and their paths. Each PATCH carries
 //! `x-kubernetes-group-version-kind` and a `fieldValidation` parameter,
 //! which is what tells kubectl to leave validation to this server.
-//! OpenAPI v2 is only ever asked for as protobuf and is not served: kubectl
-//! falls back to its compiled-in types for strategic merge metadata.
+//! OpenAPI v2 is built from these documents (`openapi_v2.rs`).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -16,8 +15,12 @@ use super::AppState;
 use crate::error::ApiError;
 use crate::registry::{Catalog, Strategy};
 
-/// Rendered documents by path (`api/v1`, `apis/apps/v1`) with their hash.
-pub struct Documents(HashMap<String, (String, String)>);
+/// Rendered documents by path (`api/v1`, `apis/apps/v1`) with their hash,
+/// and the v2 document made from them.
+pub struct Documents {
+    v3: HashMap<String, (String, String)>,
+    v2: super::openapi_v2::Cache,
+}
 
 impl Documents {
     pub fn build(catalog: &Catalog) -> Documents {
@@ -36,7 +39,15 @@ impl Documents {
             };
             docs.insert(path, rendered(&strategies));
         }
-        Documents(docs)
+        Documents {
+            v3: docs,
+            v2: Default::default(),
+        }
+    }
+
+    /// The v2 document (and its hash) of the built-in and custom types.
+    pub fn v2(&self, catalog: &Catalog) -> std::sync::Arc<(String, String)> {
+        self.v2.get(&self.v3, &custom_documents(catalog))
     }
 }
 
@@ -162,7 +173,7 @@ pub async fn root(state: web::Data<AppState>) -> HttpResponse {
     let custom = custom_documents(&state.catalog);
     let paths: Map<String, Value> = state
         .openapi
-        .0
+        .v3
         .iter()
         .chain(custom.iter())
         .map(|(path, (_, hash))| {
@@ -181,7 +192,7 @@ pub async fn document(
 ) -> Result<HttpResponse, ApiError> {
     let path = path.trim_matches('/');
     let custom;
-    let (body, hash) = match state.openapi.0.get(path) {
+    let (body, hash) = match state.openapi.v3.get(path) {
         Some(found) => found,
         None => {
             custom = custom_documents(&state.catalog);

@@ -2,6 +2,7 @@
 //! whose objects define others. Validation is here; serving what they
 //! define and keeping their status is `controllers::crds`' work.
 
+mod selectable;
 pub mod status;
 mod structural;
 mod validation;

@@ -6,11 +6,13 @@ use std::collections::HashSet;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
+    JSONSchemaProps,
 };
 use serde_json::Value;
 
-use super::structural;
+use super::{selectable, structural};
 use crate::error::Cause;
+use crate::registry::kinds::custom::rules;
 
 const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 const KIND_MSG: &str =
@@ -172,6 +174,7 @@ fn validate_versions(versions: &[CustomResourceDefinitionVersion]) -> Vec<Cause>
             "must have at least one version marked as served",
         ));
     }
+    causes.extend(validate_schemas(versions));
     let mut seen = HashSet::new();
     for (i, version) in versions.iter().enumerate() {
         let path = format!("spec.versions[{i}]");
@@ -196,15 +199,18 @@ fn validate_versions(versions: &[CustomResourceDefinitionVersion]) -> Vec<Cause>
 
 fn validate_version(version: &CustomResourceDefinitionVersion, path: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let schema_path = format!("{path}.schema.openAPIV3Schema");
-    match version
+    if version
         .schema
         .as_ref()
         .and_then(|s| s.open_api_v3_schema.as_ref())
+        .is_none()
     {
-        None => causes.push(required(&schema_path, "schemas are required")),
-        Some(schema) => causes.extend(structural::check_root(schema, &schema_path)),
+        causes.push(required(
+            &format!("{path}.schema.openAPIV3Schema"),
+            "schemas are required",
+        ));
     }
+    causes.extend(selectable::check(version, path));
     let subresources = version.subresources.as_ref();
     if let Some(scale) = subresources.and_then(|s| s.scale.as_ref()) {
         let scale_path = format!("{path}.subresources.scale");
@@ -261,6 +267,42 @@ fn validate_version(version: &CustomResourceDefinitionVersion, path: &str) -> Ve
                 "must be a simple json path starting with .",
             ));
         }
+    }
+    causes
+}
+
+/// The versions' schemas: structural, and rules that compile. As kube
+/// does, schemas every version shares are checked once, where kube's
+/// internal form keeps them (`spec.validation.openAPIV3Schema`).
+fn validate_schemas(versions: &[CustomResourceDefinitionVersion]) -> Vec<Cause> {
+    fn schema_of(v: &CustomResourceDefinitionVersion) -> Option<&JSONSchemaProps> {
+        v.schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+    }
+    let first = versions.first().and_then(schema_of);
+    let shared = first.is_some() && versions.iter().all(|v| schema_of(v) == first);
+    let checked: Vec<(String, _)> = match (shared, first) {
+        (true, Some(schema)) => vec![("spec.validation.openAPIV3Schema".to_string(), schema)],
+        _ => versions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| {
+                Some((
+                    format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                    schema_of(v)?,
+                ))
+            })
+            .collect(),
+    };
+    let mut causes = Vec::new();
+    for (path, schema) in checked {
+        let found = structural::check_root(schema, &path);
+        // kube compiles rules only in a structural schema.
+        if found.is_empty() {
+            causes.extend(rules::check(schema, &path));
+        }
+        causes.extend(found);
     }
     causes
 }
@@ -353,5 +395,29 @@ mod tests {
             "spec.versions: Invalid value: [\"v1\",\"v2\"]: must have exactly one version marked as storage version".to_string(),
             "spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required".to_string(),
         ]);
+    }
+
+    #[test]
+    fn rules_are_compiled_where_kube_keeps_the_schema() {
+        let rule = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a <"}]}}});
+        let mut shared = good();
+        shared["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = rule.clone();
+        let at = "properties[spec].x-kubernetes-validations[0].rule";
+        assert_eq!(
+            fields(shared.clone()),
+            vec![format!("spec.validation.openAPIV3Schema.{at}")]
+        );
+        let mut apart = shared;
+        apart["spec"]["versions"][0]["storage"] = json!(false);
+        apart["spec"]["versions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "v2", "served": true, "storage": true,
+                         "schema": {"openAPIV3Schema": {"type": "object"}}}));
+        assert_eq!(
+            fields(apart),
+            vec![format!("spec.versions[0].schema.openAPIV3Schema.{at}")]
+        );
     }
 }

@@ -7,6 +7,8 @@ use std::sync::{LazyLock, Mutex};
 
 static TEXTS: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Default::default);
 static LISTS: LazyLock<Mutex<HashSet<&'static [&'static str]>>> = LazyLock::new(Default::default);
+type Pairs = &'static [(&'static str, &'static str)];
+static PAIRS: LazyLock<Mutex<HashSet<Pairs>>> = LazyLock::new(Default::default);
 
 pub fn text(s: &str) -> &'static str {
     let mut texts = TEXTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -29,6 +31,19 @@ pub fn list(items: &[String]) -> &'static [&'static str] {
     kept
 }
 
+/// Pairs of texts (a field selector label and the JSON pointer it reads).
+pub fn pairs(items: &[(String, String)]) -> Pairs {
+    let items: Vec<(&'static str, &'static str)> =
+        items.iter().map(|(a, b)| (text(a), text(b))).collect();
+    let mut pairs = PAIRS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(kept) = pairs.get(items.as_slice()) {
+        return kept;
+    }
+    let kept: Pairs = Box::leak(items.into_boxed_slice());
+    pairs.insert(kept);
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -38,5 +53,7 @@ mod tests {
         assert!(std::ptr::eq(a, b));
         let l = super::list(&["w".into(), "wd".into()]);
         assert!(std::ptr::eq(l, super::list(&["w".into(), "wd".into()])));
+        let pair = [("spec.color".to_string(), "/spec/color".to_string())];
+        assert!(std::ptr::eq(super::pairs(&pair), super::pairs(&pair)));
     }
 }

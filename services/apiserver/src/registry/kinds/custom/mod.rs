@@ -8,6 +8,7 @@ mod columns;
 mod flow_tests;
 mod intern;
 pub mod prune;
+pub mod rules;
 pub mod schema;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -27,6 +28,10 @@ use crate::registry::typed::Decoded;
 pub struct Custom {
     def: ResourceDef,
     schema: Option<JSONSchemaProps>,
+    /// The schema's `x-kubernetes-validations`, compiled.
+    rules: rules::Rules,
+    /// `selectableFields`: field selector labels and the pointers they read.
+    selectable: &'static [(&'static str, &'static str)],
     columns: Vec<PrinterColumn>,
     scale: Option<CustomResourceSubresourceScale>,
 }
@@ -81,13 +86,52 @@ impl Custom {
             .schema
             .as_ref()
             .and_then(|s| s.open_api_v3_schema.clone());
+        let rules = schema.as_ref().map(rules::Rules::of).unwrap_or_default();
         Custom {
             def,
             schema,
+            rules,
+            selectable: selectable(version),
             columns,
             scale: subresources.scale,
         }
     }
+}
+
+impl Custom {
+    /// The schema's causes, then its rules' (`old` on an update).
+    fn validate_against(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        if let Some(schema) = &self.schema {
+            // The machinery's fields are checked by the generic flow.
+            let mut body = obj.clone();
+            if let Some(map) = body.as_object_mut() {
+                map.remove("metadata");
+                map.remove("apiVersion");
+                map.remove("kind");
+            }
+            schema::validate(schema, &body, "", &mut causes);
+        }
+        causes.extend(self.rules.validate(obj, old));
+        causes
+    }
+}
+
+/// A version's `selectableFields`: `.spec.color` is selected as
+/// `spec.color` and read at `/spec/color`.
+fn selectable(
+    version: &CustomResourceDefinitionVersion,
+) -> &'static [(&'static str, &'static str)] {
+    let fields: Vec<(String, String)> = version
+        .selectable_fields
+        .iter()
+        .flatten()
+        .map(|f| {
+            let path = f.json_path.trim_start_matches('.');
+            (path.to_string(), format!("/{}", pointer(path)))
+        })
+        .collect();
+    intern::pairs(&fields)
 }
 
 /// `.spec.replicas` as the JSON pointer `/spec/replicas`.
@@ -150,18 +194,16 @@ impl Strategy for Custom {
     }
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {
-        let mut causes = Vec::new();
-        if let Some(schema) = &self.schema {
-            // The machinery's fields are checked by the generic flow.
-            let mut body = obj.clone();
-            if let Some(map) = body.as_object_mut() {
-                map.remove("metadata");
-                map.remove("apiVersion");
-                map.remove("kind");
-            }
-            schema::validate(schema, &body, "", &mut causes);
-        }
-        causes
+        self.validate_against(obj, None)
+    }
+
+    /// Transition rules (`oldSelf`) compare with the stored object.
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        self.validate_against(new, Some(old))
+    }
+
+    fn selectable_fields(&self) -> &'static [(&'static str, &'static str)] {
+        self.selectable
     }
 
     fn columns(&self) -> Vec<Column> {

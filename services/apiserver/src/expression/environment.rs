@@ -1,0 +1,21 @@
+//! The one CEL environment every expression is compiled and evaluated
+//! in: the standard library and cel-go's strings extension (kube's
+//! `charAt`, `indexOf`, `lowerAscii`, `replace`, `split`, `substring`,
+//! `trim`, `join`, `format`, ...). kube's list functions are added to
+//! each evaluation's context (`kube_lists.rs`).
+
+use std::sync::{Arc, OnceLock};
+
+use cel::{extensions, Env};
+
+/// Built once: building an environment is not free.
+pub fn shared() -> Arc<Env> {
+    static ENV: OnceLock<Arc<Env>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Env::stdlib();
+        env.add_extension(extensions::strings)
+            .expect("the strings extension declares nothing the stdlib has");
+        Arc::new(env)
+    })
+    .clone()
+}
