@@ -22,6 +22,7 @@ use crate::registry::catalog::Entry;
 use crate::registry::flow::Part;
 use crate::registry::kinds::crd::{self, status, CLEANUP_FINALIZER, GROUP, RESOURCE};
 use crate::registry::kinds::custom::{storage_prefix, Custom};
+use crate::registry::lookup::CachedObjects;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::Catalog;
 
@@ -167,12 +168,13 @@ impl Controller {
         let Some(typed) = crd::typed(obj) else {
             return Ok(());
         };
-        let Some(custom) = Custom::of(&typed) else {
+        let objects = Arc::new(CachedObjects::of(catalog).await);
+        let Some((versions, conversion)) = Custom::versions(&typed, objects) else {
             return Ok(());
         };
         let storage = storage_prefix(prefix, &typed);
         catalog
-            .serve(Arc::new(custom), &storage)
+            .serve_versions(versions, Some(conversion), &storage)
             .await
             .map_err(|e| ApiError::Internal(e.to_string()))?;
         tracing::info!(crd = %name, "serving custom resource");

@@ -21,8 +21,8 @@
 //! ```
 
 mod call;
-mod client;
-mod endpoint;
+pub mod client;
+pub mod endpoint;
 mod hook;
 mod matching;
 mod metrics;

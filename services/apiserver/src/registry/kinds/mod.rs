@@ -3,6 +3,7 @@
 mod admission_policy;
 mod admissionregistration;
 mod autoscaling;
+mod autoscaling_v1;
 mod batch;
 mod common;
 mod configmap;

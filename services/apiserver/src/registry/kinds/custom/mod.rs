@@ -9,6 +9,7 @@ mod flow_tests;
 mod intern;
 pub mod prune;
 pub mod schema;
+pub mod webhook;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion, CustomResourceSubresourceScale,
@@ -18,9 +19,13 @@ use schemars::gen::SchemaGenerator;
 use schemars::schema::{Schema, SchemaObject};
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
 use self::columns::PrinterColumn;
+use crate::admission::objects::Objects;
 use crate::error::Cause;
 use crate::object::meta::NameRule;
+use crate::registry::conversion::{Conversion, Converter, Rewrite};
 use crate::registry::strategy::{Column, ResourceDef, Strategy};
 use crate::registry::typed::Decoded;
 
@@ -42,6 +47,35 @@ impl Custom {
     pub fn of(crd: &CustomResourceDefinition) -> Option<Custom> {
         let version = crd.spec.versions.iter().find(|v| v.storage)?;
         Some(Custom::of_version(crd, version))
+    }
+
+    /// The strategies of `crd`'s served versions (the storage version's
+    /// too, served or not, so its objects are written through it), and
+    /// how objects convert between them: `None` rewrites apiVersion only,
+    /// `Webhook` asks the CRD's webhook (its service looked up in
+    /// `objects`).
+    pub fn versions(
+        crd: &CustomResourceDefinition,
+        objects: Arc<dyn Objects>,
+    ) -> Option<(Vec<Arc<dyn Strategy>>, Conversion)> {
+        let storage = crd.spec.versions.iter().find(|v| v.storage)?;
+        let served = crd.spec.versions.iter().filter(|v| v.served || v.storage);
+        let strategies = served
+            .map(|v| Arc::new(Custom::of_version(crd, v)) as Arc<dyn Strategy>)
+            .collect();
+        let spec = crd.spec.conversion.as_ref();
+        let converter: Arc<dyn Converter> = match spec.filter(|c| c.strategy == "Webhook") {
+            Some(spec) => match webhook::Webhook::of(spec, objects) {
+                Some(hook) => Arc::new(hook),
+                None => Arc::new(Rewrite),
+            },
+            None => Arc::new(Rewrite),
+        };
+        let conversion = Conversion {
+            storage_version: intern::text(&storage.name),
+            converter,
+        };
+        Some((strategies, conversion))
     }
 
     fn of_version(
