@@ -74,7 +74,7 @@ impl Converted {
 
     /// List items in the served version (one conversion for the page).
     async fn read_items(&self, items: Vec<Arc<Object>>) -> Result<Vec<Arc<Object>>, StorageError> {
-        let same = items.iter().all(|o| api_version(o) == self.served);
+        let same = items.iter().all(|o| in_version(o, &self.served));
         if same {
             return Ok(items);
         }
@@ -93,16 +93,22 @@ impl Converted {
     }
 }
 
-/// An object's apiVersion, read from its text without building a tree.
-fn api_version(object: &Object) -> String {
+/// Is `object` in `api_version`? Read from its text without building a
+/// tree: at once when apiVersion is its first field (serde_json writes
+/// the fields in order), else by reading the text through.
+fn in_version(object: &Object, api_version: &str) -> bool {
     #[derive(serde::Deserialize)]
     struct Head {
         #[serde(rename = "apiVersion", default)]
         api_version: String,
     }
-    serde_json::from_str::<Head>(object.json().get())
-        .map(|h| h.api_version)
-        .unwrap_or_default()
+    let text = object.json().get();
+    let first = format!("{{\"apiVersion\":{}", Value::from(api_version));
+    if text.starts_with(&first) {
+        let rest = &text[first.len()..];
+        return rest.starts_with(',') || rest.starts_with('}');
+    }
+    serde_json::from_str::<Head>(text).is_ok_and(|h| h.api_version == api_version)
 }
 
 fn claim_error(err: StorageError) -> ClaimError {
@@ -230,5 +236,23 @@ impl Interface for Converted {
 
     fn current_revision(&self) -> StorageFuture<'_, i64> {
         self.inner.current_revision()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_version_is_read_from_the_text() {
+        let first =
+            Object::from_value(json!({"apiVersion": "x.io/v1", "kind": "K", "metadata": {}}));
+        assert!(in_version(&first, "x.io/v1"));
+        assert!(!in_version(&first, "x.io/v"));
+        let text = r#"{"kind":"K","metadata":{"ownerReferences":[{"apiVersion":"x.io/v1"}]},"apiVersion":"x.io/v2"}"#;
+        let later = Object::from_value(serde_json::from_str(text).unwrap());
+        assert!(in_version(&later, "x.io/v2"));
+        assert!(!in_version(&later, "x.io/v1"));
     }
 }
