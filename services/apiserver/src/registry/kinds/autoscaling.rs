@@ -14,11 +14,7 @@ use super::simple::{simple, versioned, Simple};
 use crate::error::Cause;
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {
-    vec![
-        Arc::new(autoscalers()),
-        Arc::new(super::autoscaling_v1::autoscalers_v1()),
-        Arc::new(disruption_budgets()),
-    ]
+    vec![Arc::new(autoscalers()), Arc::new(disruption_budgets())]
 }
 
 pub(super) fn hpa_def() -> ResourceDef {
@@ -45,7 +41,7 @@ fn autoscalers() -> Simple<HorizontalPodAutoscaler> {
         // desiredReplicas is a required field of the v2 status.
         on_create: |o| o["status"] = json!({"desiredReplicas": 0}),
         // autoscaling/v1 is served over it (`autoscaling_v1.rs`).
-        conversion: Some(super::autoscaling_v1::conversion),
+        conversion: Some(super::hpa_conversion::conversion),
         ..simple(hpa_def())
     }
 }
