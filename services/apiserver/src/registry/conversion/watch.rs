@@ -21,7 +21,14 @@ pub fn convert_items(
 ) -> mpsc::Receiver<WatchItem> {
     let (sender, receiver) = mpsc::channel(WATCHER_BUFFER);
     tokio::spawn(async move {
-        while let Some(item) = items.recv().await {
+        loop {
+            // A watcher that went away stops the task (and so its cache
+            // watcher) at once, not at the type's next event.
+            let item = tokio::select! {
+                item = items.recv() => item,
+                _ = sender.closed() => None,
+            };
+            let Some(item) = item else { return };
             let converted = match convert(&view, item).await {
                 Ok(item) => item,
                 Err(error) => {

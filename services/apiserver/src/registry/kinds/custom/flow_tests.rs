@@ -9,6 +9,7 @@ use super::Custom;
 use crate::error::ApiError;
 use crate::registry::flow::{self, Handle, Part};
 use crate::registry::options::WriteOptions;
+use crate::registry::Strategy;
 use crate::storage::MemoryStorage;
 
 fn handle() -> Handle {
@@ -70,4 +71,19 @@ async fn created_objects_are_pruned_defaulted_and_validated() {
         "spec changes only through the main resource"
     );
     assert_eq!(written.body["metadata"]["generation"], 1);
+}
+
+#[test]
+fn versions_not_served_are_left_out_but_the_storage_version_is_kept() {
+    let crd = json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
+        "scope": "Cluster", "names": {"plural": "widgets", "kind": "Widget"},
+        "versions": [{"name": "v1", "served": false, "storage": false},
+                     {"name": "v2", "served": true, "storage": false},
+                     {"name": "v3", "served": true, "storage": true}]}});
+    let crd = serde_json::from_value(crd).unwrap();
+    let objects = Arc::new(crate::admission::plugins::testing::Memory::default());
+    let (versions, conversion) = Custom::versions(&crd, objects).unwrap();
+    let names: Vec<&str> = versions.iter().map(|s| s.def().version).collect();
+    assert_eq!(names, ["v2", "v3"]);
+    assert_eq!(conversion.storage_version, "v3");
 }
