@@ -3,7 +3,8 @@
 //! webhook written here (HTTPS, its own CA) that renames a field. Objects
 //! written in either version are stored in the storage version (read
 //! back raw with etcdctl), read, listed and watched in either, validated
-//! against the schema of the version they were sent in, and stay
+//! against the schema of the version they were sent in (a version not
+//! served is not routed or discovered), and stay
 //! readable after the storage version moves; a webhook that cannot be
 //! reached refuses the write with kube's error and nothing is stored.
 
@@ -41,7 +42,9 @@ fn crd(storage_v1: bool) -> Value {
                 {"name": "v1", "served": true, "storage": storage_v1,
                  "schema": schema(json!({"size": size(Some(5))}))},
                 {"name": "v2", "served": true, "storage": !storage_v1,
-                 "schema": schema(json!({"size": size(None), "note": {"type": "string"}}))}]}})
+                 "schema": schema(json!({"size": size(None), "note": {"type": "string"}}))},
+                {"name": "v1alpha1", "served": false, "storage": false,
+                 "schema": schema(json!({"size": size(None)}))}]}})
 }
 
 fn widget(version: &str, name: &str, spec: Value) -> Value {
@@ -108,7 +111,10 @@ fn two_versions_without_conversion(backend: Backend) {
         assert_eq!(code, 200);
         assert_eq!(list["resources"][0]["name"], "widgets", "{list}");
     }
+    // A version not served is neither discovered nor routed.
+    assert_eq!(http.get(&path("v1alpha1")).0, 404);
     let aggregated = cluster.kubectl.ok(&["api-versions"]);
+    assert!(!aggregated.contains("example.com/v1alpha1"), "{aggregated}");
     assert!(
         aggregated.contains("example.com/v1") && aggregated.contains("example.com/v2"),
         "{aggregated}"

@@ -197,8 +197,12 @@ impl Controller {
         // Instances can only be found through their type's actor.
         self.serve(catalog, prefix, obj).await.ok();
         if let Some((group, resource, _)) = self.served.get(meta::name(obj)) {
-            let version = served_version(obj);
-            if let Some(entry) = catalog.find_any(group, &version, resource) {
+            // The storage version's entry, served or not.
+            let primary = catalog.primary_entries().into_iter().find(|e| {
+                let def = e.strategy.def();
+                def.group == group && def.resource == resource
+            });
+            if let Some(entry) = primary {
                 if !delete_instances(&entry).await? {
                     return Ok(false);
                 }
@@ -226,18 +230,6 @@ impl Controller {
 fn meta_has_finalizer(obj: &Value, finalizer: &str) -> bool {
     let list = obj["metadata"]["finalizers"].as_array();
     list.into_iter().flatten().any(|f| f == finalizer)
-}
-
-fn served_version(obj: &Value) -> String {
-    let versions = obj["spec"]["versions"].as_array();
-    let storage = versions
-        .into_iter()
-        .flatten()
-        .find(|v| v["storage"] == true);
-    storage
-        .and_then(|v| v["name"].as_str())
-        .unwrap_or("")
-        .to_string()
 }
 
 /// Asks every instance to go; true when none is left.

@@ -61,7 +61,7 @@ impl World {
         // Custom types too: their objects have owners and namespaces.
         // One entry per type: a type served in several versions has one
         // set of objects.
-        for entry in catalog.all_entries().into_iter().filter(|e| e.primary) {
+        for entry in catalog.primary_entries() {
             let objects = entry.actor.send(actor::Snapshot).await.unwrap_or_default();
             nodes.extend(objects.into_iter().map(|object| Node {
                 entry: entry.clone(),

@@ -185,7 +185,8 @@ impl Catalog {
             admission: self.starter.admission.clone(),
         };
         let arbiters = &self.starter.arbiters;
-        let arbiter = &arbiters[self.custom_entries().len() % arbiters.len()];
+        let count = self.custom.read().unwrap_or_else(|e| e.into_inner()).len();
+        let arbiter = &arbiters[count % arbiters.len()];
         let handles: Vec<Handle> = strategies.iter().map(handle_of).collect();
         let entries = match conversion {
             Some(conversion) => serve_versions(handles, strategies, conversion, arbiter).await?,
@@ -238,10 +239,21 @@ impl Catalog {
 
     /// The types defined at run time.
     pub fn custom_entries(&self) -> Vec<Entry> {
-        self.custom
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        let custom = self.custom.read().unwrap_or_else(|e| e.into_inner());
+        custom
+            .iter()
+            .filter(|e| e.strategy.served())
+            .cloned()
+            .collect()
+    }
+
+    /// The entry of each type's storage version, served or not: where
+    /// each object is gone through once (garbage collection, a CRD's
+    /// cleanup).
+    pub fn primary_entries(&self) -> Vec<Entry> {
+        let custom = self.custom.read().unwrap_or_else(|e| e.into_inner());
+        let all = self.entries.iter().chain(custom.iter());
+        all.filter(|e| e.primary).cloned().collect()
     }
 
     /// Every served type: the built-in ones, then those defined at run time.
@@ -261,7 +273,8 @@ impl Catalog {
             .iter()
             .find(|e| {
                 let def = e.strategy.def();
-                def.group == group && def.version == version && def.resource == resource
+                let named = def.group == group && def.version == version;
+                named && def.resource == resource && e.strategy.served()
             })
             .cloned()
     }

@@ -271,6 +271,13 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// Served to clients. A version kept only to write the type's objects
+    /// (a CRD's storage version marked `served: false`) is neither routed
+    /// nor discovered, but stores and converts as the others do.
+    fn served(&self) -> bool {
+        true
+    }
+
     /// Refuses a write its requester may not make because of what the
     /// object grants (`old` is None on a create), after validation.
     fn check_requester(

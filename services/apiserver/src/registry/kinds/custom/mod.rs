@@ -31,6 +31,8 @@ use crate::registry::typed::Decoded;
 
 pub struct Custom {
     def: ResourceDef,
+    /// The version is `served` (else it only stores: see `Strategy::served`).
+    served: bool,
     schema: Option<JSONSchemaProps>,
     columns: Vec<PrinterColumn>,
     scale: Option<CustomResourceSubresourceScale>,
@@ -117,6 +119,7 @@ impl Custom {
             .and_then(|s| s.open_api_v3_schema.clone());
         Custom {
             def,
+            served: version.served,
             schema,
             columns,
             scale: subresources.scale,
@@ -132,6 +135,10 @@ fn pointer(path: &str) -> String {
 impl Strategy for Custom {
     fn def(&self) -> &ResourceDef {
         &self.def
+    }
+
+    fn served(&self) -> bool {
+        self.served
     }
 
     /// A schema has no patch strategies or merge keys; kube refuses
