@@ -1,4 +1,4 @@
-//! An admission webhook server for the tests: HTTPS on 127.0.0.1 with a
+//! An admission (or CRD conversion) webhook server for the tests: HTTPS on 127.0.0.1 with a
 //! certificate from its own CA (rcgen), answering each AdmissionReview
 //! with what a handler decides. A tiny HTTP/1.1 server (one request per
 //! connection, `Connection: close`) on tokio and tokio-rustls, in its own
@@ -190,8 +190,9 @@ async fn answer(handler: &Handler, body: &[u8]) -> Vec<u8> {
         Reply::Review(mut response) => {
             response["uid"] = review["request"]["uid"].clone();
             let version = review["apiVersion"].clone();
-            json!({"apiVersion": version, "kind": "AdmissionReview", "response": response})
-                .to_string()
+            // An AdmissionReview, or a CRD's ConversionReview.
+            let kind = review["kind"].as_str().unwrap_or("AdmissionReview");
+            json!({"apiVersion": version, "kind": kind, "response": response}).to_string()
         }
         Reply::Sleep(time) => {
             tokio::time::sleep(time).await;

@@ -328,6 +328,9 @@ impl ApiError {
             }
             StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
             StorageError::CacheBehind(message) => ApiError::CacheBehind(message),
+            StorageError::Conversion(why) => {
+                ApiError::Internal(format!("Internal error occurred: {why}"))
+            }
         }
     }
 }

@@ -43,7 +43,7 @@ pub fn decode(bytes: &[u8]) -> Result<Value, ApiError> {
         .unwrap_or("")
         .to_string();
     let schema = schema_of(&api_version, &kind)
-        .ok_or_else(|| ApiError::UnsupportedMediaType(format!("application/json (protobuf is accepted for ConfigMap, Secret, Namespace, Service, Deployment, Job, CronJob, Ingress, RBAC types, ServiceAccount, TokenRequest and the reviews, not {api_version} {kind})")))?;
+        .ok_or_else(|| ApiError::UnsupportedMediaType(format!("application/json (protobuf is accepted for ConfigMap, Secret, Namespace, Service, Deployment, Job, CronJob, Ingress, autoscaling/v1 HorizontalPodAutoscaler, RBAC types, ServiceAccount, TokenRequest and the reviews, not {api_version} {kind})")))?;
     let raw = base64::engine::general_purpose::STANDARD
         .decode(envelope["raw"].as_str().unwrap_or(""))
         .unwrap_or_default();

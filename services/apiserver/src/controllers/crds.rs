@@ -22,6 +22,7 @@ use crate::registry::catalog::Entry;
 use crate::registry::flow::Part;
 use crate::registry::kinds::crd::{self, status, CLEANUP_FINALIZER, GROUP, RESOURCE};
 use crate::registry::kinds::custom::{storage_prefix, Custom};
+use crate::registry::lookup::CachedObjects;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::Catalog;
 
@@ -167,12 +168,13 @@ impl Controller {
         let Some(typed) = crd::typed(obj) else {
             return Ok(());
         };
-        let Some(custom) = Custom::of(&typed) else {
+        let objects = Arc::new(CachedObjects::of(catalog).await);
+        let Some((versions, conversion)) = Custom::versions(&typed, objects) else {
             return Ok(());
         };
         let storage = storage_prefix(prefix, &typed);
         catalog
-            .serve(Arc::new(custom), &storage)
+            .serve_versions(versions, Some(conversion), &storage)
             .await
             .map_err(|e| ApiError::Internal(e.to_string()))?;
         tracing::info!(crd = %name, "serving custom resource");
@@ -195,8 +197,12 @@ impl Controller {
         // Instances can only be found through their type's actor.
         self.serve(catalog, prefix, obj).await.ok();
         if let Some((group, resource, _)) = self.served.get(meta::name(obj)) {
-            let version = served_version(obj);
-            if let Some(entry) = catalog.find_any(group, &version, resource) {
+            // The storage version's entry, served or not.
+            let primary = catalog.primary_entries().into_iter().find(|e| {
+                let def = e.strategy.def();
+                def.group == group && def.resource == resource
+            });
+            if let Some(entry) = primary {
                 if !delete_instances(&entry).await? {
                     return Ok(false);
                 }
@@ -224,18 +230,6 @@ impl Controller {
 fn meta_has_finalizer(obj: &Value, finalizer: &str) -> bool {
     let list = obj["metadata"]["finalizers"].as_array();
     list.into_iter().flatten().any(|f| f == finalizer)
-}
-
-fn served_version(obj: &Value) -> String {
-    let versions = obj["spec"]["versions"].as_array();
-    let storage = versions
-        .into_iter()
-        .flatten()
-        .find(|v| v["storage"] == true);
-    storage
-        .and_then(|v| v["name"].as_str())
-        .unwrap_or("")
-        .to_string()
 }
 
 /// Asks every instance to go; true when none is left.

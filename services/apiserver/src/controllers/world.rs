@@ -59,7 +59,9 @@ impl World {
     pub async fn observe(catalog: &Catalog) -> World {
         let mut nodes = Vec::new();
         // Custom types too: their objects have owners and namespaces.
-        for entry in catalog.all_entries() {
+        // One entry per type: a type served in several versions has one
+        // set of objects.
+        for entry in catalog.primary_entries() {
             let objects = entry.actor.send(actor::Snapshot).await.unwrap_or_default();
             nodes.extend(objects.into_iter().map(|object| Node {
                 entry: entry.clone(),

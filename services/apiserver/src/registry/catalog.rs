@@ -9,6 +9,7 @@ use std::sync::{Arc, RwLock};
 use actix::Addr;
 
 use super::actor::{ResourceActor, Stop};
+use super::conversion::Conversion;
 use super::handle::{Handle, NamespaceContents};
 use super::kinds;
 use super::Strategy;
@@ -18,6 +19,10 @@ use crate::storage::{Interface, StorageError, Store};
 pub struct Entry {
     pub strategy: Arc<dyn Strategy>,
     pub actor: Addr<ResourceActor>,
+    /// The entry of its type's storage version: of a type served in
+    /// several versions, the one to go through once per object (garbage
+    /// collection, namespace contents, admission lookups).
+    pub primary: bool,
 }
 
 pub struct Catalog {
@@ -77,19 +82,42 @@ impl Catalog {
         let contents = NamespaceContents::new(
             strategies
                 .iter()
-                .filter(|s| s.def().namespaced)
+                .filter(|s| s.def().namespaced && stored_as_is(s.as_ref()))
                 .map(handle_of)
                 .collect(),
         );
-        let mut entries = Vec::new();
-        for (i, strategy) in strategies.into_iter().enumerate() {
-            let mut handle = handle_of(&strategy);
-            if strategy.holds_contents() {
-                handle.namespace_contents = contents.clone();
+        let mut started: Vec<Option<Entry>> = vec![None; strategies.len()];
+        for (i, strategy) in strategies.iter().enumerate() {
+            if started[i].is_some() {
+                continue;
             }
-            let actor = ResourceActor::start(handle, &arbiters[i % arbiters.len()]).await?;
-            entries.push(Entry { strategy, actor });
+            let arbiter = &arbiters[i % arbiters.len()];
+            let Some(conversion) = strategy.conversion() else {
+                let mut handle = handle_of(strategy);
+                if strategy.holds_contents() {
+                    handle.namespace_contents = contents.clone();
+                }
+                let actor = ResourceActor::start(handle, arbiter).await?;
+                let strategy = strategy.clone();
+                started[i] = Some(Entry {
+                    strategy,
+                    actor,
+                    primary: true,
+                });
+                continue;
+            };
+            let versions: Vec<usize> = (i..strategies.len())
+                .filter(|j| same_type(strategies[*j].as_ref(), strategy.as_ref()))
+                .collect();
+            let members: Vec<Arc<dyn Strategy>> =
+                versions.iter().map(|j| strategies[*j].clone()).collect();
+            let handles = members.iter().map(handle_of).collect();
+            let served = serve_versions(handles, members, conversion, arbiter).await?;
+            for (j, entry) in versions.into_iter().zip(served) {
+                started[j] = Some(entry);
+            }
         }
+        let entries: Vec<Entry> = started.into_iter().flatten().collect();
         let index = entries
             .iter()
             .enumerate()
@@ -129,8 +157,24 @@ impl Catalog {
         strategy: Arc<dyn Strategy>,
         prefix: &str,
     ) -> Result<(), StorageError> {
-        let namespaced = strategy.def().namespaced;
-        let handle = Handle {
+        self.serve_versions(vec![strategy], None, prefix).await
+    }
+
+    /// Serves one type in the versions of `strategies` (the same group and
+    /// resource), converted by `conversion` over its storage version
+    /// (only the first version without one), in place of the actors
+    /// serving it before.
+    pub async fn serve_versions(
+        &self,
+        strategies: Vec<Arc<dyn Strategy>>,
+        conversion: Option<Conversion>,
+        prefix: &str,
+    ) -> Result<(), StorageError> {
+        let Some(first) = strategies.first().cloned() else {
+            return Ok(());
+        };
+        let namespaced = first.def().namespaced;
+        let handle_of = |strategy: &Arc<dyn Strategy>| Handle {
             strategy: strategy.clone(),
             store: self.starter.store.clone(),
             prefix: prefix.to_string(),
@@ -141,21 +185,41 @@ impl Catalog {
             admission: self.starter.admission.clone(),
         };
         let arbiters = &self.starter.arbiters;
-        let arbiter = &arbiters[self.custom_entries().len() % arbiters.len()];
-        let actor = ResourceActor::start(handle.clone(), arbiter).await?;
+        let count = self.custom.read().unwrap_or_else(|e| e.into_inner()).len();
+        let arbiter = &arbiters[count % arbiters.len()];
+        let handles: Vec<Handle> = strategies.iter().map(handle_of).collect();
+        let entries = match conversion {
+            Some(conversion) => serve_versions(handles, strategies, conversion, arbiter).await?,
+            None => {
+                let actor = ResourceActor::start(handles[0].clone(), arbiter).await?;
+                vec![Entry {
+                    strategy: first.clone(),
+                    actor,
+                    primary: true,
+                }]
+            }
+        };
         if namespaced {
-            self.starter.contents.serve(handle);
+            if let Some(primary) = entries.iter().find(|e| e.primary) {
+                let handle = primary.actor.send(super::actor::Storage).await;
+                self.starter
+                    .contents
+                    .serve(handle.map_err(|e| StorageError::Unavailable(e.to_string()))?);
+            }
         }
-        let (group, resource) = (strategy.def().group, strategy.def().resource);
-        let entry = Entry { strategy, actor };
+        let (group, resource) = (first.def().group, first.def().resource);
         let mut custom = self.custom.write().unwrap_or_else(|e| e.into_inner());
-        let old = custom
+        custom.retain(|e| {
+            let keep = !same_type(e.strategy.as_ref(), first.as_ref());
+            if !keep {
+                e.actor.do_send(Stop);
+            }
+            keep
+        });
+        debug_assert!(entries
             .iter()
-            .position(|e| e.strategy.def().group == group && e.strategy.def().resource == resource);
-        match old {
-            Some(i) => std::mem::replace(&mut custom[i], entry).actor.do_send(Stop),
-            None => custom.push(entry),
-        }
+            .all(|e| e.strategy.def().group == group && e.strategy.def().resource == resource));
+        custom.extend(entries);
         Ok(())
     }
 
@@ -175,10 +239,21 @@ impl Catalog {
 
     /// The types defined at run time.
     pub fn custom_entries(&self) -> Vec<Entry> {
-        self.custom
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        let custom = self.custom.read().unwrap_or_else(|e| e.into_inner());
+        custom
+            .iter()
+            .filter(|e| e.strategy.served())
+            .cloned()
+            .collect()
+    }
+
+    /// The entry of each type's storage version, served or not: where
+    /// each object is gone through once (garbage collection, a CRD's
+    /// cleanup).
+    pub fn primary_entries(&self) -> Vec<Entry> {
+        let custom = self.custom.read().unwrap_or_else(|e| e.into_inner());
+        let all = self.entries.iter().chain(custom.iter());
+        all.filter(|e| e.primary).cloned().collect()
     }
 
     /// Every served type: the built-in ones, then those defined at run time.
@@ -198,7 +273,8 @@ impl Catalog {
             .iter()
             .find(|e| {
                 let def = e.strategy.def();
-                def.group == group && def.version == version && def.resource == resource
+                let named = def.group == group && def.version == version;
+                named && def.resource == resource && e.strategy.served()
             })
             .cloned()
     }
@@ -227,4 +303,40 @@ impl Catalog {
         }
         groups
     }
+}
+
+/// The same group and resource: versions of one type.
+fn same_type(a: &dyn Strategy, b: &dyn Strategy) -> bool {
+    a.def().group == b.def().group && a.def().resource == b.def().resource
+}
+
+/// Is `strategy` the one its objects are stored through (its own type's
+/// only version, or the storage version of several)?
+fn stored_as_is(strategy: &dyn Strategy) -> bool {
+    strategy
+        .conversion()
+        .is_none_or(|c| c.storage_version == strategy.def().version)
+}
+
+/// The actors of one type's versions (see
+/// `ResourceActor::start_versions`), as catalog entries.
+async fn serve_versions(
+    handles: Vec<Handle>,
+    strategies: Vec<Arc<dyn Strategy>>,
+    conversion: Conversion,
+    arbiter: &actix::ArbiterHandle,
+) -> Result<Vec<Entry>, StorageError> {
+    let storage = strategies
+        .iter()
+        .position(|s| s.def().version == conversion.storage_version)
+        .unwrap_or(0);
+    let arbiters = std::slice::from_ref(arbiter);
+    let actors = ResourceActor::start_versions(handles, storage, &conversion, arbiters).await?;
+    let entries = strategies.into_iter().zip(actors).enumerate();
+    let entries = entries.map(|(i, (strategy, actor))| Entry {
+        strategy,
+        actor,
+        primary: i == storage,
+    });
+    Ok(entries.collect())
 }

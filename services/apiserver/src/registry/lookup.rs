@@ -23,7 +23,7 @@ impl CachedObjects {
     /// Every served type's handle, as its actor holds it.
     pub async fn of(catalog: &Catalog) -> CachedObjects {
         let mut handles = HashMap::new();
-        for entry in catalog.entries() {
+        for entry in catalog.entries().iter().filter(|e| e.primary) {
             if let Ok(handle) = entry.actor.send(actor::Storage).await {
                 let def = handle.def();
                 let key = (def.group.to_string(), def.resource.to_string());

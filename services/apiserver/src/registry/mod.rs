@@ -10,6 +10,7 @@ mod admit;
 pub mod binding;
 pub mod catalog;
 pub mod claims;
+pub mod conversion;
 pub mod deletion;
 pub mod flow;
 #[cfg(test)]

@@ -263,6 +263,21 @@ pub trait Strategy: Send + Sync + 'static {
         &[]
     }
 
+    /// For a type served in several versions (one strategy per version,
+    /// the same group and resource): the version objects are stored in
+    /// and what converts between them (see `registry::conversion`). None:
+    /// served in its own version only.
+    fn conversion(&self) -> Option<super::conversion::Conversion> {
+        None
+    }
+
+    /// Served to clients. A version kept only to write the type's objects
+    /// (a CRD's storage version marked `served: false`) is neither routed
+    /// nor discovered, but stores and converts as the others do.
+    fn served(&self) -> bool {
+        true
+    }
+
     /// Refuses a write its requester may not make because of what the
     /// object grants (`old` is None on a create), after validation.
     fn check_requester(

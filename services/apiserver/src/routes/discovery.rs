@@ -55,15 +55,52 @@ fn aggregated_resource(entry: &Entry) -> Value {
     })
 }
 
-/// Served groups with their versions: the catalog's, then the reviews'.
-fn all_groups(state: &AppState) -> Vec<(&'static str, &'static str)> {
-    let mut groups = state.catalog.groups();
+/// Served groups with their versions: the catalog's, then the reviews';
+/// each group's versions in kube's order of preference (the first is the
+/// preferred one).
+fn all_groups(state: &AppState) -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut pairs = state.catalog.groups();
     for review in &REVIEWS {
-        if !groups.contains(&(review.group, review.version)) {
-            groups.push((review.group, review.version));
+        if !pairs.contains(&(review.group, review.version)) {
+            pairs.push((review.group, review.version));
         }
     }
+    let mut groups: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+    for (group, version) in pairs {
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, versions)) => versions.push(version),
+            None => groups.push((group, vec![version])),
+        }
+    }
+    for (_, versions) in &mut groups {
+        versions.sort_by_key(|v| version_priority(v));
+    }
     groups
+}
+
+/// kube's order of API versions (`CompareKubeAwareVersionStrings`):
+/// GA before beta before alpha, higher numbers first; versions of
+/// another form last, alphabetically.
+fn version_priority(version: &str) -> (u8, i64, i64, String) {
+    let other = (3, 0, 0, version.to_string());
+    let Some(rest) = version.strip_prefix('v') else {
+        return other;
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    let Ok(major) = rest[..digits].parse::<i64>() else {
+        return other;
+    };
+    let tail = &rest[digits..];
+    let (level, minor) = match (tail.strip_prefix("beta"), tail.strip_prefix("alpha")) {
+        _ if tail.is_empty() => (0, Some(0)),
+        (Some(n), _) => (1, n.parse::<i64>().ok()),
+        (_, Some(n)) => (2, n.parse::<i64>().ok()),
+        _ => (3, None),
+    };
+    match minor {
+        Some(minor) => (level, -major, -minor, String::new()),
+        None => other,
+    }
 }
 
 fn reviews_in<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static Review> + 'a {
@@ -90,10 +127,19 @@ fn aggregated(state: &AppState, core: bool) -> HttpResponse {
     let items: Vec<Value> = all_groups(state)
         .into_iter()
         .filter(|(group, _)| group.is_empty() == core)
-        .map(|(group, version)| {
-            let mut resources: Vec<Value> = entries(state, group, version).iter().map(aggregated_resource).collect();
-            resources.extend(reviews_in(group, version).map(aggregated_review));
-            json!({"metadata": {"name": group}, "versions": [{"version": version, "resources": resources, "freshness": "Current"}]})
+        .map(|(group, versions)| {
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|version| {
+                    let mut resources: Vec<Value> = entries(state, group, version)
+                        .iter()
+                        .map(aggregated_resource)
+                        .collect();
+                    resources.extend(reviews_in(group, version).map(aggregated_review));
+                    json!({"version": version, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": {"name": group}, "versions": versions})
         })
         .collect();
     let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items});
@@ -116,9 +162,11 @@ pub async fn core(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": req.connection_info().host()}]}))
 }
 
-fn api_group(group: &str, version: &str) -> Value {
-    let gv = json!({"groupVersion": group_version(group, version), "version": version});
-    json!({"name": group, "versions": [gv], "preferredVersion": gv})
+fn api_group(group: &str, versions: &[&str]) -> Value {
+    let gv =
+        |version: &&str| json!({"groupVersion": group_version(group, version), "version": version});
+    let all: Vec<Value> = versions.iter().map(gv).collect();
+    json!({"name": group, "versions": all, "preferredVersion": versions.first().map(gv)})
 }
 
 pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -128,7 +176,7 @@ pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
     let groups: Vec<Value> = all_groups(&state)
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
-        .map(|(g, v)| api_group(g, v))
+        .map(|(g, v)| api_group(g, &v))
         .collect();
     HttpResponse::Ok().json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }
@@ -142,7 +190,7 @@ pub async fn group(
         .into_iter()
         .find(|(g, _)| *g == group)
         .ok_or(ApiError::UnknownPath)?;
-    let mut body = api_group(g, v);
+    let mut body = api_group(g, &v);
     body["kind"] = "APIGroup".into();
     body["apiVersion"] = "v1".into();
     Ok(HttpResponse::Ok().json(body))
@@ -194,4 +242,21 @@ pub async fn group_resources(
 ) -> Result<HttpResponse, ApiError> {
     let (group, version) = path.into_inner();
     resource_list(&state, &group, &version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version_priority;
+
+    #[test]
+    fn versions_are_ordered_as_kube_orders_them() {
+        let mut versions = vec![
+            "v1alpha1", "v1", "foo", "v2beta1", "v2", "v1beta2", "v10", "v1beta1",
+        ];
+        versions.sort_by_key(|v| version_priority(v));
+        assert_eq!(
+            versions,
+            ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+        );
+    }
 }

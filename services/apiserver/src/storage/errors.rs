@@ -52,6 +52,10 @@ pub enum StorageError {
     /// A cache in front of the store did not catch up with it in time.
     #[error("{0}")]
     CacheBehind(String),
+    /// An object could not be converted between the versions of its type
+    /// (a type served in several versions, `registry::conversion`).
+    #[error("{0}")]
+    Conversion(String),
 }
 
 impl StorageError {

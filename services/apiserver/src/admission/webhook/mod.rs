@@ -24,9 +24,9 @@
 //! ```
 
 mod call;
-mod client;
+pub mod client;
 mod conditions;
-mod endpoint;
+pub mod endpoint;
 mod hook;
 mod matching;
 mod metrics;

@@ -485,6 +485,24 @@ pub(super) const PRIORITY_CLASS: &[Field] = &[
     f(5, "preemptionPolicy", Ty::Str),
 ];
 
+// autoscaling/v1, as `kubectl autoscale` sends it.
+pub(super) const CROSS_VERSION_OBJECT_REFERENCE: &[Field] = &[
+    f(1, "kind", Ty::Str),
+    f(2, "name", Ty::Str),
+    f(3, "apiVersion", Ty::Str),
+];
+pub(super) const HPA_V1_SPEC: &[Field] = &[
+    f(1, "scaleTargetRef", Ty::Msg(CROSS_VERSION_OBJECT_REFERENCE)),
+    f(2, "minReplicas", Ty::Int),
+    f(3, "maxReplicas", Ty::Count),
+    f(4, "targetCPUUtilizationPercentage", Ty::Int),
+];
+pub(super) const HPA_V1: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(HPA_V1_SPEC)),
+    f(3, "status", Ty::Ignored),
+];
+
 pub(super) fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
         ("v1", "ConfigMap") => CONFIG_MAP,
@@ -507,6 +525,7 @@ pub(super) fn schema_of(api_version: &str, kind: &str) -> Option<&'static [Field
         ("v1", "ResourceQuota") => RESOURCE_QUOTA,
         ("policy/v1", "PodDisruptionBudget") => POD_DISRUPTION_BUDGET,
         ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,
+        ("autoscaling/v1", "HorizontalPodAutoscaler") => HPA_V1,
         _ => return None,
     })
 }

@@ -15,6 +15,7 @@ use actix::prelude::*;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::conversion::{self, Conversion, Converted};
 use super::flow::{self, Handle, Page, Part};
 use super::options::ListOptions;
 use crate::cache::{Cacher, Filter, WatchItem, WatchRequest};
@@ -32,6 +33,11 @@ pub struct ResourceActor {
     cacher: Arc<Cacher>,
     /// What keeps the cache current, until the actor runs it.
     feed: Option<Feed>,
+    /// The actor whose feed keeps the cache sends its bookmarks.
+    owns_cache: bool,
+    /// For one version of a type served in several: the handle's
+    /// storage, which converts watch items too.
+    view: Option<Converted>,
 }
 
 impl ResourceActor {
@@ -51,8 +57,59 @@ impl ResourceActor {
                 handle,
                 cacher,
                 feed: Some(feed),
+                owns_cache: true,
+                view: None,
             }
         }))
+    }
+
+    /// Serves one type in several versions: one Cacher, filled and fed
+    /// through `handles[owner]` (the storage version's, when served), and
+    /// an actor per version whose storage is the Cacher converted to its
+    /// version (see `registry::conversion`), writing `conversion`'s
+    /// storage version. The actors, in the order of `handles`; stopping
+    /// the owner stops the cache.
+    pub async fn start_versions(
+        handles: Vec<Handle>,
+        owner: usize,
+        conversion: &Conversion,
+        arbiters: &[actix::ArbiterHandle],
+    ) -> Result<Vec<Addr<ResourceActor>>, StorageError> {
+        let storage = owner;
+        let converter = conversion.converter.clone();
+        let owner = &handles[owner];
+        let prefix = owner.collection(None);
+        let fields = owner.strategy.selectable_fields();
+        let stored_as = match owner.def().group {
+            "" => conversion.storage_version.to_string(),
+            group => format!("{group}/{}", conversion.storage_version),
+        };
+        let (cacher, feed) = Cacher::start(owner.store.clone(), prefix, fields).await?;
+        let mut feed: Option<Feed> = Some(Box::pin(feed));
+        let mut actors = Vec::new();
+        for (i, mut handle) in handles.into_iter().enumerate() {
+            let view = Converted::new(
+                cacher.clone(),
+                converter.clone(),
+                handle.def().api_version(),
+                stored_as.clone(),
+                handle.strategy.selectable_fields(),
+            );
+            handle.store = Arc::new(view.clone());
+            let feed = if i == storage { feed.take() } else { None };
+            let cacher = cacher.clone();
+            let arbiter = &arbiters[i % arbiters.len()];
+            actors.push(ResourceActor::start_in_arbiter(arbiter, move |_| {
+                ResourceActor {
+                    handle,
+                    cacher,
+                    owns_cache: feed.is_some(),
+                    feed,
+                    view: Some(view),
+                }
+            }));
+        }
+        Ok(actors)
     }
 }
 
@@ -74,6 +131,9 @@ impl Actor for ResourceActor {
         if let Some(feed) = self.feed.take() {
             // Runs as long as the actor does, on its arbiter.
             ctx.spawn(actix::fut::wrap_future(feed));
+        }
+        if !self.owns_cache {
+            return;
         }
         ctx.run_interval(BOOKMARK_EVERY, |actor, _| {
             let handle = &actor.handle;
@@ -180,10 +240,14 @@ impl Handler<Watch> for ResourceActor {
             },
         };
         let cacher = self.cacher.clone();
+        let view = self.view.clone();
         Box::pin(async move {
-            cacher
-                .watch_objects(request)
-                .await
+            let items = cacher.watch_objects(request).await;
+            items
+                .map(|items| match view {
+                    Some(view) => conversion::convert_items(items, view),
+                    None => items,
+                })
                 .map_err(|err| match err {
                     StorageError::Compacted {
                         requested,

@@ -1,4 +1,4 @@
-//! autoscaling/v2 HorizontalPodAutoscaler and policy/v1
+//! autoscaling/v2 HorizontalPodAutoscaler (v1 in `autoscaling_v1.rs`) and policy/v1
 //! PodDisruptionBudget: the objects that bound how many pods run.
 
 use std::sync::Arc;
@@ -17,7 +17,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![Arc::new(autoscalers()), Arc::new(disruption_budgets())]
 }
 
-fn hpa_def() -> ResourceDef {
+pub(super) fn hpa_def() -> ResourceDef {
     ResourceDef {
         short_names: &["hpa"],
         categories: &["all"],
@@ -40,6 +40,8 @@ fn autoscalers() -> Simple<HorizontalPodAutoscaler> {
         defaults: hpa_defaults,
         // desiredReplicas is a required field of the v2 status.
         on_create: |o| o["status"] = json!({"desiredReplicas": 0}),
+        // autoscaling/v1 is served over it (`autoscaling_v1.rs`).
+        conversion: Some(super::hpa_conversion::conversion),
         ..simple(hpa_def())
     }
 }
@@ -66,7 +68,7 @@ fn hpa_defaults(obj: &mut Value) {
     }
 }
 
-fn validate_hpa(obj: &Value) -> Vec<Cause> {
+pub(super) fn validate_hpa(obj: &Value) -> Vec<Cause> {
     let spec = &obj["spec"];
     let mut causes = Vec::new();
     for field in ["kind", "name"] {
@@ -139,7 +141,7 @@ fn metric_causes(metric: &Value, path: &str) -> Vec<Cause> {
     causes
 }
 
-fn hpa_columns() -> Vec<Column> {
+pub(super) fn hpa_columns() -> Vec<Column> {
     vec![
         Column::new("Reference", "string", "scaleTargetRef points to the target resource to scale."),
         Column::new("Targets", "string", "metrics contains the specifications for which to use to calculate the desired replica count."),
@@ -150,7 +152,7 @@ fn hpa_columns() -> Vec<Column> {
     ]
 }
 
-fn hpa_cells(obj: &Value) -> Vec<Value> {
+pub(super) fn hpa_cells(obj: &Value) -> Vec<Value> {
     let spec = &obj["spec"];
     let target = &spec["scaleTargetRef"];
     let reference = format!(

@@ -3,6 +3,7 @@
 mod admission_policy;
 mod admissionregistration;
 mod autoscaling;
+mod autoscaling_v1;
 mod batch;
 mod common;
 mod configmap;
@@ -11,6 +12,7 @@ pub mod crd;
 pub mod custom;
 mod deployment;
 mod discovery;
+mod hpa_conversion;
 mod namespace;
 mod networking;
 mod pod;
@@ -47,6 +49,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
     kinds.extend(core_storage::all());
     kinds.extend(batch::all());
     kinds.extend(autoscaling::all());
+    kinds.push(Arc::new(autoscaling_v1::autoscalers_v1()));
     kinds.extend(networking::all());
     kinds.extend(rbac::all());
     kinds.extend(storage::all());

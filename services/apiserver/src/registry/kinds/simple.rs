@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::super::conversion::Conversion;
 use super::super::strategy::{age_cell, Column, Requester, ResourceDef, Strategy, AGE};
 use super::super::typed::{decode, Decoded};
 use super::workload;
@@ -39,6 +40,8 @@ pub struct Simple<K> {
     pub expires: bool,
     /// Rules about who may write an object (see `Strategy::check_requester`).
     pub check_requester: fn(&Value, Option<&Value>, &dyn Requester) -> Result<(), ApiError>,
+    /// For a type served in several versions (see `Strategy::conversion`).
+    pub conversion: Option<fn() -> Conversion>,
     pub kind: PhantomData<fn() -> K>,
 }
 
@@ -109,6 +112,10 @@ where
     ) -> Result<(), ApiError> {
         (self.check_requester)(obj, old, requester)
     }
+
+    fn conversion(&self) -> Option<Conversion> {
+        self.conversion.map(|conversion| conversion())
+    }
 }
 
 pub fn def(
@@ -156,6 +163,7 @@ pub fn simple<K>(def: ResourceDef) -> Simple<K> {
         name_cell: |o| o["metadata"]["name"].clone(),
         expires: false,
         check_requester: |_, _, _| Ok(()),
+        conversion: None,
         kind: PhantomData,
     }
 }

@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
-    JSONSchemaProps,
+    CustomResourceConversion, CustomResourceDefinition, CustomResourceDefinitionNames,
+    CustomResourceDefinitionVersion, JSONSchemaProps,
 };
 use serde_json::Value;
 
@@ -91,7 +91,56 @@ pub fn validate(crd: &CustomResourceDefinition) -> Vec<Cause> {
     }
     causes.extend(validate_names(&spec.names, "spec.names"));
     causes.extend(validate_versions(&spec.versions));
+    if let Some(conversion) = &spec.conversion {
+        causes.extend(validate_conversion(conversion));
+    }
     causes
+}
+
+/// `spec.conversion`: `None`, or `Webhook` with a client config kube can
+/// call and a ConversionReview version it speaks.
+fn validate_conversion(conversion: &CustomResourceConversion) -> Vec<Cause> {
+    let path = "spec.conversion";
+    let webhook = conversion.webhook.as_ref();
+    match conversion.strategy.as_str() {
+        "None" if webhook.is_some_and(|w| w.client_config.is_some()) => vec![Cause {
+            reason: "FieldValueForbidden",
+            field: format!("{path}.webhook"),
+            message: "Forbidden: should not be set when strategy is not set to Webhook".into(),
+        }],
+        "None" => Vec::new(),
+        "Webhook" => {
+            let needed = "required when strategy is set to Webhook";
+            let Some(webhook) = webhook else {
+                return vec![required(&format!("{path}.webhook"), needed)];
+            };
+            let mut causes = Vec::new();
+            match &webhook.client_config {
+                None => causes.push(required(&format!("{path}.webhook.clientConfig"), needed)),
+                Some(config) if config.url.is_some() == config.service.is_some() => {
+                    causes.push(required(
+                        &format!("{path}.webhook.clientConfig"),
+                        "exactly one of url or service is required",
+                    ))
+                }
+                Some(_) => {}
+            }
+            let versions = &webhook.conversion_review_versions;
+            if !versions.iter().any(|v| v == "v1" || v == "v1beta1") {
+                causes.push(invalid_shown(
+                    &format!("{path}.webhook.conversionReviewVersions"),
+                    &format!("{versions:?}"),
+                    "must include at least one of v1, v1beta1",
+                ));
+            }
+            causes
+        }
+        other => vec![unsupported(
+            &format!("{path}.strategy"),
+            other,
+            &["None", "Webhook"],
+        )],
+    }
 }
 
 pub fn validate_names(names: &CustomResourceDefinitionNames, path: &str) -> Vec<Cause> {

@@ -71,3 +71,29 @@ async fn created_objects_are_pruned_defaulted_and_validated() {
     );
     assert_eq!(written.body["metadata"]["generation"], 1);
 }
+
+#[test]
+fn versions_not_served_are_left_out_but_the_storage_version_is_kept() {
+    let crd = json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
+        "scope": "Cluster", "names": {"plural": "widgets", "kind": "Widget"},
+        "versions": [{"name": "v1", "served": false, "storage": false},
+                     {"name": "v2", "served": true, "storage": false},
+                     {"name": "v3", "served": true, "storage": true}]}});
+    let mut stored_only = crd.clone();
+    stored_only["spec"]["versions"][2]["served"] = false.into();
+    let crd = serde_json::from_value(crd).unwrap();
+    let objects = Arc::new(crate::admission::plugins::testing::Memory::default());
+    let (versions, conversion) = Custom::versions(&crd, objects).unwrap();
+    let names: Vec<(&str, bool)> = versions
+        .iter()
+        .map(|s| (s.def().version, s.served()))
+        .collect();
+    assert_eq!(names, [("v2", true), ("v3", true)]);
+    assert_eq!(conversion.storage_version, "v3");
+    // A storage version not served still stores, but is not served.
+    let stored_only = serde_json::from_value(stored_only).unwrap();
+    let objects = Arc::new(crate::admission::plugins::testing::Memory::default());
+    let (versions, _) = Custom::versions(&stored_only, objects).unwrap();
+    let served: Vec<bool> = versions.iter().map(|s| s.served()).collect();
+    assert_eq!(served, [true, false]);
+}

@@ -10,6 +10,7 @@ mod intern;
 pub mod prune;
 pub mod rules;
 pub mod schema;
+pub mod webhook;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion, CustomResourceSubresourceScale,
@@ -19,14 +20,20 @@ use schemars::gen::SchemaGenerator;
 use schemars::schema::{Schema, SchemaObject};
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
 use self::columns::PrinterColumn;
+use crate::admission::objects::Objects;
 use crate::error::Cause;
 use crate::object::meta::NameRule;
+use crate::registry::conversion::{Conversion, Converter, Rewrite};
 use crate::registry::strategy::{Column, ResourceDef, Strategy};
 use crate::registry::typed::Decoded;
 
 pub struct Custom {
     def: ResourceDef,
+    /// The version is `served` (else it only stores: see `Strategy::served`).
+    served: bool,
     schema: Option<JSONSchemaProps>,
     /// The schema's `x-kubernetes-validations`, compiled.
     rules: rules::Rules,
@@ -47,6 +54,35 @@ impl Custom {
     pub fn of(crd: &CustomResourceDefinition) -> Option<Custom> {
         let version = crd.spec.versions.iter().find(|v| v.storage)?;
         Some(Custom::of_version(crd, version))
+    }
+
+    /// The strategies of `crd`'s served versions (the storage version's
+    /// too, served or not, so its objects are written through it), and
+    /// how objects convert between them: `None` rewrites apiVersion only,
+    /// `Webhook` asks the CRD's webhook (its service looked up in
+    /// `objects`).
+    pub fn versions(
+        crd: &CustomResourceDefinition,
+        objects: Arc<dyn Objects>,
+    ) -> Option<(Vec<Arc<dyn Strategy>>, Conversion)> {
+        let storage = crd.spec.versions.iter().find(|v| v.storage)?;
+        let served = crd.spec.versions.iter().filter(|v| v.served || v.storage);
+        let strategies = served
+            .map(|v| Arc::new(Custom::of_version(crd, v)) as Arc<dyn Strategy>)
+            .collect();
+        let spec = crd.spec.conversion.as_ref();
+        let converter: Arc<dyn Converter> = match spec.filter(|c| c.strategy == "Webhook") {
+            Some(spec) => match webhook::Webhook::of(spec, objects) {
+                Some(hook) => Arc::new(hook),
+                None => Arc::new(Rewrite),
+            },
+            None => Arc::new(Rewrite),
+        };
+        let conversion = Conversion {
+            storage_version: intern::text(&storage.name),
+            converter,
+        };
+        Some((strategies, conversion))
     }
 
     fn of_version(
@@ -89,6 +125,7 @@ impl Custom {
         let rules = schema.as_ref().map(rules::Rules::of).unwrap_or_default();
         Custom {
             def,
+            served: version.served,
             schema,
             rules,
             selectable: selectable(version),
@@ -142,6 +179,10 @@ fn pointer(path: &str) -> String {
 impl Strategy for Custom {
     fn def(&self) -> &ResourceDef {
         &self.def
+    }
+
+    fn served(&self) -> bool {
+        self.served
     }
 
     /// A schema has no patch strategies or merge keys; kube refuses
