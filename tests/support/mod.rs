@@ -26,6 +26,7 @@ pub mod tls;
 pub mod watch;
 pub mod watchdog;
 pub mod webhook;
+pub mod webhook_config;
 pub mod writers;
 
 use std::path::PathBuf;
