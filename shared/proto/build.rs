@@ -6,7 +6,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Build scripts run single-threaded, so setting our own variable is sound.
         std::env::set_var("PROTOC", protoc_bin_vendored::protoc_bin_path()?);
     }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not when it is compiled: a compiled build
+    // script may be reused by another checkout sharing the target folder.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR")?;
+    let root = std::path::Path::new(&manifest_dir).join("../../proto");
     let etcd = root.join("etcd");
     let capstan = root.join("capstan");
     let files = [
