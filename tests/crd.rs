@@ -4,11 +4,9 @@
 //! scaled and watched; the CRD's deletion removing them; a second API
 //! server serving the CRDs it finds in storage; name conflicts refused.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use capstan_tests::apiserver::{ApiCluster, Backend, Http, Kubectl};
-use capstan_tests::kubectl::Lines;
 use capstan_tests::poll::wait_for;
 use capstan_tests::tls::Identity;
 
@@ -215,19 +213,15 @@ fn a_custom_resource_is_served_validated_and_scaled(backend: Backend) {
     );
 
     // A watch sees new instances.
-    let mut child = kubectl
-        .command(&[
-            "get",
-            "widgets",
-            "-w",
-            "--output-watch-events",
-            "-o",
-            "name",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = Lines::of(child.stdout.take().unwrap());
+    let watch = kubectl.spawn(&[
+        "get",
+        "widgets",
+        "-w",
+        "--output-watch-events",
+        "-o",
+        "name",
+    ]);
+    let lines = &watch.lines;
     assert_eq!(
         lines.next(WAIT, "the initial widget"),
         "widget.example.com/w1"
@@ -237,8 +231,7 @@ fn a_custom_resource_is_served_validated_and_scaled(backend: Backend) {
         &WIDGET.replace("w1", "w3").replace(", bogus: true", ""),
     );
     assert_eq!(lines.next(WAIT, "the new widget"), "widget.example.com/w3");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(watch);
 
     // Deleting the CRD deletes its instances and stops serving them.
     let deleted = kubectl.ok(&["delete", "crd", "widgets.example.com", "--timeout=30s"]);

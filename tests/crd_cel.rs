@@ -5,11 +5,9 @@
 //! lists and watches, `kubectl explain` of a custom field, OpenAPI v2 with
 //! the custom definitions, and `kubectl replace` with client validation.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use capstan_tests::apiserver::{ApiCluster, Backend, Http};
-use capstan_tests::kubectl::Lines;
 use capstan_tests::poll::wait_for;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -193,20 +191,16 @@ fn selectable_fields_explain_and_openapi_v2(backend: Backend) {
         "{}",
         stderr_of(&unknown)
     );
-    let mut child = kubectl
-        .command(&[
-            "get",
-            "gizmos",
-            "-w",
-            "--field-selector",
-            "spec.color=blue",
-            "-o",
-            "name",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = Lines::of(child.stdout.take().unwrap());
+    let watch = kubectl.spawn(&[
+        "get",
+        "gizmos",
+        "-w",
+        "--field-selector",
+        "spec.color=blue",
+        "-o",
+        "name",
+    ]);
+    let lines = &watch.lines;
     assert_eq!(
         lines.next(WAIT, "the blue gizmo"),
         "gizmo.example.com/blue-one"
@@ -218,8 +212,7 @@ fn selectable_fields_explain_and_openapi_v2(backend: Backend) {
         lines.next(WAIT, "the new blue gizmo"),
         "gizmo.example.com/blue-two"
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(watch);
 
     // kubectl explain reads the custom schema's descriptions (OpenAPI v3).
     let explained = kubectl.ok(&["explain", "gizmos.spec.color"]);

@@ -2,7 +2,7 @@
 //! against an API server with an isolated kubeconfig and discovery cache.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use super::tls::{self, Identity};
 use super::watchdog;
@@ -82,6 +82,18 @@ contexts:\n- name: t\n  context: {{cluster: t, user: t, namespace: default}}\ncu
         checked(args, self.run_with_input(args, yaml))
     }
 
+    /// A command left running (such as `get -w`), its output read with
+    /// deadlines; stopped when the handle is dropped.
+    pub fn spawn(&self, args: &[&str]) -> Running {
+        let mut child = self
+            .command(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start kubectl {args:?}: {e}"));
+        let lines = Lines::of(child.stdout.take().expect("a piped stdout"));
+        Running { child, lines }
+    }
+
     /// stderr of a command that must fail.
     pub fn fails(&self, args: &[&str]) -> String {
         let output = self.run(args);
@@ -102,6 +114,19 @@ fn checked(args: &[&str], output: Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+/// A running kubectl and the lines it prints; killed when dropped.
+pub struct Running {
+    child: Child,
+    pub lines: Lines,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The lines a child process prints, read on a thread so that every read
