@@ -41,7 +41,7 @@ use crate::member::Cluster;
 use crate::mvcc::MvccStore;
 use crate::raft::{start_node, GrpcTransport, NodeConfig, RaftLog};
 use crate::server::{Context, Limits, Quota};
-use crate::storage::{Backend, SledBackend};
+use crate::storage::{Backend, SledBackend, WriteBehind};
 use crate::watch::WatchHub;
 
 /// How long open connections may take to close when the member stops.
@@ -55,7 +55,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(7);
 pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|err| StoreError::Storage(format!("{}: {err}", config.data_dir.display())))?;
-    let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(&config.data_dir.join("db"))?);
+    let engine = SledBackend::open(&config.data_dir.join("db"))?;
+    let backend: Arc<dyn Backend> = Arc::new(WriteBehind::new(engine)?);
     let cluster = Cluster::bootstrap(config, &*backend)?;
     let failpoints = config
         .experimental_enable_failpoints

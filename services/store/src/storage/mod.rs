@@ -7,8 +7,10 @@
 //! and nothing is durable until [`Backend::flush`] returns.
 
 mod sled_backend;
+mod write_behind;
 
 pub use sled_backend::SledBackend;
+pub use write_behind::WriteBehind;
 
 use crate::error::Result;
 
