@@ -58,13 +58,20 @@ fuzz: deps
 	CAPSTAN_TEST_BUDGET_SECS=7200 $(CARGO) test -p capstan-tests --test fuzz -- --nocapture
 
 ## Throughput and latency of capstan-store next to a real etcd, in one run.
+## Each run's results go to target/bench: run.json (the last run; the one
+## before is kept as previous.json and compared with) and store.svg, a picture.
 bench: deps
 	$(CARGO) build --release --bins
-	./target/release/capstan-bench --duration 10s
+	mkdir -p target/bench
+	if [ -f target/bench/run.json ]; then mv target/bench/run.json target/bench/previous.json; fi
+	./target/release/capstan-bench --duration 10s --json target/bench/run.json \
+		--plot target/bench/store.svg --compare target/bench/previous.json
 
 bench-short: deps
 	$(CARGO) build --bins
-	./target/debug/capstan-bench --duration 1s --clients 1,8 --api-list-size 100 --api-cache-objects 200 --quiet
+	mkdir -p target/bench
+	./target/debug/capstan-bench --duration 1s --clients 1,8 --api-list-size 100 --api-cache-objects 200 --quiet \
+		--json target/bench/short.json --plot target/bench/short.svg
 
 ## Long fault-injection runs: the fault suites (kill -9, SIGSTOP, partitions,
 ## one-way partitions, membership changes; histories checked for

@@ -80,6 +80,25 @@ pub struct Args {
     #[arg(long)]
     pub json: Option<PathBuf>,
 
+    /// Watchers of the watch fan-out workload, all on one prefix a writer
+    /// puts to at `--watch-rate` puts per second; 0 skips it.
+    #[arg(long, default_value_t = 1000)]
+    pub watchers: usize,
+
+    /// Puts per second during the watch fan-out workload.
+    #[arg(long, default_value_t = 50)]
+    pub watch_rate: u32,
+
+    /// Also draw the store results as an SVG picture in this file: ops/s
+    /// and p99 per workload and client count, capstan next to etcd.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+
+    /// A JSON report of an earlier run (`--json`) to compare this one with:
+    /// each store result's ops/s and p99 is printed next to that run's.
+    #[arg(long)]
+    pub compare: Option<PathBuf>,
+
     /// Which workloads: `store` (put/get on the etcd API), `apiserver`
     /// (get/list/create through capstan-apiserver on each store), or `all`.
     #[arg(long, default_value = "all", value_parser = ["store", "apiserver", "all"])]

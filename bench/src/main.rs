@@ -9,11 +9,17 @@
 //!   checks of what they did against the server's state;
 //! - [`report`]: per-run statistics, capstan/etcd ratios, table and JSON;
 //! - [`apiserver`]: capstan-apiserver on each store: get, list, create;
-//! - [`checks`]: the ledger behind the final `N passed, M failed` line.
+//! - [`checks`]: the ledger behind the final `N passed, M failed` line;
+//! - [`fanout`]: many watchers on one prefix, delivery latency per event;
+//! - [`plot`] and [`compare`]: the picture of a run, and a run next to an
+//!   earlier one's JSON.
 
 mod apiserver;
 mod checks;
 mod cli;
+mod compare;
+mod fanout;
+mod plot;
 mod report;
 mod servers;
 mod txn;
@@ -41,24 +47,47 @@ fn main() -> ExitCode {
     let mut stats = Vec::new();
     let mut api_stats = Vec::new();
     let mut cache_stats = Vec::new();
+    let mut fanouts = Vec::new();
     let ran = run(
         &args,
         &mut checks,
         &mut stats,
         &mut api_stats,
         &mut cache_stats,
+        &mut fanouts,
     );
     if let Err(err) = ran {
         checks.record("benchmark ran to the end", false, err);
     }
 
     print_store_results(&args, &stats);
+    if !fanouts.is_empty() {
+        print!("{}", fanout::table(&fanouts));
+    }
     print_api_results(&args, &api_stats);
     if !cache_stats.is_empty() {
         print!("{}", apiserver::cache_table(&cache_stats));
     }
     if let Some(path) = &args.json {
         write_json(&args, path, &stats, &api_stats, &mut checks);
+    }
+    if let Some(path) = args.plot.as_ref().filter(|_| !stats.is_empty()) {
+        let title = format!(
+            "capstan-store and etcd: {} member(s), {}-byte values, {:?} per run",
+            args.members, args.value_size, args.duration
+        );
+        match plot::write_svg(path, &stats, &title) {
+            Ok(()) => println!("plot: {}", path.display()),
+            Err(err) => {
+                checks.record("plot written", false, err);
+            }
+        }
+    }
+    if let Some(path) = args.compare.as_ref().filter(|p| p.exists()) {
+        match compare::table(&stats, path) {
+            Ok(table) => print!("{table}"),
+            Err(err) => println!("no comparison: {err}"),
+        }
     }
     for failure in checks.failures() {
         println!("FAILED: {}: {}", failure.name, failure.detail);
@@ -141,6 +170,7 @@ fn run(
     stats: &mut Vec<RunStats>,
     api_stats: &mut Vec<ApiStats>,
     cache_stats: &mut Vec<apiserver::CacheStats>,
+    fanouts: &mut Vec<fanout::FanoutStats>,
 ) -> Result<(), String> {
     let say = |line: String| {
         if !args.quiet {
@@ -182,6 +212,9 @@ fn run(
             checks,
             stats,
         )))??;
+        if args.watchers > 0 {
+            *fanouts = runtime.block_on(until_signal(run_fanouts(args, &servers, checks)))?;
+        }
     }
     // Started only now, so their background work (leases, reconcilers)
     // does not run during the store workloads, and from the main thread
@@ -308,6 +341,56 @@ async fn run_workloads(
         }
     }
     Ok(())
+}
+
+/// The watch fan-out workload on each server in turn.
+async fn run_fanouts(
+    args: &Args,
+    servers: &[ServerProcess],
+    checks: &mut Checks,
+) -> Vec<fanout::FanoutStats> {
+    let mut results = Vec::new();
+    for server in servers {
+        if !args.quiet {
+            eprintln!(
+                "running {} watch fan-out: {} watchers",
+                server.kind, args.watchers
+            );
+        }
+        let spec = fanout::FanoutSpec {
+            server: server.kind,
+            endpoint: server.endpoint(),
+            watchers: args.watchers,
+            writes_per_sec: args.watch_rate,
+            duration: args.duration,
+            request_timeout: args.request_timeout,
+        };
+        let name = format!(
+            "{}: every watcher saw every put once, in order",
+            server.kind
+        );
+        match fanout::run(spec, || server.cpu_seconds()).await {
+            Ok(stats) => {
+                let detail = format!(
+                    "{} of {} watchers incomplete; {} events delivered of {}",
+                    stats.incomplete_watchers,
+                    stats.watchers,
+                    stats.delivered,
+                    stats.writes * stats.watchers as u64
+                );
+                checks.record(
+                    name,
+                    stats.incomplete_watchers == 0 && stats.writes > 0,
+                    detail,
+                );
+                results.push(stats);
+            }
+            Err(err) => {
+                checks.record(name, false, err);
+            }
+        }
+    }
+    results
 }
 
 /// Runs `work` unless Ctrl-C or SIGTERM comes first; the servers are
