@@ -65,13 +65,13 @@ bench: deps
 	mkdir -p target/bench
 	if [ -f target/bench/run.json ]; then mv target/bench/run.json target/bench/previous.json; fi
 	./target/release/capstan-bench --duration 10s --json target/bench/run.json \
-		--plot target/bench/store.svg --compare target/bench/previous.json
+		--plot target/bench/store.svg --compare target/bench/previous.json --scale-keys 1000000
 
 bench-short: deps
 	$(CARGO) build --bins
 	mkdir -p target/bench
 	./target/debug/capstan-bench --duration 1s --clients 1,8 --api-list-size 100 --api-cache-objects 200 --quiet \
-		--json target/bench/short.json --plot target/bench/short.svg
+		--json target/bench/short.json --plot target/bench/short.svg --scale-keys 10000
 
 ## Long fault-injection runs: the fault suites (kill -9, SIGSTOP, partitions,
 ## one-way partitions, membership changes; histories checked for

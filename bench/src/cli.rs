@@ -85,6 +85,12 @@ pub struct Args {
     #[arg(long, default_value_t = 1000)]
     pub watchers: usize,
 
+    /// Keys of the scale run, loaded into each server after the other
+    /// workloads (disk, RSS, a page of a range, a count, a replay of the
+    /// history by a watch, a kill -9 and restart); 0 skips it.
+    #[arg(long, default_value_t = 0)]
+    pub scale_keys: usize,
+
     /// Puts per second during the watch fan-out workload.
     #[arg(long, default_value_t = 50)]
     pub watch_rate: u32,

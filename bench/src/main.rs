@@ -11,6 +11,7 @@
 //! - [`apiserver`]: capstan-apiserver on each store: get, list, create;
 //! - [`checks`]: the ledger behind the final `N passed, M failed` line;
 //! - [`fanout`]: many watchers on one prefix, delivery latency per event;
+//! - [`scale`]: many keys, then what a large store costs;
 //! - [`plot`] and [`compare`]: the picture of a run, and a run next to an
 //!   earlier one's JSON.
 
@@ -21,6 +22,7 @@ mod compare;
 mod fanout;
 mod plot;
 mod report;
+mod scale;
 mod servers;
 mod txn;
 mod verify;
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
     let mut api_stats = Vec::new();
     let mut cache_stats = Vec::new();
     let mut fanouts = Vec::new();
+    let mut scales = Vec::new();
     let ran = run(
         &args,
         &mut checks,
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         &mut api_stats,
         &mut cache_stats,
         &mut fanouts,
+        &mut scales,
     );
     if let Err(err) = ran {
         checks.record("benchmark ran to the end", false, err);
@@ -63,6 +67,9 @@ fn main() -> ExitCode {
     print_store_results(&args, &stats);
     if !fanouts.is_empty() {
         print!("{}", fanout::table(&fanouts));
+    }
+    if !scales.is_empty() {
+        print!("{}", scale::table(&scales));
     }
     print_api_results(&args, &api_stats);
     if !cache_stats.is_empty() {
@@ -171,6 +178,7 @@ fn run(
     api_stats: &mut Vec<ApiStats>,
     cache_stats: &mut Vec<apiserver::CacheStats>,
     fanouts: &mut Vec<fanout::FanoutStats>,
+    scales: &mut Vec<scale::ScaleStats>,
 ) -> Result<(), String> {
     let say = |line: String| {
         if !args.quiet {
@@ -240,6 +248,12 @@ fn run(
         let runs = apiserver::run_all(&config, &mut backends, checks, api_stats, cache_stats);
         runtime.block_on(until_signal(runs))?;
         apiserver::check_logs(&backends, checks);
+    }
+    // Last, so a large store does not slow the other workloads.
+    if args.runs_store() && args.scale_keys > 0 {
+        for server in servers.iter_mut() {
+            scales.extend(run_scale(args, &runtime, server, checks));
+        }
     }
     // Clients go before the servers do.
     drop(runtime);
@@ -341,6 +355,61 @@ async fn run_workloads(
         }
     }
     Ok(())
+}
+
+/// The scale run on one server: load and reads, then a kill -9 and a
+/// restart, after which every key must still be there.
+fn run_scale(
+    args: &Args,
+    runtime: &tokio::runtime::Runtime,
+    server: &mut ServerProcess,
+    checks: &mut Checks,
+) -> Option<scale::ScaleStats> {
+    let (kind, keys) = (server.kind, args.scale_keys);
+    if !args.quiet {
+        eprintln!("running {kind} scale run: {keys} keys");
+    }
+    let loaded = scale::load_and_read(
+        server,
+        keys,
+        args.value_size,
+        args.request_timeout,
+        !args.quiet,
+    );
+    let mut stats = match runtime.block_on(loaded) {
+        Ok(stats) => stats,
+        Err(err) => {
+            checks.record(
+                format!("{kind}: scale run loaded and read {keys} keys"),
+                false,
+                err,
+            );
+            return None;
+        }
+    };
+    checks.record(
+        format!("{kind}: scale run loaded and read {keys} keys"),
+        true,
+        "ok",
+    );
+    let name = format!("{kind}: every scale key is there after kill -9 and restart");
+    match server.restart_first(args.startup_timeout) {
+        Ok(took) => stats.restart_s = Some(took.as_secs_f64()),
+        Err(err) => {
+            checks.record(name, false, err);
+            return Some(stats);
+        }
+    }
+    match runtime.block_on(scale::count_keys(server, args.request_timeout)) {
+        Ok(found) => {
+            stats.keys_after_restart = Some(found);
+            checks.record(name, found == keys as i64, format!("{found} of {keys}"));
+        }
+        Err(err) => {
+            checks.record(name, false, err);
+        }
+    }
+    Some(stats)
 }
 
 /// The watch fan-out workload on each server in turn.

@@ -45,6 +45,10 @@ impl fmt::Display for ServerKind {
 /// With `members > 1` it is a whole cluster of that many processes.
 pub struct ServerProcess {
     pub kind: ServerKind,
+    binary: PathBuf,
+    names: Vec<String>,
+    peer_ports: Vec<u16>,
+    initial_cluster: String,
     client_ports: Vec<u16>,
     children: Vec<Child>,
     log_paths: Vec<PathBuf>,
@@ -96,21 +100,17 @@ impl ServerProcess {
             .join(",");
         let mut server = ServerProcess {
             kind,
+            binary: binary.to_path_buf(),
+            names: names.clone(),
+            peer_ports: peer_ports.to_vec(),
+            initial_cluster: initial_cluster.clone(),
             client_ports: client_ports.to_vec(),
             children: Vec::new(),
             log_paths: Vec::new(),
             _dir: dir,
         };
-        for (i, name) in names.iter().enumerate() {
-            let member = Member {
-                name,
-                data_dir: server._dir.path().join(name),
-                client_port: client_ports[i],
-                peer_port: peer_ports[i],
-                initial_cluster: &initial_cluster,
-            };
-            let log_path = server._dir.path().join(format!("{name}.log"));
-            let child = spawn_member(kind, binary, &member, &log_path)?;
+        for i in 0..members {
+            let (child, log_path) = server.spawn(i, "log")?;
             server.children.push(child);
             server.log_paths.push(log_path);
         }
@@ -118,6 +118,56 @@ impl ServerProcess {
             .wait_healthy(startup_timeout)
             .map_err(StartError::Retry)?;
         Ok(server)
+    }
+
+    /// Starts member `i` on its data directory, logging to `<name>.<log>`.
+    fn spawn(&self, i: usize, log: &str) -> Result<(Child, PathBuf), StartError> {
+        let name = &self.names[i];
+        let member = Member {
+            name,
+            data_dir: self._dir.path().join(name),
+            client_port: self.client_ports[i],
+            peer_port: self.peer_ports[i],
+            initial_cluster: &self.initial_cluster,
+        };
+        let log_path = self._dir.path().join(format!("{name}.{log}"));
+        let child = spawn_member(self.kind, &self.binary, &member, &log_path)?;
+        Ok((child, log_path))
+    }
+
+    /// Kills the first member (SIGKILL), starts it again on the same data,
+    /// and returns how long it took from the start to healthy.
+    pub fn restart_first(&mut self, timeout: Duration) -> Result<Duration, String> {
+        let mut old = self.children.remove(0);
+        let _ = old.kill();
+        let _ = old.wait();
+        let started = Instant::now();
+        let (child, log_path) = self.spawn(0, "restart.log").map_err(|err| match err {
+            StartError::Fatal(err) | StartError::Retry(err) => err,
+        })?;
+        self.children.insert(0, child);
+        self.log_paths.push(log_path);
+        self.wait_healthy(timeout)?;
+        Ok(started.elapsed())
+    }
+
+    /// Resident memory of all the server's processes, from `/proc`.
+    pub fn rss_bytes(&self) -> Option<u64> {
+        self.children
+            .iter()
+            .map(|child| {
+                let status =
+                    std::fs::read_to_string(format!("/proc/{}/status", child.id())).ok()?;
+                let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+                let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+                Some(kb * 1024)
+            })
+            .sum()
+    }
+
+    /// Bytes the first member's data directory takes on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        disk_usage(&self._dir.path().join(&self.names[0]))
     }
 
     /// The endpoint etcd clients connect to.
@@ -236,6 +286,22 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Allocated bytes of every file under `dir`.
+fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => disk_usage(&entry.path()),
+            Ok(meta) => meta.blocks() * 512,
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 /// User plus system CPU time of process `pid`, in seconds.
