@@ -1,7 +1,9 @@
 //! Discovery: legacy (APIVersions, APIGroupList, APIResourceList) and
 //! aggregated (apidiscovery.k8s.io/v2), chosen by the Accept header.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
+
+use super::chain::authentication::User;
 use serde_json::{json, Value};
 
 use super::reviews::{Review, REVIEWS};
@@ -142,6 +144,11 @@ fn aggregated(state: &AppState, core: bool) -> HttpResponse {
             json!({"metadata": {"name": group}, "versions": versions})
         })
         .collect();
+    let mut items = items;
+    if !core {
+        let available = state.aggregator.available();
+        items.extend(crate::aggregator::discovery::aggregated_items(&available));
+    }
     let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items});
     HttpResponse::Ok()
         .content_type(AGGREGATED)
@@ -173,11 +180,12 @@ pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
     if wants_aggregated(&req) {
         return aggregated(&state, false);
     }
-    let groups: Vec<Value> = all_groups(&state)
+    let mut groups: Vec<Value> = all_groups(&state)
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
         .map(|(g, v)| api_group(g, &v))
         .collect();
+    groups.extend(extension_groups(&state).into_iter().map(|(_, group)| group));
     HttpResponse::Ok().json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }
 
@@ -186,11 +194,15 @@ pub async fn group(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let group = path.into_inner();
-    let (g, v) = all_groups(&state)
-        .into_iter()
-        .find(|(g, _)| *g == group)
-        .ok_or(ApiError::UnknownPath)?;
-    let mut body = api_group(g, &v);
+    let local = all_groups(&state).into_iter().find(|(g, _)| *g == group);
+    let mut body = match local {
+        Some((g, v)) => api_group(g, &v),
+        None => extension_groups(&state)
+            .into_iter()
+            .find(|(name, _)| *name == group)
+            .map(|(_, body)| body)
+            .ok_or(ApiError::UnknownPath)?,
+    };
     body["kind"] = "APIGroup".into();
     body["apiVersion"] = "v1".into();
     Ok(HttpResponse::Ok().json(body))
@@ -236,12 +248,35 @@ pub async fn core_resources(
     resource_list(&state, "", &path.into_inner())
 }
 
+/// A group/version's resources: this server's, or those of the
+/// extension API server its APIService names (asked as the user).
 pub async fn group_resources(
+    req: HttpRequest,
+    payload: web::Payload,
     path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (group, version) = path.into_inner();
+    if let Some(remote) = state.aggregator.remote(&group, &version) {
+        let user = req.extensions().get::<User>().cloned();
+        let user =
+            user.ok_or_else(|| ApiError::Internal("no user for a proxied request".into()))?;
+        return super::aggregated::proxy(&req, payload, &state, &remote, &user).await;
+    }
     resource_list(&state, &group, &version)
+}
+
+/// The available extension groups (`crate::aggregator`), by name, as
+/// APIGroup values.
+fn extension_groups(state: &AppState) -> Vec<(String, Value)> {
+    let available = state.aggregator.available();
+    let groups = crate::aggregator::discovery::groups(&available);
+    let as_group = |g: crate::aggregator::discovery::Group| {
+        let versions: Vec<&str> = g.versions.iter().map(String::as_str).collect();
+        let body = api_group(&g.name, &versions);
+        (g.name, body)
+    };
+    groups.into_iter().map(as_group).collect()
 }
 
 #[cfg(test)]
