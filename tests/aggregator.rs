@@ -131,6 +131,72 @@ fn local_apiservices_are_listed_and_bad_ones_refused() {
         .contains("BEGIN CERTIFICATE"));
 }
 
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+
+#[test]
+fn custom_resources_get_a_local_apiservice_while_served() {
+    let capstan = Embedded::start();
+    let kubectl = &capstan.kubectl;
+    kubectl.ok_with_input(&["apply", "-f", "-"], CRD);
+    wait_available(kubectl, "v1.example.com", "True", "Local");
+    kubectl.ok(&["delete", "crd", "widgets.example.com"]);
+    wait_for(WAIT, "v1.example.com removed", || {
+        let names = kubectl.ok(&["get", "apiservices", "-o", "name"]);
+        (!names.contains("/v1.example.com")).then_some(())
+    });
+}
+
+/// An extension server calling back (`capstan`'s requestheader
+/// authentication): the front-proxy certificate and X-Remote-* headers
+/// name the user; the same headers from an ordinary client are ignored.
+#[test]
+fn a_front_proxy_names_the_user_in_headers() {
+    let capstan = Embedded::start();
+    let pki = capstan.pki();
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap();
+    let front_proxy = Identity::Certificate {
+        cert: read(pki.front_proxy_client_cert()),
+        key: read(pki.front_proxy_client_key()),
+    };
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("X-Remote-User", "jane"),
+        ("X-Remote-Group", "dev"),
+        ("X-Remote-Extra-Example.com%2fscopes", "read"),
+    ];
+    let body = review.to_string();
+    let who = |identity: &Identity| {
+        let mut connection = Connection::connect_as(capstan.port, identity).unwrap();
+        let response = connection
+            .send("POST", path, &headers, body.as_bytes())
+            .unwrap();
+        assert_eq!(response.status, 201, "{}", response.text());
+        response.json().unwrap()["status"]["userInfo"].clone()
+    };
+    let jane = who(&front_proxy);
+    assert_eq!(jane["username"], "jane");
+    assert!(jane["groups"].as_array().unwrap().contains(&json!("dev")));
+    assert_eq!(jane["extra"]["example.com/scopes"], json!(["read"]));
+    let admin = who(&Identity::Admin);
+    assert_eq!(admin["username"], "system:admin");
+}
+
 #[test]
 fn kubectl_top_reads_an_aggregated_metrics_server() {
     let capstan = Embedded::start();

@@ -290,20 +290,38 @@ async fn start_aggregator(
     catalog: &Arc<Catalog>,
     objects: Arc<CachedObjects>,
 ) -> Result<Arc<Aggregator>, StartError> {
-    let mut served = catalog.groups();
+    // The built-in groups only: custom ones get theirs from the
+    // availability controller, which also removes them.
+    let mut served: Vec<(&str, &str)> = Vec::new();
+    for entry in catalog.entries() {
+        let def = entry.strategy.def();
+        if !served.contains(&(def.group, def.version)) {
+            served.push((def.group, def.version));
+        }
+    }
+    let mut reviews = Vec::new();
     for review in &routes::reviews::REVIEWS {
         if !served.contains(&(review.group, review.version)) {
             served.push((review.group, review.version));
+            reviews.push((review.group, review.version));
         }
     }
     autoregister::ensure_local(catalog, &served).await?;
     let client_ca = std::fs::read_to_string(&config.client_ca_file).ok();
     let data = authentication_configmap::data(&config.aggregator, client_ca.as_deref());
-    authentication_configmap::publish(catalog, data).await?;
+    // Another API server on the same store may be writing it at once:
+    // the one that loses the race leaves it to the winner.
+    if let Err(err) = authentication_configmap::publish(catalog, data).await {
+        tracing::warn!(%err, "publishing extension-apiserver-authentication");
+    }
     let identity = config.aggregator.client_identity()?;
     let proxy = Proxy::new(Configs::new(identity));
     let aggregator = Arc::new(Aggregator::new(proxy, objects as Arc<dyn Objects>));
-    actix_rt::spawn(availability::run(catalog.clone(), aggregator.clone()));
+    actix_rt::spawn(availability::run(
+        catalog.clone(),
+        aggregator.clone(),
+        reviews,
+    ));
     Ok(aggregator)
 }
 

@@ -48,9 +48,15 @@ pub struct Verdict {
 }
 
 /// Runs the controller until the process ends.
-pub async fn run(catalog: Arc<Catalog>, aggregator: Arc<Aggregator>) {
+/// `fixed` are the group/versions served without a catalog entry (the
+/// reviews), for the Local APIServices (`autoregister.rs`).
+pub async fn run(
+    catalog: Arc<Catalog>,
+    aggregator: Arc<Aggregator>,
+    fixed: Vec<(&'static str, &'static str)>,
+) {
     loop {
-        let (revision, written) = pass(&catalog, &aggregator).await.unwrap_or((0, 0));
+        let (revision, written) = pass(&catalog, &aggregator, &fixed).await.unwrap_or((0, 0));
         wait_for_change(&catalog, revision, written).await;
     }
 }
@@ -68,7 +74,11 @@ fn mailbox(err: actix::MailboxError) -> ApiError {
 /// One look at every APIService: probe, write changed conditions, and
 /// publish the routing table. The list's revision, and that of the last
 /// status written.
-async fn pass(catalog: &Catalog, aggregator: &Aggregator) -> Option<(i64, i64)> {
+async fn pass(
+    catalog: &Catalog,
+    aggregator: &Aggregator,
+    fixed: &[(&'static str, &'static str)],
+) -> Option<(i64, i64)> {
     let message = actor::List {
         namespace: None,
         options: ListOptions::default(),
@@ -81,9 +91,13 @@ async fn pass(catalog: &Catalog, aggregator: &Aggregator) -> Option<(i64, i64)> 
             return None;
         }
     };
+    let objects: Vec<Value> = page.items.iter().map(|o| o.value()).collect();
+    if let Err(err) = super::autoregister::sync(catalog, fixed, &objects).await {
+        tracing::warn!(%err, "Local APIServices of custom resources");
+    }
     let mut registrations = Vec::new();
     let mut written = 0;
-    for obj in page.items.iter().map(|o| o.value()) {
+    for obj in objects {
         let Some(mut registration) = Registration::of(&obj) else {
             continue;
         };

@@ -113,8 +113,7 @@ pub fn local_apiservice(group: &str, version: &str) -> Value {
     let (group_priority, version_priority) = local_priority(group, version);
     json!({
         "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-        "metadata": {"name": format!("{version}.{group}"),
-                     "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
+        "metadata": {"name": format!("{version}.{group}")},
         "spec": {"group": group, "version": version,
                  "groupPriorityMinimum": group_priority, "versionPriority": version_priority},
     })
