@@ -1,5 +1,6 @@
 //! Aggregated APIs (apiregistration.k8s.io/v1), driven with kubectl
-//! against `capstan`: the Local APIServices of its own groups; an
+//! against `capstan` (and `capstan-apiserver` with kube-apiserver's
+//! front-proxy flags on capstan-store and on etcd): the Local APIServices of its own groups; an
 //! APIService refused as kube refuses it; a metrics server written here
 //! (`support/metrics_server.rs`: HTTPS, its own CA, trusting only the
 //! front-proxy client certificate `capstan` made) registered through an
@@ -10,15 +11,17 @@
 //! Available=False. The proxy's added latency is printed (curl, direct
 //! and through the proxy), not asserted.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use base64::Engine;
-use capstan_tests::apiserver::{Embedded, Kubectl, WatchEvents};
+use capstan_apiserver::pki::Pki;
+use capstan_tests::apiserver::{ApiCluster, Backend, Embedded, Kubectl, WatchEvents};
 use capstan_tests::http::Connection;
 use capstan_tests::metrics_server::MetricsServer;
 use capstan_tests::poll::wait_for;
-use capstan_tests::tls::Identity;
+use capstan_tests::tls::{self, Identity};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -197,12 +200,41 @@ fn a_front_proxy_names_the_user_in_headers() {
     assert_eq!(admin["username"], "system:admin");
 }
 
-#[test]
-fn kubectl_top_reads_an_aggregated_metrics_server() {
-    let capstan = Embedded::start();
+capstan_tests::on_both_backends!(kubectl_top_reads_an_aggregated_metrics_server);
+
+/// kube-apiserver's front-proxy flags over the cluster's certificates
+/// (kubeadm's values, as `capstan` passes them).
+fn front_proxy_flags(dir: &Path) -> Vec<String> {
+    let pki = tls::pki_in(dir);
+    let path = |p: std::path::PathBuf| p.display().to_string();
+    [
+        (
+            "--proxy-client-cert-file",
+            path(pki.front_proxy_client_cert()),
+        ),
+        (
+            "--proxy-client-key-file",
+            path(pki.front_proxy_client_key()),
+        ),
+        ("--requestheader-client-ca-file", path(pki.front_proxy_ca())),
+        ("--requestheader-username-headers", "X-Remote-User".into()),
+        ("--requestheader-group-headers", "X-Remote-Group".into()),
+        (
+            "--requestheader-extra-headers-prefix",
+            "X-Remote-Extra-".into(),
+        ),
+        ("--requestheader-allowed-names", "front-proxy-client".into()),
+    ]
+    .into_iter()
+    .flat_map(|(flag, value)| [flag.to_string(), value])
+    .collect()
+}
+
+fn kubectl_top_reads_an_aggregated_metrics_server(backend: Backend) {
+    let capstan = ApiCluster::start_with(backend, front_proxy_flags);
     let kubectl = &capstan.kubectl;
-    let pki = capstan.pki();
     let dir = capstan.dir.path();
+    let pki = tls::pki_in(dir);
     let mut server = MetricsServer::start(dir, "metrics", "kube-system", &pki.front_proxy_ca());
     kubectl.ok(&["create", "namespace", "x"]);
     register(kubectl, &server);
@@ -241,7 +273,7 @@ fn kubectl_top_reads_an_aggregated_metrics_server() {
 
     // A user without rights is refused here, before the backend.
     let calls = server.seen().len();
-    let nobody = certificate_of(&capstan, "nobody");
+    let nobody = certificate_of(&pki, "nobody");
     let as_nobody = Kubectl::as_identity(dir, capstan.port, &nobody, "nobody.kubeconfig");
     let refused = as_nobody.fails(&["get", "--raw", RAW_PODS]);
     assert!(
@@ -256,7 +288,7 @@ fn kubectl_top_reads_an_aggregated_metrics_server() {
     assert_eq!(event["object"]["metadata"]["name"], "web-1");
     drop(watch);
 
-    print_latency(&capstan, &server);
+    print_latency(&capstan, &pki, &server);
 
     server.stop();
     let output = kubectl.run(&["get", "--raw", RAW_PODS]);
@@ -281,8 +313,8 @@ fn kubectl_top_reads_an_aggregated_metrics_server() {
     assert!(!groups.contains("metrics.k8s.io"), "{groups}");
 }
 
-fn certificate_of(capstan: &Embedded, user: &str) -> Identity {
-    let ca = capstan.pki().client_authority().unwrap();
+fn certificate_of(pki: &Pki, user: &str) -> Identity {
+    let ca = pki.client_authority().unwrap();
     let since = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
     let issued = ca
         .issue_client(user, None, since, time::Duration::days(1))
@@ -311,8 +343,7 @@ fn curl_times(args: &[String], url: &str, count: usize) -> Vec<f64> {
 /// The proxy's added latency, as a rough figure for the notes: the
 /// median of a get straight to the backend and through the proxy (each
 /// on one kept-alive connection, the first request's handshake left out).
-fn print_latency(capstan: &Embedded, server: &MetricsServer) {
-    let pki = capstan.pki();
+fn print_latency(capstan: &ApiCluster, pki: &Pki, server: &MetricsServer) {
     let dir = capstan.dir.path();
     let path = |p: std::path::PathBuf| p.display().to_string();
     let direct_args = vec![

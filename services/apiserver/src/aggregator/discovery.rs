@@ -14,6 +14,19 @@ use super::registration::Registration;
 pub struct Group {
     pub name: String,
     pub versions: Vec<String>,
+    /// The highest groupPriorityMinimum of its APIServices.
+    pub priority: i64,
+}
+
+/// `remote` (in order) placed among `local` (in order) as kube orders
+/// groups: each before the first local group of a lower priority.
+pub fn merge<T>(local: Vec<(i64, T)>, remote: Vec<(i64, T)>) -> Vec<T> {
+    let mut merged: Vec<(i64, T)> = local;
+    for (priority, item) in remote {
+        let at = merged.iter().position(|(p, _)| *p < priority);
+        merged.insert(at.unwrap_or(merged.len()), (priority, item));
+    }
+    merged.into_iter().map(|(_, item)| item).collect()
 }
 
 /// The groups of `available`, in kube's order.
@@ -40,9 +53,10 @@ pub fn groups(available: &[(Registration, Value)]) -> Vec<Group> {
     };
     names
         .into_iter()
-        .map(|(name, _)| Group {
+        .map(|(name, priority)| Group {
             name: name.to_string(),
             versions: versions_of(name),
+            priority,
         })
         .collect()
 }
@@ -112,8 +126,9 @@ fn is_sub(resource: &Value) -> bool {
     resource["name"].as_str().is_some_and(|n| n.contains('/'))
 }
 
-/// The aggregated discovery items of the extension groups.
-pub fn aggregated_items(available: &[(Registration, Value)]) -> Vec<Value> {
+/// The aggregated discovery items of the extension groups, with their
+/// priorities.
+pub fn aggregated_items(available: &[(Registration, Value)]) -> Vec<(i64, Value)> {
     groups(available)
         .into_iter()
         .map(|group| {
@@ -127,7 +142,8 @@ pub fn aggregated_items(available: &[(Registration, Value)]) -> Vec<Value> {
                     Some(aggregated_version(&group.name, version, document))
                 })
                 .collect();
-            json!({"metadata": {"name": group.name}, "versions": versions})
+            let item = json!({"metadata": {"name": group.name}, "versions": versions});
+            (group.priority, item)
         })
         .collect()
 }
@@ -174,6 +190,16 @@ mod tests {
         let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(names, ["z.example", "b.example", "metrics.k8s.io"]);
         assert_eq!(groups[2].versions, ["v1beta1", "v1alpha1", "v1"]);
+    }
+
+    #[test]
+    fn extension_groups_go_before_the_first_local_group_of_lower_priority() {
+        let local = vec![(18000, "core"), (17800, "apps"), (16700, "crds")];
+        let remote = vec![(17000, "high.example"), (100, "metrics.k8s.io")];
+        assert_eq!(
+            merge(local, remote),
+            ["core", "apps", "high.example", "crds", "metrics.k8s.io"]
+        );
     }
 
     #[test]

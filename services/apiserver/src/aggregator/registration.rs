@@ -74,11 +74,11 @@ impl Registration {
 }
 
 /// kube-apiserver's priorities for its own group/versions (group,
-/// version): the higher, the earlier in discovery. Groups it does not
-/// list are given kube's advice for a new group (below the rest, 9).
+/// version): the higher, the earlier in discovery. Other groups are
+/// custom resources', which kube's CRD registration gives 1000 and 100.
 pub fn local_priority(group: &str, version: &str) -> (i64, i64) {
     let group_priority = match group {
-        "" => return (18000, 1),
+        "" | "apiregistration.k8s.io" => return (18000, 1),
         "apps" => 17800,
         "events.k8s.io" => 17750,
         "authentication.k8s.io" => 17700,
@@ -96,7 +96,7 @@ pub fn local_priority(group: &str, version: &str) -> (i64, i64) {
         "node.k8s.io" => 16300,
         "discovery.k8s.io" => 16200,
         "flowcontrol.apiserver.k8s.io" => 16100,
-        _ => 15900,
+        _ => return (1000, 100),
     };
     let version_priority = match version {
         "v2" => 30,
@@ -155,5 +155,6 @@ mod tests {
             ("v1.apps", 17800, None)
         );
         assert_eq!(local_priority("autoscaling", "v2"), (17500, 30));
+        assert_eq!(local_priority("example.com", "v1"), (1000, 100));
     }
 }

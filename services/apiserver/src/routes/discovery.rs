@@ -4,6 +4,8 @@
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 
 use super::chain::authentication::User;
+use crate::aggregator::discovery::{aggregated_items, merge};
+use crate::aggregator::registration::local_priority;
 use serde_json::{json, Value};
 
 use super::reviews::{Review, REVIEWS};
@@ -144,11 +146,14 @@ fn aggregated(state: &AppState, core: bool) -> HttpResponse {
             json!({"metadata": {"name": group}, "versions": versions})
         })
         .collect();
-    let mut items = items;
-    if !core {
-        let available = state.aggregator.available();
-        items.extend(crate::aggregator::discovery::aggregated_items(&available));
-    }
+    let items = match core {
+        true => items,
+        false => with_extensions(
+            items,
+            |item| item["metadata"]["name"].as_str(),
+            || aggregated_items(&state.aggregator.available()),
+        ),
+    };
     let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items});
     HttpResponse::Ok()
         .content_type(AGGREGATED)
@@ -180,12 +185,21 @@ pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
     if wants_aggregated(&req) {
         return aggregated(&state, false);
     }
-    let mut groups: Vec<Value> = all_groups(&state)
+    let groups: Vec<Value> = all_groups(&state)
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
         .map(|(g, v)| api_group(g, &v))
         .collect();
-    groups.extend(extension_groups(&state).into_iter().map(|(_, group)| group));
+    let groups = with_extensions(
+        groups,
+        |g| g["name"].as_str(),
+        || {
+            let extensions = extension_groups(&state).into_iter();
+            extensions
+                .map(|(_, priority, group)| (priority, group))
+                .collect()
+        },
+    );
     HttpResponse::Ok().json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }
 
@@ -199,8 +213,8 @@ pub async fn group(
         Some((g, v)) => api_group(g, &v),
         None => extension_groups(&state)
             .into_iter()
-            .find(|(name, _)| *name == group)
-            .map(|(_, body)| body)
+            .find(|(name, _, _)| *name == group)
+            .map(|(_, _, body)| body)
             .ok_or(ApiError::UnknownPath)?,
     };
     body["kind"] = "APIGroup".into();
@@ -266,17 +280,32 @@ pub async fn group_resources(
     resource_list(&state, &group, &version)
 }
 
-/// The available extension groups (`crate::aggregator`), by name, as
-/// APIGroup values.
-fn extension_groups(state: &AppState) -> Vec<(String, Value)> {
+/// The available extension groups (`crate::aggregator`): name,
+/// priority and APIGroup value.
+fn extension_groups(state: &AppState) -> Vec<(String, i64, Value)> {
     let available = state.aggregator.available();
     let groups = crate::aggregator::discovery::groups(&available);
     let as_group = |g: crate::aggregator::discovery::Group| {
         let versions: Vec<&str> = g.versions.iter().map(String::as_str).collect();
         let body = api_group(&g.name, &versions);
-        (g.name, body)
+        (g.name, g.priority, body)
     };
     groups.into_iter().map(as_group).collect()
+}
+
+/// This server's groups (`local`, named by `name_of`) with the extension
+/// groups `extensions` gives placed among them by priority, as kube
+/// orders them (this server's groups have kube's own priorities).
+fn with_extensions(
+    local: Vec<Value>,
+    name_of: impl Fn(&Value) -> Option<&str>,
+    extensions: impl FnOnce() -> Vec<(i64, Value)>,
+) -> Vec<Value> {
+    let local = local
+        .into_iter()
+        .map(|item| (local_priority(name_of(&item).unwrap_or(""), "").0, item))
+        .collect();
+    merge(local, extensions())
 }
 
 #[cfg(test)]
