@@ -311,6 +311,11 @@ fn kubectl_top_reads_an_aggregated_metrics_server(backend: Backend) {
     );
     let groups = kubectl.ok(&["api-versions"]);
     assert!(!groups.contains("metrics.k8s.io"), "{groups}");
+    let gauge = r#"apiserver_aggregator_unavailable_apiservice{name="v1beta1.metrics.k8s.io"} 1"#;
+    wait_for(WAIT, "the unavailable gauge", || {
+        let metrics = kubectl.ok(&["get", "--raw", "/metrics"]);
+        metrics.contains(gauge).then_some(())
+    });
 }
 
 fn certificate_of(pki: &Pki, user: &str) -> Identity {

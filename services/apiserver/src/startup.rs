@@ -104,7 +104,9 @@ pub async fn run(
         objects.clone(),
         root_ca,
     ));
-    let aggregator = start_aggregator(&config, &catalog, objects.clone()).await?;
+    let aggregator_metrics = metrics.aggregator.clone();
+    let aggregator =
+        start_aggregator(&config, &catalog, objects.clone(), aggregator_metrics).await?;
     actix_rt::spawn(crate::controllers::resource_quotas::run(objects));
     if let Some(interval) = config.compaction_interval() {
         actix_rt::spawn(compactor::run(client.clone(), interval));
@@ -289,6 +291,7 @@ async fn start_aggregator(
     config: &ApiserverConfig,
     catalog: &Arc<Catalog>,
     objects: Arc<CachedObjects>,
+    metrics: crate::aggregator::AggregatorMetrics,
 ) -> Result<Arc<Aggregator>, StartError> {
     // The built-in groups only: custom ones get theirs from the
     // availability controller, which also removes them.
@@ -316,7 +319,8 @@ async fn start_aggregator(
     }
     let identity = config.aggregator.client_identity()?;
     let proxy = Proxy::new(Configs::new(identity));
-    let aggregator = Arc::new(Aggregator::new(proxy, objects as Arc<dyn Objects>));
+    let objects = objects as Arc<dyn Objects>;
+    let aggregator = Arc::new(Aggregator::new(proxy, objects, metrics));
     actix_rt::spawn(availability::run(
         catalog.clone(),
         aggregator.clone(),

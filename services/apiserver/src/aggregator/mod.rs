@@ -33,10 +33,25 @@ pub mod tls;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use serde_json::Value;
 
 use crate::admission::objects::Objects;
 use registration::Registration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NameLabel {
+    pub name: String,
+}
+
+/// kube's aggregator_unavailable_apiservice gauge, kept by the
+/// availability controller.
+#[derive(Clone, Default)]
+pub struct AggregatorMetrics {
+    pub unavailable: Family<NameLabel, Gauge>,
+}
 
 /// What the request path and discovery read of the APIServices, kept
 /// current by the availability controller.
@@ -46,15 +61,21 @@ pub struct Aggregator {
     documents: RwLock<HashMap<String, Value>>,
     pub proxy: proxy::Proxy,
     pub objects: Arc<dyn Objects>,
+    pub metrics: AggregatorMetrics,
 }
 
 impl Aggregator {
-    pub fn new(proxy: proxy::Proxy, objects: Arc<dyn Objects>) -> Aggregator {
+    pub fn new(
+        proxy: proxy::Proxy,
+        objects: Arc<dyn Objects>,
+        metrics: AggregatorMetrics,
+    ) -> Aggregator {
         Aggregator {
             registrations: RwLock::new(Arc::new(Vec::new())),
             documents: RwLock::new(HashMap::new()),
             proxy,
             objects,
+            metrics,
         }
     }
 
@@ -66,7 +87,22 @@ impl Aggregator {
             .clone()
     }
 
+    /// The new routing table; the unavailable gauge follows it (an
+    /// APIService gone leaves it).
     pub fn set_registrations(&self, all: Vec<Registration>) {
+        let gauge = &self.metrics.unavailable;
+        let old = self.registrations();
+        for gone in old.iter().filter(|r| !all.iter().any(|a| a.name == r.name)) {
+            gauge.remove(&NameLabel {
+                name: gone.name.clone(),
+            });
+        }
+        for r in &all {
+            let label = NameLabel {
+                name: r.name.clone(),
+            };
+            gauge.get_or_create(&label).set(i64::from(!r.available));
+        }
         *self
             .registrations
             .write()
@@ -104,5 +140,37 @@ impl Aggregator {
         remote
             .filter_map(|r| Some((r.clone(), self.document(&r.name)?)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::plugins::testing::Memory;
+
+    #[test]
+    fn the_unavailable_gauge_follows_the_routing_table() {
+        let metrics = AggregatorMetrics::default();
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register("unavailable", "help", metrics.unavailable.clone());
+        let proxy = proxy::Proxy::new(tls::Configs::new(None));
+        let aggregator = Aggregator::new(proxy, Arc::new(Memory::default()), metrics);
+        let obj = serde_json::json!({"metadata": {"name": "v1beta1.metrics.k8s.io"},
+            "spec": {"group": "metrics.k8s.io", "version": "v1beta1",
+                     "service": {"namespace": "a", "name": "b"}}});
+        let down = Registration::of(&obj).unwrap();
+        aggregator.set_registrations(vec![down]);
+        let render = |registry: &prometheus_client::registry::Registry| {
+            let mut out = String::new();
+            prometheus_client::encoding::text::encode(&mut out, registry).unwrap();
+            out
+        };
+        assert!(
+            render(&registry).contains(r#"unavailable{name="v1beta1.metrics.k8s.io"} 1"#),
+            "{}",
+            render(&registry)
+        );
+        aggregator.set_registrations(Vec::new());
+        assert!(!render(&registry).contains("v1beta1.metrics.k8s.io"));
     }
 }
