@@ -141,6 +141,7 @@ fn front_proxy_flags(given: AggregatorFlags, pki: &Pki) -> AggregatorFlags {
         requestheader_allowed_names: given
             .requestheader_allowed_names
             .or(named(pki::FRONT_PROXY_CLIENT)),
+        ..given
     }
 }
 

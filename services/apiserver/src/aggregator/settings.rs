@@ -37,6 +37,11 @@ pub struct AggregatorFlags {
     /// CA signed).
     #[arg(long)]
     pub requestheader_allowed_names: Option<String>,
+    /// kube's switch to send aggregated requests to Endpoints instead of
+    /// the clusterIP: always on here (there is no kube-proxy), so only
+    /// `true` is accepted.
+    #[arg(long)]
+    pub enable_aggregator_routing: Option<bool>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -71,6 +76,14 @@ impl Settings {
             flags.requestheader_extra_headers_prefix.clone(),
             flags.requestheader_allowed_names.clone(),
         ];
+        if flags.enable_aggregator_routing == Some(false) {
+            return Err(ConfigError::Invalid {
+                field: "enable_aggregator_routing",
+                reason: "requests to extension API servers always go to a Service's Endpoints \
+                         (there is no kube-proxy to reach its clusterIP); only true is accepted"
+                    .into(),
+            });
+        }
         let overrides: Vec<(&str, Option<String>)> = KEYS.iter().copied().zip(given).collect();
         let settings: Settings =
             capstan_telemetry::settings::load_layered(defaults, file, &overrides)?;
@@ -110,3 +123,33 @@ const KEYS: [&str; 7] = [
     "requestheader_extra_headers_prefix",
     "requestheader_allowed_names",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_a_client_certificate_and_routing_off_are_refused() {
+        let half = AggregatorFlags {
+            proxy_client_cert_file: Some("a.crt".into()),
+            ..AggregatorFlags::default()
+        };
+        assert!(Settings::load(&half, None).is_err());
+        let off = AggregatorFlags {
+            enable_aggregator_routing: Some(false),
+            ..AggregatorFlags::default()
+        };
+        let err = Settings::load(&off, None).unwrap_err().to_string();
+        assert!(err.contains("only true is accepted"), "{err}");
+        let given = AggregatorFlags {
+            requestheader_allowed_names: Some("front-proxy-client".into()),
+            enable_aggregator_routing: Some(true),
+            ..AggregatorFlags::default()
+        };
+        let settings = Settings::load(&given, None).unwrap();
+        assert_eq!(
+            list(&settings.requestheader_allowed_names),
+            ["front-proxy-client"]
+        );
+    }
+}
