@@ -18,6 +18,7 @@ pub mod history_leases;
 pub mod http;
 pub mod keyspace;
 pub mod kubectl;
+pub mod metrics_server;
 pub mod mutate;
 pub mod poll;
 pub mod python;

@@ -133,6 +133,8 @@ pub struct Flags {
     /// encrypted at rest, and with which providers and keys.
     #[arg(long)]
     pub encryption_provider_config: Option<String>,
+    #[command(flatten)]
+    pub aggregator: crate::aggregator::settings::AggregatorFlags,
 }
 
 /// kube-apiserver's usual mode; `AlwaysAllow` is for development only.
@@ -175,6 +177,9 @@ pub struct ApiserverConfig {
     pub max_requests_inflight: usize,
     pub max_mutating_requests_inflight: usize,
     pub encryption_provider_config: String,
+    /// The front-proxy and requestheader flags (`crate::aggregator`).
+    #[serde(skip)]
+    pub aggregator: crate::aggregator::settings::Settings,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -302,11 +307,13 @@ impl ApiserverConfig {
                 flags.encryption_provider_config.clone(),
             ),
         ];
-        let config: ApiserverConfig = capstan_telemetry::settings::load_layered(
+        let mut config: ApiserverConfig = capstan_telemetry::settings::load_layered(
             defaults,
             flags.config_file.as_deref(),
             &overrides,
         )?;
+        let file = flags.config_file.as_deref();
+        config.aggregator = crate::aggregator::settings::Settings::load(&flags.aggregator, file)?;
         config.validate()?;
         config.etcd_tls()?;
         Ok(config)

@@ -13,6 +13,7 @@
 //! embeds it next to a store member.
 
 pub mod admission;
+pub mod aggregator;
 pub mod audit;
 pub mod bootstrap;
 pub mod cache;

@@ -47,6 +47,7 @@ pub struct Metrics {
     pub in_flight: InFlightMetrics,
     pub audit: crate::audit::Counters,
     pub webhooks: WebhookMetrics,
+    pub aggregator: crate::aggregator::AggregatorMetrics,
 }
 
 impl Metrics {
@@ -106,6 +107,12 @@ impl Metrics {
             "Admission webhook call latency by webhook, type (admit or validating), operation and outcome",
             webhooks.latency.clone(),
         );
+        let aggregator = crate::aggregator::AggregatorMetrics::default();
+        registry.register(
+            "aggregator_unavailable_apiservice",
+            "APIServices marked unavailable (1) or available (0), by name (kube's gauge)",
+            aggregator.unavailable.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -114,6 +121,7 @@ impl Metrics {
             in_flight,
             audit,
             webhooks,
+            aggregator,
         }
     }
 }

@@ -11,12 +11,16 @@ use serde_json::json;
 use crate::admission::config_file::PluginConfigurations;
 use crate::admission::objects::Objects;
 use crate::admission::plugins;
+use crate::aggregator::proxy::Proxy;
+use crate::aggregator::tls::Configs;
+use crate::aggregator::{authentication_configmap, autoregister, availability, Aggregator};
 use crate::config::ApiserverConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::registry::lookup::CachedObjects;
 use crate::registry::options::WriteOptions;
 use crate::registry::{actor, Catalog};
+use crate::routes::chain::authentication::requestheader::RequestHeader;
 use crate::routes::chain::authentication::service_account::ServiceAccounts;
 use crate::routes::chain::authentication::x509::X509;
 use crate::routes::chain::authentication::{Authenticator, Insecure, Union};
@@ -100,6 +104,9 @@ pub async fn run(
         objects.clone(),
         root_ca,
     ));
+    let aggregator_metrics = metrics.aggregator.clone();
+    let aggregator =
+        start_aggregator(&config, &catalog, objects.clone(), aggregator_metrics).await?;
     actix_rt::spawn(crate::controllers::resource_quotas::run(objects));
     if let Some(interval) = config.compaction_interval() {
         actix_rt::spawn(compactor::run(client.clone(), interval));
@@ -115,6 +122,7 @@ pub async fn run(
         store,
         chain,
         issuer,
+        aggregator,
     });
     let mut server = HttpServer::new(move || {
         App::new()
@@ -250,6 +258,13 @@ fn authenticator(
     if let Some(path) = &config.token_auth_file {
         authenticators.push(Arc::new(routes::chain::token_file::TokenFile::load(path)?));
     }
+    let front_proxy_ca = &config.aggregator.requestheader_client_ca_file;
+    if !front_proxy_ca.is_empty() {
+        let roots = crate::serving::tls::certificates(front_proxy_ca)?;
+        let settings = &config.aggregator;
+        let headers = RequestHeader::new(&roots, settings).map_err(StartError::ClientCa)?;
+        authenticators.push(Arc::new(headers));
+    }
     if !config.client_ca_file.is_empty() {
         let roots = crate::serving::tls::certificates(&config.client_ca_file)?;
         let x509 = X509::new(&roots).map_err(StartError::ClientCa)?;
@@ -268,6 +283,50 @@ fn authenticator(
         authenticators,
         anonymous: config.anonymous_auth,
     }))
+}
+
+/// The aggregator: the Local APIServices, the availability controller,
+/// the front-proxy client, and the ConfigMap extension servers read.
+async fn start_aggregator(
+    config: &ApiserverConfig,
+    catalog: &Arc<Catalog>,
+    objects: Arc<CachedObjects>,
+    metrics: crate::aggregator::AggregatorMetrics,
+) -> Result<Arc<Aggregator>, StartError> {
+    // The built-in groups only: custom ones get theirs from the
+    // availability controller, which also removes them.
+    let mut served: Vec<(&str, &str)> = Vec::new();
+    for entry in catalog.entries() {
+        let def = entry.strategy.def();
+        if !served.contains(&(def.group, def.version)) {
+            served.push((def.group, def.version));
+        }
+    }
+    let mut reviews = Vec::new();
+    for review in &routes::reviews::REVIEWS {
+        if !served.contains(&(review.group, review.version)) {
+            served.push((review.group, review.version));
+            reviews.push((review.group, review.version));
+        }
+    }
+    autoregister::ensure_local(catalog, &served).await?;
+    let client_ca = std::fs::read_to_string(&config.client_ca_file).ok();
+    let data = authentication_configmap::data(&config.aggregator, client_ca.as_deref());
+    // Another API server on the same store may be writing it at once:
+    // the one that loses the race leaves it to the winner.
+    if let Err(err) = authentication_configmap::publish(catalog, data).await {
+        tracing::warn!(%err, "publishing extension-apiserver-authentication");
+    }
+    let identity = config.aggregator.client_identity()?;
+    let proxy = Proxy::new(Configs::new(identity));
+    let objects = objects as Arc<dyn Objects>;
+    let aggregator = Arc::new(Aggregator::new(proxy, objects, metrics));
+    actix_rt::spawn(availability::run(
+        catalog.clone(),
+        aggregator.clone(),
+        reviews,
+    ));
+    Ok(aggregator)
 }
 
 /// The store's members, once one of them answers a read (any member will

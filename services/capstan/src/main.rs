@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tokio::sync::oneshot;
 
+use capstan_apiserver::aggregator::settings::AggregatorFlags;
 use capstan_apiserver::config::{ApiserverConfig, Flags as ApiFlags};
 use capstan_apiserver::pki::{self, Pki, PkiError};
 use capstan_store::config::{Flags as StoreFlags, StoreConfig};
@@ -108,6 +109,38 @@ fn api_flags(
             .service_account_key_file
             .or(path(pki.service_account_key())),
         root_ca_file: given.root_ca_file.or(path(pki.server_ca())),
+        aggregator: front_proxy_flags(given.aggregator.clone(), pki),
+        ..given
+    }
+}
+
+/// The aggregator's flags: kubeadm's, over the generated front-proxy CA
+/// and client certificate, unless given.
+fn front_proxy_flags(given: AggregatorFlags, pki: &Pki) -> AggregatorFlags {
+    let path = |p: PathBuf| Some(p.display().to_string());
+    let named = |name: &str| Some(name.to_string());
+    AggregatorFlags {
+        proxy_client_cert_file: given
+            .proxy_client_cert_file
+            .or(path(pki.front_proxy_client_cert())),
+        proxy_client_key_file: given
+            .proxy_client_key_file
+            .or(path(pki.front_proxy_client_key())),
+        requestheader_client_ca_file: given
+            .requestheader_client_ca_file
+            .or(path(pki.front_proxy_ca())),
+        requestheader_username_headers: given
+            .requestheader_username_headers
+            .or(named("X-Remote-User")),
+        requestheader_group_headers: given
+            .requestheader_group_headers
+            .or(named("X-Remote-Group")),
+        requestheader_extra_headers_prefix: given
+            .requestheader_extra_headers_prefix
+            .or(named("X-Remote-Extra-")),
+        requestheader_allowed_names: given
+            .requestheader_allowed_names
+            .or(named(pki::FRONT_PROXY_CLIENT)),
         ..given
     }
 }

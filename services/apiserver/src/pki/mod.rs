@@ -166,6 +166,9 @@ pub struct Pki {
 /// The admin client certificate's user and group.
 pub const ADMIN_USER: &str = "system:admin";
 pub const ADMIN_GROUP: &str = "system:masters";
+/// The front-proxy client certificate's CN (kubeadm's), the one name in
+/// `--requestheader-allowed-names`.
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
 impl Pki {
     pub fn at(dir: &Path) -> Pki {
@@ -198,6 +201,17 @@ impl Pki {
     pub fn client_ca_key(&self) -> PathBuf {
         self.dir.join("client-ca.key")
     }
+    /// The CA of the front-proxy client certificate (the aggregator's
+    /// `--requestheader-client-ca-file`).
+    pub fn front_proxy_ca(&self) -> PathBuf {
+        self.dir.join("front-proxy-ca.crt")
+    }
+    pub fn front_proxy_client_cert(&self) -> PathBuf {
+        self.dir.join("front-proxy-client.crt")
+    }
+    pub fn front_proxy_client_key(&self) -> PathBuf {
+        self.dir.join("front-proxy-client.key")
+    }
 
     /// Makes whatever is missing; `names` are the serving certificate's
     /// names (used only when it is made).
@@ -217,6 +231,22 @@ impl Pki {
                 Duration::days(365 * LEAF_YEARS),
             )?;
             write_pair(&self.admin_cert(), &self.admin_key(), &admin)?;
+        }
+        // A CA of its own, as kubeadm makes: a certificate that may vouch
+        // for any user in headers must not be any client's certificate.
+        let front_proxy_ca = self.authority(
+            &self.front_proxy_ca(),
+            "front-proxy-ca.key",
+            "capstan-front-proxy-ca",
+        )?;
+        if !self.front_proxy_client_cert().exists() {
+            let purposes = [ExtendedKeyUsagePurpose::ClientAuth];
+            let issued = front_proxy_ca.issue_leaf(FRONT_PROXY_CLIENT, &[], &purposes)?;
+            write_pair(
+                &self.front_proxy_client_cert(),
+                &self.front_proxy_client_key(),
+                &issued,
+            )?;
         }
         if !self.service_account_key().exists() {
             let key = KeyPair::generate()?;
@@ -339,5 +369,10 @@ mod tests {
             names.contains("example.test") && names.contains("IPAddress([127, 0, 0, 1])"),
             "{names}"
         );
+        let proxy = read(&pki.front_proxy_client_cert()).unwrap();
+        let (_, pem) = x509_parser::pem::parse_x509_pem(proxy.as_bytes()).unwrap();
+        let cert = pem.parse_x509().unwrap();
+        assert!(cert.subject().to_string().contains("CN=front-proxy-client"));
+        assert!(cert.issuer().to_string().contains("capstan-front-proxy-ca"));
     }
 }

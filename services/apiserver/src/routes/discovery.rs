@@ -1,7 +1,11 @@
 //! Discovery: legacy (APIVersions, APIGroupList, APIResourceList) and
 //! aggregated (apidiscovery.k8s.io/v2), chosen by the Accept header.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
+
+use super::chain::authentication::User;
+use crate::aggregator::discovery::{aggregated_items, merge};
+use crate::aggregator::registration::local_priority;
 use serde_json::{json, Value};
 
 use super::reviews::{Review, REVIEWS};
@@ -142,6 +146,14 @@ fn aggregated(state: &AppState, core: bool) -> HttpResponse {
             json!({"metadata": {"name": group}, "versions": versions})
         })
         .collect();
+    let items = match core {
+        true => items,
+        false => with_extensions(
+            items,
+            |item| item["metadata"]["name"].as_str(),
+            || aggregated_items(&state.aggregator.available()),
+        ),
+    };
     let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items});
     HttpResponse::Ok()
         .content_type(AGGREGATED)
@@ -178,6 +190,16 @@ pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
         .filter(|(g, _)| !g.is_empty())
         .map(|(g, v)| api_group(g, &v))
         .collect();
+    let groups = with_extensions(
+        groups,
+        |g| g["name"].as_str(),
+        || {
+            let extensions = extension_groups(&state).into_iter();
+            extensions
+                .map(|(_, priority, group)| (priority, group))
+                .collect()
+        },
+    );
     HttpResponse::Ok().json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }
 
@@ -186,11 +208,15 @@ pub async fn group(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let group = path.into_inner();
-    let (g, v) = all_groups(&state)
-        .into_iter()
-        .find(|(g, _)| *g == group)
-        .ok_or(ApiError::UnknownPath)?;
-    let mut body = api_group(g, &v);
+    let local = all_groups(&state).into_iter().find(|(g, _)| *g == group);
+    let mut body = match local {
+        Some((g, v)) => api_group(g, &v),
+        None => extension_groups(&state)
+            .into_iter()
+            .find(|(name, _, _)| *name == group)
+            .map(|(_, _, body)| body)
+            .ok_or(ApiError::UnknownPath)?,
+    };
     body["kind"] = "APIGroup".into();
     body["apiVersion"] = "v1".into();
     Ok(HttpResponse::Ok().json(body))
@@ -236,12 +262,50 @@ pub async fn core_resources(
     resource_list(&state, "", &path.into_inner())
 }
 
+/// A group/version's resources: this server's, or those of the
+/// extension API server its APIService names (asked as the user).
 pub async fn group_resources(
+    req: HttpRequest,
+    payload: web::Payload,
     path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (group, version) = path.into_inner();
+    if let Some(remote) = state.aggregator.remote(&group, &version) {
+        let user = req.extensions().get::<User>().cloned();
+        let user =
+            user.ok_or_else(|| ApiError::Internal("no user for a proxied request".into()))?;
+        return super::aggregated::proxy(&req, payload, &state, &remote, &user).await;
+    }
     resource_list(&state, &group, &version)
+}
+
+/// The available extension groups (`crate::aggregator`): name,
+/// priority and APIGroup value.
+fn extension_groups(state: &AppState) -> Vec<(String, i64, Value)> {
+    let available = state.aggregator.available();
+    let groups = crate::aggregator::discovery::groups(&available);
+    let as_group = |g: crate::aggregator::discovery::Group| {
+        let versions: Vec<&str> = g.versions.iter().map(String::as_str).collect();
+        let body = api_group(&g.name, &versions);
+        (g.name, g.priority, body)
+    };
+    groups.into_iter().map(as_group).collect()
+}
+
+/// This server's groups (`local`, named by `name_of`) with the extension
+/// groups `extensions` gives placed among them by priority, as kube
+/// orders them (this server's groups have kube's own priorities).
+fn with_extensions(
+    local: Vec<Value>,
+    name_of: impl Fn(&Value) -> Option<&str>,
+    extensions: impl FnOnce() -> Vec<(i64, Value)>,
+) -> Vec<Value> {
+    let local = local
+        .into_iter()
+        .map(|item| (local_priority(name_of(&item).unwrap_or(""), "").0, item))
+        .collect();
+    merge(local, extensions())
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The HTTP gateway: the routing table and the state handlers share.
 
+pub mod aggregated;
 pub mod chain;
 pub mod discovery;
 pub mod identity;
@@ -34,6 +35,8 @@ pub struct AppState {
     pub chain: chain::Chain,
     /// Issues and verifies service-account tokens, when configured.
     pub issuer: Option<Arc<crate::serviceaccount::Issuer>>,
+    /// The APIServices: which group/versions other servers answer.
+    pub aggregator: Arc<crate::aggregator::Aggregator>,
 }
 
 pub fn configure(config: &mut web::ServiceConfig) {

@@ -115,7 +115,7 @@ fn lookup(err: super::super::objects::LookupError) -> ResolveError {
 }
 
 /// The name of the Service port `port` (empty for an unnamed one).
-fn service_port_name(service: &Value, port: i32) -> Option<String> {
+pub(crate) fn service_port_name(service: &Value, port: i32) -> Option<String> {
     let ports = service["spec"]["ports"].as_array()?;
     let found = ports
         .iter()
@@ -125,7 +125,7 @@ fn service_port_name(service: &Value, port: i32) -> Option<String> {
 
 /// The first ready address of the Endpoints with the port named
 /// `port_name`.
-fn endpoint_address(endpoints: &Value, port_name: &str) -> Option<SocketAddr> {
+pub(crate) fn endpoint_address(endpoints: &Value, port_name: &str) -> Option<SocketAddr> {
     let subsets = endpoints["subsets"].as_array()?;
     subsets.iter().find_map(|subset| {
         let ports = subset["ports"].as_array()?;

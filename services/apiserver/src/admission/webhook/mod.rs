@@ -32,7 +32,7 @@ mod matching;
 mod metrics;
 mod mutating;
 mod patch;
-mod pool;
+pub mod pool;
 mod review;
 mod selector;
 mod validating;

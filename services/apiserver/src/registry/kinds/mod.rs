@@ -2,6 +2,7 @@
 
 mod admission_policy;
 mod admissionregistration;
+pub mod apiservice;
 mod autoscaling;
 mod autoscaling_v1;
 mod batch;
@@ -58,6 +59,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
     kinds.extend(admission_policy::all());
     kinds.extend(admissionregistration::all());
     kinds.push(Arc::new(crd::Crds::default()));
+    kinds.extend(apiservice::all());
     kinds
 }
 

@@ -9,6 +9,7 @@
 //! CA), [`service_account`] (signed service-account tokens),
 //! [`Insecure`] (the loopback-only plain HTTP port, if one is served).
 
+pub mod requestheader;
 pub mod service_account;
 pub mod x509;
 

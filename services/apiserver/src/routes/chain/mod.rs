@@ -178,6 +178,9 @@ async fn after_audit(
     record.authorized(allowed.is_ok());
     allowed?;
     let payload = record.request_body(req, payload).await?;
+    if let Some(remote) = state.aggregator.remote(&info.group, &info.version) {
+        return super::aggregated::proxy(req, payload, state, &remote, &user).await;
+    }
     resource::dispatch(req, payload, state, info, query).await
 }
 

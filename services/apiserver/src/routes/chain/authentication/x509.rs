@@ -28,7 +28,7 @@ impl X509 {
     }
 
     /// The user of a verified chain, or why it is refused.
-    fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<User, String> {
+    pub(super) fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<User, String> {
         let leaf = EndEntityCert::try_from(&chain[0]).map_err(|e| e.to_string())?;
         leaf.verify_for_usage(
             webpki::ALL_VERIFICATION_ALGS,
