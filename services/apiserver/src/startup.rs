@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use actix_web::{web, App, HttpServer};
 use serde_json::json;
 
+use crate::admission::authorize::AuthorizerSlot;
 use crate::admission::config_file::PluginConfigurations;
 use crate::admission::objects::Objects;
 use crate::admission::plugins;
@@ -79,7 +80,8 @@ pub async fn run(
         Catalog::start(&store, &config.storage_prefix, config.event_ttl(), &handles).await?,
     );
     let metrics = Arc::new(Metrics::new(client.metrics()));
-    let objects = install_admission(&config, &catalog, &metrics).await?;
+    let authorizer_slot = AuthorizerSlot::default();
+    let objects = install_admission(&config, &catalog, &metrics, &authorizer_slot).await?;
     create_system_namespaces(&catalog).await?;
     let port = match config.secure_port {
         0 => config.insecure_port,
@@ -108,6 +110,8 @@ pub async fn run(
     let authenticators = authenticator(&config, &catalog, issuer.clone())?;
     let chain =
         routes::chain::Chain::configured(&config, &catalog, authenticators, &metrics).await?;
+    let for_admission = crate::rbac::for_admission::ForAdmission(chain.authorizer.clone());
+    let _ = authorizer_slot.set(Arc::new(for_admission));
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
         catalog: catalog.clone(),
@@ -159,6 +163,7 @@ async fn install_admission(
     config: &ApiserverConfig,
     catalog: &Catalog,
     metrics: &Metrics,
+    authorizer: &AuthorizerSlot,
 ) -> Result<Arc<CachedObjects>, StartError> {
     let objects = Arc::new(CachedObjects::of(catalog).await);
     let names = config.admission_plugins()?;
@@ -168,6 +173,7 @@ async fn install_admission(
         objects.clone() as Arc<dyn Objects>,
         &metrics.webhooks,
         &configurations,
+        authorizer,
     );
     catalog.admission.install(installed);
     tracing::info!(plugins = ?catalog.admission.names(), "admission");

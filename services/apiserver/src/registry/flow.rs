@@ -60,7 +60,7 @@ fn admitted<'a>(
         part,
         dry_run: options.dry_run,
         user: &options.user,
-        feedback: Default::default(),
+        feedback: options.feedback.clone(),
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::actor;
 use super::handle::Handle;
 use super::Catalog;
-use crate::admission::objects::{Freshness, Lookup, LookupError, Objects, Resource};
+use crate::admission::objects::{Freshness, Lookup, LookupError, Objects, Resource, ServedKind};
 use crate::object::meta;
 use crate::storage::{ListRequest, ReadAt, StorageError};
 
@@ -107,6 +107,18 @@ impl Objects for CachedObjects {
         freshness: Freshness,
     ) -> Lookup<'a, Vec<Value>> {
         Box::pin(async move { list(self.handle(resource)?, namespace, freshness).await })
+    }
+
+    fn served_kind(&self, api_version: &str, kind: &str) -> Option<ServedKind> {
+        let mut defs = self.handles.values().map(Handle::def);
+        let def = defs.find(|d| d.kind == kind && d.api_version() == api_version)?;
+        Some(ServedKind {
+            resource: Resource {
+                group: def.group,
+                resource: def.resource,
+            },
+            namespaced: def.namespaced,
+        })
     }
 
     fn swap<'a>(&'a self, resource: Resource, object: &'a Value) -> Lookup<'a, bool> {
