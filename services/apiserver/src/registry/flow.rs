@@ -66,7 +66,7 @@ fn admitted<'a>(
 
 /// Who a write's fields belong to (see `object::managed_fields`).
 fn writer<'a>(
-    h: &Handle,
+    h: &'a Handle,
     options: &'a WriteOptions,
     part: Part,
     api_version: &'a str,
@@ -80,6 +80,7 @@ fn writer<'a>(
             Part::Scale => "scale",
         },
         has_status: h.def().status,
+        shape: h.strategy.shape(),
     }
 }
 
