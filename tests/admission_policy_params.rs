@@ -279,3 +279,40 @@ fn the_authorizer_asks_rbac_and_refusals_keep_their_warnings() {
         .fails(&["get", "deployment", "web"])
         .contains("NotFound"));
 }
+
+const LIMITS_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+metadata: {name: replicalimits.ops.example.com}\nspec:\n  group: ops.example.com\n  scope: Namespaced\n  \
+names: {plural: replicalimits, singular: replicalimit, kind: ReplicaLimit}\n  versions:\n  - name: v1\n    \
+served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          \
+spec:\n            type: object\n            properties:\n              max: {type: integer}\n";
+
+#[test]
+fn params_can_be_custom_resources() {
+    let cluster = ApiCluster::start_on(Backend::Capstan);
+    let kubectl = &cluster.kubectl;
+    kubectl.ok_with_input(&["apply", "-f", "-"], LIMITS_CRD);
+    wait_for(WAIT, "replicalimits to be served", || {
+        let out = kubectl.run(&["get", "replicalimits"]);
+        out.status.success().then_some(())
+    });
+    let limit = "apiVersion: ops.example.com/v1\nkind: ReplicaLimit\n\
+        metadata: {name: house-rule, namespace: default}\nspec: {max: 2}\n";
+    kubectl.ok_with_input(&["apply", "-f", "-"], limit);
+    let policy = PARAM_POLICY
+        .replace(
+            "paramKind: {apiVersion: v1, kind: ConfigMap}",
+            "paramKind: {apiVersion: ops.example.com/v1, kind: ReplicaLimit}",
+        )
+        .replace("int(params.data.max)", "params.spec.max")
+        .replace("params.data.max", "string(params.spec.max)");
+    kubectl.ok_with_input(&["apply", "-f", "-"], &policy);
+    kubectl.ok_with_input(
+        &["apply", "-f", "-"],
+        &binding("{name: house-rule, namespace: default, parameterNotFoundAction: Deny}"),
+    );
+    let denial = format!("{DENIED} at most 2 replicas (house-rule)");
+    dry_run_until(kubectl, &[], &deployment(3), "the custom limit", |o| {
+        refused_with(&denial)(o)
+    });
+    kubectl.ok_with_input(&["create", "--dry-run=server", "-f", "-"], &deployment(2));
+}

@@ -161,11 +161,12 @@ pub async fn run(
 /// chain; they look objects up through the resource actors' caches.
 async fn install_admission(
     config: &ApiserverConfig,
-    catalog: &Catalog,
+    catalog: &Arc<Catalog>,
     metrics: &Metrics,
     authorizer: &AuthorizerSlot,
 ) -> Result<Arc<CachedObjects>, StartError> {
-    let objects = Arc::new(CachedObjects::of(catalog).await);
+    let objects = CachedObjects::of(catalog).await.with_custom_types(catalog);
+    let objects = Arc::new(objects);
     let names = config.admission_plugins()?;
     let configurations = PluginConfigurations::read(&config.admission_control_config_file)?;
     let installed = plugins::build(
