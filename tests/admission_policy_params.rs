@@ -275,6 +275,26 @@ fn the_authorizer_asks_rbac_and_refusals_keep_their_warnings() {
         warned_at < denied_at,
         "the warning comes with the answer: {said}"
     );
+    // So do the decoder's warnings about unknown fields.
+    let unknown = deployment(3).replace("  replicas: 3\n", "  replicas: 3\n  bogus: 1\n");
+    let out = kubectl.run_with_input(
+        &[
+            "create",
+            "--dry-run=server",
+            "--validate=warn",
+            "--as",
+            "bob",
+            "-f",
+            "-",
+        ],
+        &unknown,
+    );
+    assert!(refused_with(denial)(&out), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("Warning: unknown field \"spec.bogus\""),
+        "{said}"
+    );
     assert!(kubectl
         .fails(&["get", "deployment", "web"])
         .contains("NotFound"));
