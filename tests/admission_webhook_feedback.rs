@@ -110,6 +110,11 @@ fn warnings_annotations_and_conditions(backend: Backend) {
         ),
         "{stderr}"
     );
+    // Its warning comes with the refusal, as kube sends it.
+    assert!(
+        stderr.contains("Warning: denied is looked at by the note webhook"),
+        "{stderr}"
+    );
     assert!(kubectl
         .fails(&["get", "configmap", "denied"])
         .contains("NotFound"));

@@ -144,6 +144,14 @@ pub enum ApiError {
         reason: String,
         message: String,
     },
+    /// An error sent with the warnings the request collected before it
+    /// was refused (kube writes a request's Warning headers on every
+    /// answer, refusals included); otherwise the inner error's answer.
+    #[error("{error}")]
+    Warned {
+        error: Box<ApiError>,
+        warnings: Vec<String>,
+    },
 }
 
 fn render_causes(causes: &[Cause]) -> String {
@@ -165,6 +173,30 @@ impl ApiError {
             kind: kind.to_string(),
             causes,
         }))
+    }
+
+    /// This error with `warnings` for the client (itself when none).
+    pub fn with_warnings(self, warnings: Vec<String>) -> ApiError {
+        match (self, warnings.is_empty()) {
+            (error, true) => error,
+            (
+                ApiError::Warned {
+                    error,
+                    warnings: mut before,
+                },
+                false,
+            ) => {
+                before.extend(warnings);
+                ApiError::Warned {
+                    error,
+                    warnings: before,
+                }
+            }
+            (error, false) => ApiError::Warned {
+                error: Box::new(error),
+                warnings,
+            },
+        }
     }
 
     /// The conflict every stale resourceVersion gets.
@@ -199,6 +231,7 @@ impl ApiError {
             ApiError::TooManyRequests => 429,
             ApiError::Internal(_) => 500,
             ApiError::Status { code, .. } => *code,
+            ApiError::Warned { error, .. } => error.code(),
         }
     }
 
@@ -222,6 +255,7 @@ impl ApiError {
             ApiError::TooManyRequests => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
             ApiError::Status { reason, .. } => reason,
+            ApiError::Warned { error, .. } => error.reason(),
         }
     }
 
@@ -238,6 +272,9 @@ impl ApiError {
 
     /// The `Status` object (`kind: Status`, `status: Failure`).
     pub fn status(&self) -> Value {
+        if let ApiError::Warned { error, .. } = self {
+            return error.status();
+        }
         let mut status = json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {},
             "status": "Failure", "message": self.to_string(),
@@ -335,6 +372,12 @@ impl ApiError {
     }
 }
 
+/// A `Warning` header's value as kube-apiserver writes it: code 299, no
+/// agent, the text quoted.
+pub fn warning_header(text: &str) -> String {
+    format!("299 - {}", Value::from(text))
+}
+
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         StatusCode::from_u16(self.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
@@ -347,6 +390,11 @@ impl ResponseError for ApiError {
         // the header too.
         if let Some(seconds) = status["details"]["retryAfterSeconds"].as_i64() {
             response.insert_header(("Retry-After", seconds.to_string()));
+        }
+        if let ApiError::Warned { warnings, .. } = self {
+            for warning in warnings {
+                response.append_header(("Warning", warning_header(warning)));
+            }
         }
         response
             .content_type("application/json")
@@ -402,6 +450,30 @@ mod tests {
         assert_eq!(
             err.status()["details"]["causes"][0]["reason"],
             "FieldValueRequired"
+        );
+    }
+
+    #[test]
+    fn a_refusal_keeps_its_answer_and_sends_its_warnings() {
+        let refusal = ApiError::Forbidden("no".into());
+        assert!(matches!(
+            ApiError::Forbidden("no".into()).with_warnings(vec![]),
+            ApiError::Forbidden(_)
+        ));
+        let warned = refusal
+            .with_warnings(vec!["first".into()])
+            .with_warnings(vec!["second \"quoted\"".into()]);
+        assert_eq!((warned.code(), warned.reason()), (403, "Forbidden"));
+        assert_eq!(warned.status()["message"], "no");
+        let response = warned.error_response();
+        let headers: Vec<&str> = response
+            .headers()
+            .get_all("Warning")
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        assert_eq!(
+            headers,
+            ["299 - \"first\"", "299 - \"second \\\"quoted\\\"\""]
         );
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use actix_web::{web, App, HttpServer};
 use serde_json::json;
 
+use crate::admission::authorize::AuthorizerSlot;
 use crate::admission::config_file::PluginConfigurations;
 use crate::admission::objects::Objects;
 use crate::admission::plugins;
@@ -83,7 +84,8 @@ pub async fn run(
         Catalog::start(&store, &config.storage_prefix, config.event_ttl(), &handles).await?,
     );
     let metrics = Arc::new(Metrics::new(client.metrics()));
-    let objects = install_admission(&config, &catalog, &metrics).await?;
+    let authorizer_slot = AuthorizerSlot::default();
+    let objects = install_admission(&config, &catalog, &metrics, &authorizer_slot).await?;
     create_system_namespaces(&catalog).await?;
     let port = match config.secure_port {
         0 => config.insecure_port,
@@ -115,6 +117,8 @@ pub async fn run(
     let authenticators = authenticator(&config, &catalog, issuer.clone())?;
     let chain =
         routes::chain::Chain::configured(&config, &catalog, authenticators, &metrics).await?;
+    let for_admission = crate::rbac::for_admission::ForAdmission(chain.authorizer.clone());
+    let _ = authorizer_slot.set(Arc::new(for_admission));
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
         catalog: catalog.clone(),
@@ -165,10 +169,12 @@ pub async fn run(
 /// chain; they look objects up through the resource actors' caches.
 async fn install_admission(
     config: &ApiserverConfig,
-    catalog: &Catalog,
+    catalog: &Arc<Catalog>,
     metrics: &Metrics,
+    authorizer: &AuthorizerSlot,
 ) -> Result<Arc<CachedObjects>, StartError> {
-    let objects = Arc::new(CachedObjects::of(catalog).await);
+    let objects = CachedObjects::of(catalog).await.with_custom_types(catalog);
+    let objects = Arc::new(objects);
     let names = config.admission_plugins()?;
     let configurations = PluginConfigurations::read(&config.admission_control_config_file)?;
     let installed = plugins::build(
@@ -176,6 +182,7 @@ async fn install_admission(
         objects.clone() as Arc<dyn Objects>,
         &metrics.webhooks,
         &configurations,
+        authorizer,
     );
     catalog.admission.install(installed);
     tracing::info!(plugins = ?catalog.admission.names(), "admission");

@@ -11,6 +11,7 @@
 //! look at ([`objects::Objects`]) are served.
 
 mod attributes;
+pub mod authorize;
 mod chain;
 pub mod config_file;
 mod feedback;

@@ -103,4 +103,17 @@ pub trait Objects: Send + Sync {
     /// swap): false when someone wrote it since. Admission's own
     /// bookkeeping (quota usage); no admission runs on it.
     fn swap<'a>(&'a self, resource: Resource, object: &'a Value) -> Lookup<'a, bool>;
+
+    /// The type served for `apiVersion` and `kind` (a policy's
+    /// `paramKind`), if any.
+    fn served_kind(&self, _api_version: &str, _kind: &str) -> Option<ServedKind> {
+        None
+    }
+}
+
+/// A kind's resource and whether its objects live in namespaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServedKind {
+    pub resource: Resource,
+    pub namespaced: bool,
 }

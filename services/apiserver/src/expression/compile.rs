@@ -99,8 +99,19 @@ impl Expression {
     /// Evaluates the expression with `bindings` as its variables; an
     /// error's text is cel's.
     pub fn evaluate(&self, bindings: Vec<(&str, Cel)>) -> Result<Cel, String> {
+        self.evaluate_with(bindings, |_| {})
+    }
+
+    /// [`Expression::evaluate`] with functions of the caller's own
+    /// library added to the context (admission's `authorizer`).
+    pub fn evaluate_with(
+        &self,
+        bindings: Vec<(&str, Cel)>,
+        library: impl FnOnce(&mut Context),
+    ) -> Result<Cel, String> {
         let mut context = Context::with_env(environment::shared());
         super::kube_lists::install(&mut context);
+        library(&mut context);
         for (name, value) in bindings {
             context.add_variable_from_value(name, value);
         }

@@ -7,8 +7,8 @@
 use serde_json::{Map, Value};
 
 use super::managed_fields::{
-    compare, describe, is_atomic_map, item_element, list_kind, restrict_to_part, strip_ignored,
-    to_field_set, Entry, FieldSet, ListKind, Managed, Operation, Writer,
+    compare, describe, item_element, restrict_to_part, strip_ignored, to_field_set, Entry,
+    FieldSet, ListKind, Managed, Operation, Shape, Writer,
 };
 use super::time::now_rfc3339;
 use crate::error::{ApiError, Cause};
@@ -39,12 +39,13 @@ pub fn apply(
         .ok_or_else(|| ApiError::Internal("failed to decode managed fields".into()))?;
     let config = config_for_part(config, writer);
     let attempt = |force| merge_and_own(live, &config, &managed, writer, force);
+    let shape = writer.shape;
     let mut merged = match attempt(force) {
         Ok(merged) => merged,
         // Fields client-side apply set to what is applied now are not
         // worth a conflict when kubectl moves to server-side apply.
         Err(conflicts)
-            if writer.manager == KUBECTL && allowed_by_last_applied(live, &conflicts) =>
+            if writer.manager == KUBECTL && allowed_by_last_applied(live, &conflicts, shape) =>
         {
             attempt(true).map_err(|c| conflict_error(&c))?
         }
@@ -121,7 +122,8 @@ fn merge_and_own(
     force: bool,
 ) -> Result<Value, Vec<Conflict>> {
     let live = without_managed_fields(live);
-    let applied = to_field_set(config);
+    let shape = writer.shape;
+    let applied = to_field_set(config, shape);
     let mut owned = applied.clone();
     strip_ignored(&mut owned);
     restrict_to_part(&mut owned, writer.subresource, writer.has_status);
@@ -144,12 +146,12 @@ fn merge_and_own(
         None => managers.0.push(entry),
     }
 
-    let mut merged = merge_value("", Some(&live), config);
+    let mut merged = merge_value("", Some(&live), config, shape);
     let mut keep = managers.owned();
     keep.union(&applied);
-    prune(&mut merged, "", &last, Some(&keep), true);
+    prune(&mut merged, "", &last, Some(&keep), true, shape);
 
-    let comparison = compare(&live, &merged);
+    let comparison = compare(&live, &merged, shape);
     let changed = comparison.changed();
     let mine = me(&managers);
     let mut conflicts = Vec::new();
@@ -183,17 +185,18 @@ fn merge_and_own(
 
 /// Merges `config` into `live`: maps field by field, keyed lists element
 /// by element, sets by value; atomic values and scalars are replaced.
-fn merge_value(field: &str, live: Option<&Value>, config: &Value) -> Value {
+/// `shape` is the values' own.
+fn merge_value(field: &str, live: Option<&Value>, config: &Value, shape: Shape) -> Value {
     match (live, config) {
-        (Some(Value::Object(l)), Value::Object(c)) if !is_atomic_map(field) => {
+        (Some(Value::Object(l)), Value::Object(c)) if !shape.is_atomic_map(field) => {
             let mut out = l.clone();
             for (key, value) in c {
-                let merged = merge_value(key, l.get(key), value);
+                let merged = merge_value(key, l.get(key), value, shape.member(key));
                 out.insert(key.clone(), merged);
             }
             Value::Object(out)
         }
-        (Some(Value::Array(l)), Value::Array(c)) => merge_lists(field, l, c),
+        (Some(Value::Array(l)), Value::Array(c)) => merge_lists(field, l, c, shape),
         _ => config.clone(),
     }
 }
@@ -201,9 +204,10 @@ fn merge_value(field: &str, live: Option<&Value>, config: &Value) -> Value {
 /// Walks both lists as structured-merge-diff does: elements both have
 /// are merged in the applied order, live elements the configuration does
 /// not mention stay where they were, new ones come in where applied.
-fn merge_lists(field: &str, live: &[Value], config: &[Value]) -> Value {
+fn merge_lists(field: &str, live: &[Value], config: &[Value], shape: Shape) -> Value {
     let all: Vec<Value> = live.iter().chain(config).cloned().collect();
-    let kind = list_kind(field, &all);
+    let kind = shape.list_kind(field, &all);
+    let items = shape.items();
     if kind == ListKind::Atomic {
         return Value::Array(config.to_vec());
     }
@@ -221,7 +225,7 @@ fn merge_lists(field: &str, live: &[Value], config: &[Value]) -> Value {
     let (mut l, mut r) = (0, 0);
     while l < live.len() || r < config.len() {
         if l < live.len() && r < config.len() && live_ids[l] == config_ids[r] {
-            out.push(merge_value("", Some(&live[l]), &config[r]));
+            out.push(merge_value("", Some(&live[l]), &config[r], items));
             emitted.insert(&config_ids[r]);
             (l, r) = (l + 1, r + 1);
             continue;
@@ -239,7 +243,7 @@ fn merge_lists(field: &str, live: &[Value], config: &[Value]) -> Value {
         }
         if r < config.len() {
             if emitted.insert(&config_ids[r]) {
-                out.push(merge_value("", live_of(&config_ids[r]), &config[r]));
+                out.push(merge_value("", live_of(&config_ids[r]), &config[r], items));
             }
             r += 1;
         }
@@ -251,27 +255,43 @@ fn merge_lists(field: &str, live: &[Value], config: &[Value]) -> Value {
 /// now (`keep`, which includes this apply). A struct field counts as
 /// applied when anything under it was, as Kubernetes counts named
 /// fields; `metadata` itself always stays.
-fn prune(value: &mut Value, field: &str, last: &FieldSet, keep: Option<&FieldSet>, top: bool) {
+fn prune(
+    value: &mut Value,
+    field: &str,
+    last: &FieldSet,
+    keep: Option<&FieldSet>,
+    top: bool,
+    shape: Shape,
+) {
     for (element, last_child) in last.children() {
         let keep_child = keep.and_then(|k| k.child(element));
         let kept = keep_child.is_some_and(|k| !k.is_empty());
         let removable = last_child.is_member() || element.starts_with("f:");
         if !kept && removable && !(top && element == "f:metadata") {
-            remove_element(value, field, element);
+            remove_element(value, field, element, shape);
             continue;
         }
         let name = element.strip_prefix("f:").unwrap_or("");
-        if let Some(child) = find_element(value, field, element) {
-            prune(child, name, last_child, keep_child, false);
+        let inner = match value {
+            Value::Array(_) => shape.items(),
+            _ => shape.member(name),
+        };
+        if let Some(child) = find_element(value, field, element, shape) {
+            prune(child, name, last_child, keep_child, false, inner);
         }
     }
 }
 
-fn find_element<'a>(value: &'a mut Value, field: &str, element: &str) -> Option<&'a mut Value> {
+fn find_element<'a>(
+    value: &'a mut Value,
+    field: &str,
+    element: &str,
+    shape: Shape,
+) -> Option<&'a mut Value> {
     match value {
         Value::Object(map) => map.get_mut(element.strip_prefix("f:")?),
         Value::Array(items) => {
-            let kind = list_kind(field, items);
+            let kind = shape.list_kind(field, items);
             let at = items
                 .iter()
                 .enumerate()
@@ -282,7 +302,7 @@ fn find_element<'a>(value: &'a mut Value, field: &str, element: &str) -> Option<
     }
 }
 
-fn remove_element(value: &mut Value, field: &str, element: &str) {
+fn remove_element(value: &mut Value, field: &str, element: &str, shape: Shape) {
     match value {
         Value::Object(map) => {
             if let Some(name) = element.strip_prefix("f:") {
@@ -290,7 +310,7 @@ fn remove_element(value: &mut Value, field: &str, element: &str) {
             }
         }
         Value::Array(items) => {
-            let kind = list_kind(field, items);
+            let kind = shape.list_kind(field, items);
             let mut i = 0;
             items.retain(|item| {
                 i += 1;
@@ -304,7 +324,7 @@ fn remove_element(value: &mut Value, field: &str, element: &str) {
 /// The fields kubectl's client-side apply recorded in the last-applied
 /// annotation with the values they still have: conflicts on those are
 /// allowed for kubectl's server-side apply (Kubernetes' lastAppliedManager).
-fn allowed_by_last_applied(live: &Value, conflicts: &[Conflict]) -> bool {
+fn allowed_by_last_applied(live: &Value, conflicts: &[Conflict], shape: Shape) -> bool {
     let Some(text) = live["metadata"]["annotations"][LAST_APPLIED].as_str() else {
         return false;
     };
@@ -314,8 +334,8 @@ fn allowed_by_last_applied(live: &Value, conflicts: &[Conflict]) -> bool {
     if last["apiVersion"] != live["apiVersion"] {
         return false;
     }
-    let differences = compare(&last, &without_managed_fields(live));
-    let allowed = to_field_set(&last)
+    let differences = compare(&last, &without_managed_fields(live), shape);
+    let allowed = to_field_set(&last, shape)
         .difference(&differences.modified)
         .difference(&differences.added)
         .difference(&differences.removed);
@@ -402,6 +422,7 @@ mod tests {
             api_version: "apps/v1",
             subresource: "",
             has_status: true,
+            shape: Shape::Builtin,
         }
     }
 
@@ -416,7 +437,7 @@ mod tests {
         let live = json!({"spec": {"containers": [
             {"name": "a", "image": "1", "imagePullPolicy": "Always"}, {"name": "b", "image": "2"}]}});
         let config = json!({"spec": {"containers": [{"name": "a", "image": "3"}, {"name": "c", "image": "4"}]}});
-        let merged = merge_value("", Some(&live), &config);
+        let merged = merge_value("", Some(&live), &config, Shape::Builtin);
         assert_eq!(
             merged["spec"]["containers"],
             json!([{"name": "a", "image": "3", "imagePullPolicy": "Always"},
@@ -427,6 +448,7 @@ mod tests {
             "",
             Some(&json!({"args": ["x", "y"]})),
             &json!({"args": ["z"]}),
+            Shape::Builtin,
         );
         assert_eq!(merged["args"], json!(["z"]));
     }
@@ -502,6 +524,7 @@ mod tests {
             api_version: "v1",
             subresource: "",
             has_status: false,
+            shape: Shape::Builtin,
         };
         let one = apply(&live, &cm(json!({"a": "1", "b": "2"})), &w("x"), false).unwrap();
         let two = apply(&one, &cm(json!({"b": "2"})), &w("y"), false).unwrap();

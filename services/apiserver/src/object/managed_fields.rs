@@ -5,12 +5,14 @@
 //!
 //! Kubernetes decides the shape of each list and map from the OpenAPI
 //! schema (`x-kubernetes-list-type`, `-list-map-keys`, `-map-type`).
-//! Capstan serves built-in types only, so the few shapes that matter are
-//! named here by field, like the strategic merge keys in
-//! [`super::strategic`] (which supplies the primary keys).
+//! For built-in types the few shapes that matter are named here by
+//! field, like the strategic merge keys in [`super::strategic`] (which
+//! supplies the primary keys); a custom resource's come from its
+//! structural schema ([`Shape`]).
 
 mod compare;
 mod field_set;
+mod shape;
 
 use serde_json::{Map, Value};
 
@@ -18,9 +20,9 @@ use super::time::now_rfc3339;
 
 pub use compare::{compare, Comparison};
 pub use field_set::{
-    describe, field, is_atomic_map, item_element, list_kind, restrict_to_part, strip_ignored,
-    to_field_set, FieldSet, ListKind,
+    describe, field, item_element, restrict_to_part, strip_ignored, to_field_set, FieldSet,
 };
+pub use shape::{is_atomic_map, list_kind, ListKind, Shape};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
@@ -186,6 +188,8 @@ pub struct Writer<'a> {
     /// The type has a status subresource, so the main resource's writes
     /// own nothing under `status`.
     pub has_status: bool,
+    /// How the type's lists and maps merge (a custom resource's schema).
+    pub shape: Shape<'a>,
 }
 
 /// `[]` or `[{}]`: the client asks for the entries to be cleared.
@@ -228,7 +232,7 @@ pub fn record_update(old: &Value, new: &mut Value, writer: &Writer) {
     if let Some(metadata) = old.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.remove("managedFields");
     }
-    let comparison = compare(&old, new);
+    let comparison = compare(&old, new, writer.shape);
     let mut changed = comparison.changed();
     restrict_to_part(&mut changed, writer.subresource, writer.has_status);
     for entry in &mut managed.0 {
@@ -374,7 +378,7 @@ mod tests {
             "metadata": {"name": "p", "labels": {"app": "x"}, "finalizers": ["a/b"]},
             "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}],
                      "nodeSelector": {}}});
-        let set = to_field_set(&config);
+        let set = to_field_set(&config, Shape::Builtin);
         let container = "k:{\"name\":\"c\"}";
         assert!(set.has(&path(&["f:spec", "f:containers", container])));
         assert!(set.has(&path(&[
@@ -396,7 +400,7 @@ mod tests {
             "template": {"spec": {"containers": [{"name": "c", "image": "i1"}, {"name": "gone", "image": "x"}]}}}});
         let new = json!({"metadata": {"name": "d", "labels": {"a": "1", "b": "2"}}, "spec": {"replicas": 2,
             "template": {"spec": {"containers": [{"name": "c", "image": "i2"}]}}}});
-        let c = compare(&old, &new);
+        let c = compare(&old, &new, Shape::Builtin);
         assert_eq!(
             c.added.paths(),
             vec![path(&["f:metadata", "f:labels", "f:b"])]
@@ -415,7 +419,7 @@ mod tests {
     fn create_owns_new_maps_but_not_the_spec_struct() {
         let new = json!({"metadata": {"name": "d", "uid": "u", "labels": {"a": "1"}},
             "spec": {"replicas": 1, "strategy": {"rollingUpdate": {"maxSurge": 1}}}});
-        let c = compare(&json!({}), &new);
+        let c = compare(&json!({}), &new, Shape::Builtin);
         assert!(c.added.has(&path(&["f:metadata", "f:labels"])));
         assert!(!c.added.has(&path(&["f:spec"])));
         assert!(!c.added.has(&path(&["f:spec", "f:strategy"])));
@@ -432,6 +436,7 @@ mod tests {
             api_version: "v1",
             subresource: "",
             has_status: false,
+            shape: Shape::Builtin,
         };
         let mut obj = json!({"metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}});
         record_update(&json!({}), &mut obj, &writer("creator"));

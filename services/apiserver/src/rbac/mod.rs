@@ -17,6 +17,7 @@
 pub mod aggregation;
 pub mod authorizer;
 pub mod covers;
+pub mod for_admission;
 pub mod index;
 pub mod informer;
 pub mod objects;

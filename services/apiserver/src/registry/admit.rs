@@ -17,7 +17,7 @@ pub(crate) struct Admitted<'a> {
     pub dry_run: bool,
     pub user: &'a UserInfo,
     /// What the plugins said besides yes or no (warnings for the reply).
-    pub feedback: Feedback,
+    pub feedback: std::sync::Arc<Feedback>,
 }
 
 impl Handle {

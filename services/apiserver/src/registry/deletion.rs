@@ -99,7 +99,7 @@ pub async fn delete(
             part: Part::Main,
             dry_run: options.dry_run,
             user: &options.user,
-            feedback: Default::default(),
+            feedback: options.feedback.clone(),
         };
         h.admit_validated(&write, name, None, Some(&current.object))
             .await?;

@@ -60,13 +60,13 @@ fn admitted<'a>(
         part,
         dry_run: options.dry_run,
         user: &options.user,
-        feedback: Default::default(),
+        feedback: options.feedback.clone(),
     }
 }
 
 /// Who a write's fields belong to (see `object::managed_fields`).
 fn writer<'a>(
-    h: &Handle,
+    h: &'a Handle,
     options: &'a WriteOptions,
     part: Part,
     api_version: &'a str,
@@ -80,6 +80,7 @@ fn writer<'a>(
             Part::Scale => "scale",
         },
         has_status: h.def().status,
+        shape: h.strategy.shape(),
     }
 }
 
@@ -105,7 +106,8 @@ async fn create_as(
             "resourceVersion should not be set on objects to be created".into(),
         ));
     }
-    let (mut obj, mut warnings) = h.decode(&body, &options)?;
+    let mut obj = h.decode(&body, &options)?;
+    let mut warnings = Vec::new();
     prepare_create_metadata(h, &mut obj, namespace);
     h.strategy.prepare_for_create(&mut obj);
     let write = admitted(Operation::Create, namespace, Part::Main, &options);
@@ -242,7 +244,8 @@ where
         }
         h.check_type(&proposed)?;
         let applied_fields = proposed.pointer("/metadata/managedFields").cloned();
-        let (decoded, mut warnings) = h.decode(&proposed, options)?;
+        let decoded = h.decode(&proposed, options)?;
+        let mut warnings = Vec::new();
         let mut new = prepare_update(h, decoded, &current.object, part);
         let write = admitted(Operation::Update, namespace, part, options);
         h.admit(&write, &mut new, Some(&current.object)).await?;
@@ -499,7 +502,7 @@ async fn apply_patch(
     body: &Value,
     options: WriteOptions,
 ) -> Result<Reply, ApiError> {
-    let (config, config_warnings) = applied_config(h, name, part, body, &options)?;
+    let config = applied_config(h, name, part, body, &options)?;
     let api_version = h.def().api_version();
     let writer = writer(h, &options, part, &api_version);
     let force = options.force.unwrap_or(false);
@@ -517,10 +520,7 @@ async fn apply_patch(
                 match create_as(h, namespace, obj, options.clone(), false).await {
                     // Created meanwhile by someone else: apply to theirs.
                     Err(ApiError::AlreadyExists(_)) => continue,
-                    Ok(mut reply) => {
-                        reply.warnings.extend(config_warnings);
-                        return Ok(reply);
-                    }
+                    Ok(reply) => return Ok(reply),
                     Err(e) => return Err(e),
                 }
             }
@@ -531,9 +531,7 @@ async fn apply_patch(
         let merged = apply::apply(&current.object, &config, &writer, force)?;
         Ok((merged, pinned))
     });
-    let mut reply = reply.await?;
-    reply.warnings.extend(config_warnings);
-    Ok(reply)
+    reply.await
 }
 
 /// The applied configuration, checked and in the type's canonical form
@@ -545,7 +543,7 @@ fn applied_config(
     part: Part,
     body: &Value,
     options: &WriteOptions,
-) -> Result<(Value, Vec<String>), ApiError> {
+) -> Result<Value, ApiError> {
     let def = h.def();
     if !body.is_object() {
         return Err(ApiError::BadRequest(
@@ -583,6 +581,6 @@ fn applied_config(
     if meta::name(&config).is_empty() {
         meta::metadata_mut(&mut config).insert("name".into(), name.into());
     }
-    let (typed, warnings) = h.decode(&config, options)?;
-    Ok((apply::restrict_to_typed(&typed, &config), warnings))
+    let typed = h.decode(&config, options)?;
+    Ok(apply::restrict_to_typed(&typed, &config))
 }

@@ -101,12 +101,10 @@ impl Handle {
         found.ok_or_else(|| self.not_found(name))
     }
 
-    /// Decodes through the typed object and applies `fieldValidation`.
-    pub(crate) fn decode(
-        &self,
-        body: &Value,
-        options: &WriteOptions,
-    ) -> Result<(Value, Vec<String>), ApiError> {
+    /// Decodes through the typed object and applies `fieldValidation`;
+    /// its warnings (unknown fields) go to the request's feedback, so a
+    /// refused write sends them too.
+    pub(crate) fn decode(&self, body: &Value, options: &WriteOptions) -> Result<Value, ApiError> {
         let def = self.def();
         let decoded = self.strategy.decode(body).map_err(|e| {
             ApiError::BadRequest(format!(
@@ -127,8 +125,13 @@ impl Handle {
                 def.kind,
                 unknown.join(", ")
             ))),
-            FieldValidation::Warn => Ok((decoded.canonical, unknown)),
-            _ => Ok((decoded.canonical, Vec::new())),
+            FieldValidation::Warn => {
+                for warning in unknown {
+                    options.feedback.warn(warning);
+                }
+                Ok(decoded.canonical)
+            }
+            _ => Ok(decoded.canonical),
         }
     }
 

@@ -4,19 +4,24 @@
 //! the same `storage::Interface` each type's flow uses.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
 use super::actor;
+use super::catalog::Entry;
 use super::handle::Handle;
-use super::Catalog;
-use crate::admission::objects::{Freshness, Lookup, LookupError, Objects, Resource};
+use super::{Catalog, ResourceDef};
+use crate::admission::objects::{Freshness, Lookup, LookupError, Objects, Resource, ServedKind};
 use crate::object::meta;
 use crate::storage::{ListRequest, ReadAt, StorageError};
 
 /// The handles (Cacher-backed) of the types admission may look at.
 pub struct CachedObjects {
     handles: HashMap<(String, String), Handle>,
+    /// The catalog, for the types CRDs add at run time (a policy's
+    /// paramKind). Weak: the catalog's admission chain holds these.
+    catalog: Weak<Catalog>,
 }
 
 impl CachedObjects {
@@ -30,7 +35,39 @@ impl CachedObjects {
                 handles.insert(key, handle);
             }
         }
-        CachedObjects { handles }
+        CachedObjects {
+            handles,
+            catalog: Weak::new(),
+        }
+    }
+
+    /// These objects, and those of the custom types `catalog` serves.
+    pub fn with_custom_types(self, catalog: &Arc<Catalog>) -> CachedObjects {
+        CachedObjects {
+            catalog: Arc::downgrade(catalog),
+            ..self
+        }
+    }
+
+    /// The storage-version entry of a custom type `pick` chooses.
+    fn custom_entry(&self, pick: impl Fn(&ResourceDef) -> bool) -> Option<Entry> {
+        let catalog = self.catalog.upgrade()?;
+        let entries = catalog.custom_entries().into_iter();
+        entries
+            .filter(|e| e.primary)
+            .find(|e| pick(e.strategy.def()))
+    }
+
+    /// A built-in type's handle, or a custom type's from its actor.
+    async fn any_handle(&self, resource: Resource) -> Result<Handle, LookupError> {
+        if let Some(handle) = self.served(resource.group, resource.resource) {
+            return Ok(handle.clone());
+        }
+        let entry = self
+            .custom_entry(|d| d.group == resource.group && d.resource == resource.resource)
+            .ok_or(LookupError::Unknown(resource))?;
+        let handle = entry.actor.send(actor::Storage).await;
+        handle.map_err(|e| LookupError::Unavailable(e.to_string()))
     }
 
     fn handle(&self, resource: Resource) -> Result<&Handle, LookupError> {
@@ -90,7 +127,7 @@ impl Objects for CachedObjects {
         freshness: Freshness,
     ) -> Lookup<'a, Option<Value>> {
         Box::pin(async move {
-            let h = self.handle(resource)?;
+            let h = self.any_handle(resource).await?;
             let key = h.key(namespace, name);
             let found = match freshness {
                 Freshness::Cached => h.store.get_at(&key, ReadAt::Any).await,
@@ -106,7 +143,30 @@ impl Objects for CachedObjects {
         namespace: &'a str,
         freshness: Freshness,
     ) -> Lookup<'a, Vec<Value>> {
-        Box::pin(async move { list(self.handle(resource)?, namespace, freshness).await })
+        Box::pin(async move { list(&self.any_handle(resource).await?, namespace, freshness).await })
+    }
+
+    fn served_kind(&self, api_version: &str, kind: &str) -> Option<ServedKind> {
+        let wanted = |d: &ResourceDef| d.kind == kind && d.api_version() == api_version;
+        let mut defs = self.handles.values().map(Handle::def);
+        // Any served version names the type; its objects are read at the
+        // storage version.
+        let custom = || {
+            let entries = self.catalog.upgrade()?.custom_entries();
+            let served = entries.iter().find(|e| wanted(e.strategy.def()))?;
+            Some(served.strategy.def().clone())
+        };
+        let def = match defs.find(|d| wanted(d)).cloned() {
+            Some(def) => def,
+            None => custom()?,
+        };
+        Some(ServedKind {
+            resource: Resource {
+                group: def.group,
+                resource: def.resource,
+            },
+            namespaced: def.namespaced,
+        })
     }
 
     fn swap<'a>(&'a self, resource: Resource, object: &'a Value) -> Lookup<'a, bool> {

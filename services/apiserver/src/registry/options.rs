@@ -155,6 +155,9 @@ pub struct WriteOptions {
     pub user: UserInfo,
     /// Who asks, for the strategies' checks; None for the server's own writes.
     pub requester: Option<std::sync::Arc<dyn super::strategy::Requester>>,
+    /// Where admission leaves the request's warnings: the route reads it
+    /// when the write is refused (a reply carries them otherwise).
+    pub feedback: std::sync::Arc<crate::admission::Feedback>,
 }
 
 impl WriteOptions {
@@ -197,6 +200,7 @@ impl WriteOptions {
             agent: String::new(),
             user: UserInfo::default(),
             requester: None,
+            feedback: Default::default(),
         })
     }
 
@@ -288,6 +292,8 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// Who deletes (for admission).
     pub user: UserInfo,
+    /// As [`WriteOptions::feedback`].
+    pub feedback: std::sync::Arc<crate::admission::Feedback>,
 }
 
 impl DeleteOptions {
@@ -321,6 +327,7 @@ impl DeleteOptions {
                 .as_str()
                 .map(str::to_string),
             user: UserInfo::default(),
+            feedback: Default::default(),
         })
     }
 

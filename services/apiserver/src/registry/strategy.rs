@@ -224,6 +224,12 @@ pub trait Strategy: Send + Sync + 'static {
         true
     }
 
+    /// How server-side apply merges and owns the type's lists and maps:
+    /// built-in types by field name, custom ones by their schema.
+    fn shape(&self) -> crate::object::managed_fields::Shape<'_> {
+        crate::object::managed_fields::Shape::Builtin
+    }
+
     /// Objects of this type expire after the server's event TTL.
     fn expires(&self) -> bool {
         false

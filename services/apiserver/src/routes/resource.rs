@@ -116,8 +116,9 @@ pub(crate) async fn dispatch(
         entry,
         part,
         form,
+        feedback: Default::default(),
     };
-    match info.verb {
+    let answer = match info.verb {
         Verb::Get => get(&call).await,
         Verb::List => list(&call).await,
         Verb::Watch => watch(&call).await,
@@ -126,7 +127,8 @@ pub(crate) async fn dispatch(
         Verb::Patch => patch(&call, payload).await,
         Verb::Delete => delete(&call, payload).await,
         Verb::DeleteCollection => delete_collection(&call).await,
-    }
+    };
+    answer.map_err(|error| error.with_warnings(call.feedback.warnings()))
 }
 
 /// One request to a resource type, resolved: what each verb works from.
@@ -138,6 +140,8 @@ struct Call<'a> {
     entry: &'a Entry,
     part: Part,
     form: Form,
+    /// The request's warnings, sent with a refusal too.
+    feedback: std::sync::Arc<crate::admission::Feedback>,
 }
 
 impl Call<'_> {
@@ -153,6 +157,7 @@ impl Call<'_> {
         let mut options = WriteOptions::parse(self.query)?;
         options.requester =
             crate::rbac::requester::of_request(self.req, &self.state.chain.authorizer);
+        options.feedback = self.feedback.clone();
         let options = options.with_user_agent(header(self.req, "user-agent"));
         Ok(options.with_user(user_of(self.req)))
     }
@@ -284,7 +289,8 @@ async fn delete(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, 
         true => None,
         false => Some(decode(call.req, bytes)?),
     };
-    let options = DeleteOptions::parse(call.query, body.as_ref())?.with_user(user_of(call.req));
+    let mut options = DeleteOptions::parse(call.query, body.as_ref())?.with_user(user_of(call.req));
+    options.feedback = call.feedback.clone();
     let reply = call
         .entry
         .actor

@@ -19,6 +19,7 @@ pub use priority::{Priority, SYSTEM_CLASSES};
 pub use resource_quota::ResourceQuota;
 pub use service_account::{ServiceAccount, TOKEN_MOUNT_PATH};
 
+use super::authorize::AuthorizerSlot;
 use super::config_file::PluginConfigurations;
 use super::objects::Objects;
 use super::pod_security::PodSecurity;
@@ -141,12 +142,14 @@ pub fn select(enable: &[String], disable: &[String]) -> Result<Vec<&'static str>
 
 /// The plugins named (as [`select`] gave them), on `objects`, configured
 /// by `--admission-control-config-file`; the webhook plugins observe
-/// their calls in `webhooks`.
+/// their calls in `webhooks`; policies' CEL `authorizer` asks
+/// `authorizer`.
 pub fn build(
     names: &[&str],
     objects: Arc<dyn Objects>,
     webhooks: &WebhookMetrics,
     configurations: &PluginConfigurations,
+    authorizer: &AuthorizerSlot,
 ) -> Vec<Arc<dyn Plugin>> {
     names
         .iter()
@@ -161,9 +164,9 @@ pub fn build(
                 ))),
                 "Priority" => Some(Arc::new(Priority::new(objects.clone()))),
                 "DefaultStorageClass" => Some(Arc::new(DefaultStorageClass::new(objects.clone()))),
-                "ValidatingAdmissionPolicy" => {
-                    Some(Arc::new(ValidatingAdmissionPolicy::new(objects.clone())))
-                }
+                "ValidatingAdmissionPolicy" => Some(Arc::new(
+                    ValidatingAdmissionPolicy::new(objects.clone()).authorized(authorizer.clone()),
+                )),
                 "ResourceQuota" => Some(Arc::new(ResourceQuota::new(objects.clone()))),
                 "MutatingAdmissionWebhook" => Some(Arc::new(MutatingWebhooks::new(
                     objects.clone(),

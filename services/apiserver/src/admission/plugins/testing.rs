@@ -7,10 +7,15 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::admission::objects::{Freshness, Lookup, LookupError, Objects, Resource};
+use crate::admission::objects::{Freshness, Lookup, LookupError, Objects, Resource, ServedKind};
 use crate::admission::{Attributes, Operation, UserInfo};
 
 type Key = (Resource, String, String);
+
+pub const CONFIG_MAPS: Resource = Resource {
+    group: "",
+    resource: "configmaps",
+};
 
 #[derive(Default)]
 pub struct Memory {
@@ -70,6 +75,14 @@ impl Objects for Memory {
             .map(|(_, v)| v.clone())
             .collect();
         Box::pin(async move { Ok(found) })
+    }
+
+    /// ConfigMaps are the one parameter kind the tests use.
+    fn served_kind(&self, api_version: &str, kind: &str) -> Option<ServedKind> {
+        (api_version == "v1" && kind == "ConfigMap").then_some(ServedKind {
+            resource: CONFIG_MAPS,
+            namespaced: true,
+        })
     }
 
     fn swap<'a>(&'a self, resource: Resource, object: &'a Value) -> Lookup<'a, bool> {

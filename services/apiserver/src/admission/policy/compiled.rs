@@ -31,8 +31,6 @@ pub struct Compiled {
     /// `failurePolicy: Fail` (the default): an error refuses.
     pub fail_closed: bool,
     pub constraints: Value,
-    /// The policy takes parameters (`paramKind`).
-    pub has_params: bool,
     pub match_conditions: Vec<Named>,
     pub variables: Vec<Named>,
     pub validations: Vec<Validation>,
@@ -92,7 +90,6 @@ impl Compiled {
             name: crate::object::meta::name(policy).to_string(),
             fail_closed: spec["failurePolicy"].as_str() != Some("Ignore"),
             constraints: spec["matchConstraints"].clone(),
-            has_params: spec["paramKind"].is_object(),
             match_conditions,
             variables,
             validations,

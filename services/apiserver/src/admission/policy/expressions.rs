@@ -5,10 +5,13 @@
 //! policy's own `variables`), converted from JSON.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use cel::Value as Cel;
 use serde_json::Value;
 
+use super::authz;
+use crate::admission::authorize::Authorize;
 pub use crate::expression::Expression;
 use crate::expression::{self, to_cel};
 
@@ -30,7 +33,7 @@ pub fn compile(source: &str) -> Result<Expression, String> {
 }
 
 /// What an expression sees. Absent inputs are CEL `null`.
-#[derive(Debug, Default, Clone)]
+#[derive(Clone)]
 pub struct Inputs {
     pub object: Value,
     pub old_object: Value,
@@ -39,6 +42,25 @@ pub struct Inputs {
     pub namespace_object: Value,
     /// The policy's variables evaluated so far, by name.
     pub variables: HashMap<String, Cel>,
+    /// The `authorizer` variable ([`authz::variable`]), null if unset.
+    pub authorizer: Cel,
+    /// What its `check()` asks.
+    pub checker: Option<Arc<dyn Authorize>>,
+}
+
+impl Default for Inputs {
+    fn default() -> Inputs {
+        Inputs {
+            object: Value::Null,
+            old_object: Value::Null,
+            request: Value::Null,
+            params: Value::Null,
+            namespace_object: Value::Null,
+            variables: HashMap::new(),
+            authorizer: Cel::Null,
+            checker: None,
+        }
+    }
 }
 
 /// Evaluates `expression` on `inputs`; an error's text is cel's.
@@ -54,7 +76,9 @@ pub fn evaluate(expression: &Expression, inputs: &Inputs) -> Result<Cel, String>
     .map(|(name, value)| (name, to_cel(value)))
     .collect();
     bindings.push(("variables", Cel::from(inputs.variables.clone())));
-    expression.evaluate(bindings)
+    bindings.push(("authorizer", inputs.authorizer.clone()));
+    let checker = inputs.checker.clone();
+    expression.evaluate_with(bindings, |context| authz::install(context, checker))
 }
 
 #[cfg(test)]

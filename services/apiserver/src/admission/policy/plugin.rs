@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 use super::compiled::Compiled;
 use super::expressions::{evaluate, Expression, Inputs};
 use super::matching::covers;
+use super::{authz, params};
+use crate::admission::authorize::AuthorizerSlot;
 use crate::admission::objects::{Freshness, Objects, NAMESPACES};
 use crate::admission::objects::{
     VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS,
@@ -30,6 +32,8 @@ pub struct ValidatingAdmissionPolicy {
     objects: Arc<dyn Objects>,
     /// By policy name: the uid and generation compiled, and the result.
     compiled: Mutex<HashMap<String, (String, Compilation)>>,
+    /// What CEL's `authorizer` asks (empty until start-up fills it).
+    authorizer: AuthorizerSlot,
 }
 
 /// One failed validation (or an error the failure policy makes one).
@@ -37,6 +41,9 @@ struct Failure {
     message: String,
     reason: &'static str,
     index: usize,
+    /// A configuration error: kube denies it whatever the binding's
+    /// validationActions say.
+    config: bool,
 }
 
 /// What the bindings decided for one request.
@@ -51,7 +58,13 @@ impl ValidatingAdmissionPolicy {
         ValidatingAdmissionPolicy {
             objects,
             compiled: Mutex::default(),
+            authorizer: AuthorizerSlot::default(),
         }
+    }
+
+    /// The plugin with `authorizer` behind CEL's `authorizer.check()`.
+    pub fn authorized(self, authorizer: AuthorizerSlot) -> ValidatingAdmissionPolicy {
+        ValidatingAdmissionPolicy { authorizer, ..self }
     }
 
     /// `policy` compiled, from the cache while its generation holds.
@@ -110,6 +123,8 @@ impl ValidatingAdmissionPolicy {
             params: Value::Null,
             namespace_object: namespace.clone().unwrap_or_default(),
             variables: HashMap::new(),
+            authorizer: authz::variable(a),
+            checker: self.authorizer.get().cloned(),
         };
         let mut verdicts = Verdicts::default();
         for binding in &bindings {
@@ -118,13 +133,52 @@ impl ValidatingAdmissionPolicy {
                 continue;
             };
             let failures = match self.compiled(policy).as_ref() {
-                Ok(compiled) => judge(compiled, binding, a, object, namespace.as_ref(), &inputs),
-                Err(why) if policy["spec"]["failurePolicy"] != "Ignore" => vec![misconfigured(why)],
+                Ok(compiled) => {
+                    let covered = covered(compiled, binding, a, object, namespace.as_ref());
+                    match covered {
+                        Ok(true) => self.judge(compiled, policy, binding, a, &inputs).await,
+                        Ok(false) => Vec::new(),
+                        Err(why) => compiled.fail(misconfigured("policy", &why)),
+                    }
+                }
+                Err(why) if policy["spec"]["failurePolicy"] != "Ignore" => {
+                    vec![misconfigured("policy", why)]
+                }
                 Err(_) => Vec::new(),
             };
             verdicts.apply(wanted, binding, failures, a);
         }
         verdicts.finish(a)
+    }
+
+    /// What one binding's policy finds wrong with a request it covers:
+    /// the failures of every evaluation, one per parameter object.
+    async fn judge(
+        &self,
+        compiled: &Compiled,
+        policy: &Value,
+        binding: &Value,
+        a: &Attributes<'_>,
+        inputs: &Inputs,
+    ) -> Vec<Failure> {
+        let found = params::collect(
+            &*self.objects,
+            &policy["spec"],
+            &binding["spec"],
+            a.namespace,
+        )
+        .await;
+        let found = match found {
+            Ok(found) => found,
+            Err(why) => return compiled.fail(misconfigured("binding", &why)),
+        };
+        let mut failures = Vec::new();
+        for param in found {
+            let mut inputs = inputs.clone();
+            inputs.params = param;
+            failures.extend(evaluate_policy(compiled, a, inputs));
+        }
+        failures
     }
 }
 
@@ -138,44 +192,48 @@ impl Plugin for ValidatingAdmissionPolicy {
     }
 }
 
-fn misconfigured(why: &str) -> Failure {
+/// kube's configuration error (`failed to configure binding: ...`).
+fn misconfigured(what: &str, why: &str) -> Failure {
     Failure {
-        message: format!("failed to configure policy: {why}"),
+        message: format!("failed to configure {what}: {why}"),
         reason: "Invalid",
         index: 0,
+        config: true,
     }
 }
 
-/// What one binding's policy finds wrong with the request (nothing when
-/// it does not cover the request or a match condition is false).
-fn judge(
+impl Compiled {
+    /// A configuration error as the failure policy has it: a failure
+    /// when it is Fail, nothing when Ignore.
+    fn fail(&self, failure: Failure) -> Vec<Failure> {
+        match self.fail_closed {
+            true => vec![failure],
+            false => Vec::new(),
+        }
+    }
+}
+
+/// Whether the policy's constraints and the binding's matchResources
+/// both cover the request.
+fn covered(
     policy: &Compiled,
     binding: &Value,
     a: &Attributes<'_>,
     object: Option<&Value>,
     namespace: Option<&Value>,
-    inputs: &Inputs,
-) -> Vec<Failure> {
-    let fail = |why: String| match policy.fail_closed {
-        true => vec![misconfigured(&why)],
-        false => Vec::new(),
-    };
+) -> Result<bool, String> {
     let resources = &binding["spec"]["matchResources"];
-    let covered = covers(&policy.constraints, a, object, namespace).and_then(|yes| match resources
-        .is_object()
-    {
+    let yes = covers(&policy.constraints, a, object, namespace)?;
+    match resources.is_object() {
         true if yes => covers(resources, a, object, namespace),
         _ => Ok(yes),
-    });
-    match covered {
-        Ok(true) => {}
-        Ok(false) => return Vec::new(),
-        Err(why) => return fail(why),
     }
-    if policy.has_params {
-        return fail("paramKind is not supported by this server".into());
-    }
-    let mut inputs = inputs.clone();
+}
+
+/// One evaluation of a policy (with one `params`): match conditions,
+/// variables, audit annotations, then validations.
+fn evaluate_policy(policy: &Compiled, a: &Attributes<'_>, mut inputs: Inputs) -> Vec<Failure> {
+    let fail = |why: String| policy.fail(misconfigured("policy", &why));
     for condition in &policy.match_conditions {
         match evaluate(&condition.expression, &inputs) {
             Ok(Cel::Bool(true)) => {}
@@ -233,6 +291,7 @@ fn validations(policy: &Compiled, inputs: &Inputs) -> Vec<Failure> {
             message,
             reason: validation.reason,
             index,
+            config: false,
         });
     }
     failures
@@ -258,14 +317,15 @@ impl Verdicts {
             .filter_map(Value::as_str)
             .collect();
         for failure in failures {
-            if actions.contains(&"Deny") && self.denial.is_none() {
+            let deny = failure.config || actions.contains(&"Deny");
+            if deny && self.denial.is_none() {
                 let message = format!(
                     "ValidatingAdmissionPolicy '{policy}' with binding '{name}' denied request: {}",
                     failure.message
                 );
                 self.denial = Some((failure.reason, message));
             }
-            if actions.contains(&"Warn") {
+            if actions.contains(&"Warn") && !failure.config {
                 a.feedback.warn(format!(
                     "Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{name}': {}",
                     failure.message

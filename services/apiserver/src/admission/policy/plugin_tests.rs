@@ -10,7 +10,7 @@ use super::ValidatingAdmissionPolicy;
 use crate::admission::objects::{
     VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS,
 };
-use crate::admission::plugins::testing::{attributes, Memory};
+use crate::admission::plugins::testing::{attributes, Memory, CONFIG_MAPS};
 use crate::admission::{AdmissionError, Attributes, Operation, Plugin, UserInfo};
 
 fn policy(name: &str, spec: Value) -> Value {
@@ -186,5 +186,96 @@ async fn a_policy_is_compiled_once_per_generation() {
     assert_eq!(
         plugin.validate(&create(&user), Some(&deployment(6))).await,
         Ok(())
+    );
+}
+
+fn limits(name: &str, max: &str, tier: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "ns", "labels": {"tier": tier}},
+        "data": {"max": max}})
+}
+
+fn param_plugin(bindings: &[Value]) -> (ValidatingAdmissionPolicy, Arc<Memory>) {
+    let memory = Arc::new(Memory::default());
+    let mut p = replicas_policy();
+    p["spec"]["paramKind"] = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+    p["spec"]["validations"][0]["expression"] =
+        "object.spec.replicas <= int(params.data.max)".into();
+    memory.put(VALIDATING_ADMISSION_POLICIES, p);
+    for b in bindings {
+        memory.put(VALIDATING_ADMISSION_POLICY_BINDINGS, b.clone());
+    }
+    (ValidatingAdmissionPolicy::new(memory.clone()), memory)
+}
+
+fn with_ref(name: &str, reference: Value) -> Value {
+    let mut b = binding(name, "max-replicas", &["Deny"]);
+    b["spec"]["paramRef"] = reference;
+    b
+}
+
+#[tokio::test]
+async fn params_by_name_and_by_selector_each_judge_the_request() {
+    let user = UserInfo::anonymous();
+    let by_name = with_ref(
+        "b",
+        json!({"name": "small", "parameterNotFoundAction": "Deny"}),
+    );
+    let (plugin, memory) = param_plugin(&[by_name]);
+    memory.put(CONFIG_MAPS, limits("small", "3", "a"));
+    assert_eq!(
+        plugin.validate(&create(&user), Some(&deployment(3))).await,
+        Ok(())
+    );
+    let refused = plugin.validate(&create(&user), Some(&deployment(4))).await;
+    assert!(
+        matches!(refused, Err(AdmissionError::Refused { .. })),
+        "{refused:?}"
+    );
+
+    let selected = with_ref(
+        "b",
+        json!({"selector": {"matchLabels": {"tier": "gold"}}, "parameterNotFoundAction": "Allow"}),
+    );
+    let (plugin, memory) = param_plugin(&[selected]);
+    assert_eq!(
+        plugin.validate(&create(&user), Some(&deployment(9))).await,
+        Ok(()),
+        "Allow: no params, nothing to check"
+    );
+    memory.put(CONFIG_MAPS, limits("loose", "10", "gold"));
+    memory.put(CONFIG_MAPS, limits("strict", "5", "gold"));
+    memory.put(CONFIG_MAPS, limits("other", "1", "silver"));
+    assert_eq!(
+        plugin.validate(&create(&user), Some(&deployment(5))).await,
+        Ok(())
+    );
+    assert!(
+        plugin
+            .validate(&create(&user), Some(&deployment(6)))
+            .await
+            .is_err(),
+        "every selected ConfigMap is applied"
+    );
+}
+
+#[tokio::test]
+async fn missing_params_with_deny_refuse_whatever_the_actions() {
+    let user = UserInfo::anonymous();
+    let mut warn_only = with_ref(
+        "b",
+        json!({"name": "absent", "parameterNotFoundAction": "Deny"}),
+    );
+    warn_only["spec"]["validationActions"] = json!(["Warn"]);
+    let (plugin, _) = param_plugin(&[warn_only]);
+    assert_eq!(
+        plugin.validate(&create(&user), Some(&deployment(1))).await,
+        Err(AdmissionError::Refused {
+            reason: "Invalid",
+            message: "ValidatingAdmissionPolicy 'max-replicas' with binding 'b' denied request: \
+                failed to configure binding: no params found for policy binding with `Deny` \
+                parameterNotFoundAction"
+                .into()
+        })
     );
 }

@@ -5,9 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::field_set::{
-    field, is_atomic_map, item_element, list_kind, strip_ignored, FieldSet, ListKind,
-};
+use super::field_set::{field, item_element, strip_ignored, FieldSet};
+use super::shape::{ListKind, Shape};
 
 /// What changed between two versions of an object, as field sets.
 #[derive(Debug, Default, PartialEq)]
@@ -28,9 +27,10 @@ impl Comparison {
 
 /// Compares two objects field by field (structured-merge-diff's
 /// `Compare`), leaving out the fields no one owns (see [`strip_ignored`]).
-pub fn compare(old: &Value, new: &Value) -> Comparison {
+pub fn compare(old: &Value, new: &Value, shape: Shape) -> Comparison {
     let mut out = Comparison::default();
-    compare_maps(old.as_object(), new.as_object(), &mut Vec::new(), &mut out);
+    let (old, new) = (old.as_object(), new.as_object());
+    compare_maps(old, new, &mut Vec::new(), &mut out, shape);
     strip_ignored(&mut out.added);
     strip_ignored(&mut out.modified);
     strip_ignored(&mut out.removed);
@@ -46,6 +46,7 @@ fn compare_maps(
     new: Option<&Map<String, Value>>,
     path: &mut Vec<String>,
     out: &mut Comparison,
+    shape: Shape,
 ) {
     let keys: std::collections::BTreeSet<&String> =
         old.into_iter().chain(new).flat_map(Map::keys).collect();
@@ -53,17 +54,19 @@ fn compare_maps(
         path.push(field(key));
         let l = present(old.and_then(|m| m.get(key)));
         let r = present(new.and_then(|m| m.get(key)));
-        compare_value(key, l, r, path, out);
+        compare_value(key, l, r, path, out, shape.member(key));
         path.pop();
     }
 }
 
+/// `shape` is the values' own.
 fn compare_value(
     field: &str,
     l: Option<&Value>,
     r: Option<&Value>,
     path: &mut Vec<String>,
     out: &mut Comparison,
+    shape: Shape,
 ) {
     let is_empty = |v: Option<&Value>| match v {
         None => true,
@@ -76,12 +79,13 @@ fn compare_value(
     if (l.is_none() && r.is_none()) || (is_empty(l) && is_empty(r)) {
         return leaf(l, r, path, out);
     }
-    if objects && !is_atomic_map(field) {
+    if objects && !shape.is_atomic_map(field) {
         compare_maps(
             l.and_then(Value::as_object),
             r.and_then(Value::as_object),
             path,
             out,
+            shape,
         );
         return presence(l, r, path, out);
     }
@@ -92,9 +96,9 @@ fn compare_value(
             r.and_then(Value::as_array).unwrap_or(&empty),
         );
         let all: Vec<Value> = li.iter().chain(ri).cloned().collect();
-        let kind = list_kind(field, &all);
+        let kind = shape.list_kind(field, &all);
         if kind != ListKind::Atomic {
-            compare_items(&kind, li, ri, path, out);
+            compare_items(&kind, li, ri, path, out, shape.items());
             return presence(l, r, path, out);
         }
     }
@@ -107,6 +111,7 @@ fn compare_items(
     new: &[Value],
     path: &mut Vec<String>,
     out: &mut Comparison,
+    shape: Shape,
 ) {
     let index = |items: &[Value]| -> BTreeMap<String, Value> {
         let mut map = BTreeMap::new();
@@ -120,7 +125,7 @@ fn compare_items(
     let elements: std::collections::BTreeSet<&String> = l.keys().chain(r.keys()).collect();
     for element in elements {
         path.push(element.clone());
-        compare_value("", l.get(element), r.get(element), path, out);
+        compare_value("", l.get(element), r.get(element), path, out, shape);
         path.pop();
     }
 }

@@ -1,12 +1,11 @@
-//! Sets of field paths and their `fieldsV1` encoding, the shapes of lists
-//! and maps that decide how a path names an element, and the fields no
+//! Sets of field paths and their `fieldsV1` encoding, how a path names a
+//! list element (by the list's kind, `shape.rs`), and the fields no
 //! manager owns.
 
 use std::collections::BTreeMap;
 
+use super::shape::{ListKind, Shape};
 use serde_json::{Map, Value};
-
-use crate::object::strategic;
 
 /// A set of field paths, as a trie. Path elements are kept in their
 /// `fieldsV1` spelling (`f:name`, `k:{"name":"x"}`, `v:"a"`, `i:0`), which
@@ -194,65 +193,13 @@ pub fn field(name: &str) -> String {
     format!("f:{name}")
 }
 
-/// How the elements of a list are identified.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ListKind {
-    /// Replaced and owned as a whole.
-    Atomic,
-    /// Scalars identified by value (`finalizers`).
-    Set,
-    /// Objects identified by these key fields (`containers` by `name`).
-    Keyed(Vec<&'static str>),
-}
-
-pub fn list_kind(field: &str, items: &[Value]) -> ListKind {
-    if field == "finalizers" && items.iter().all(|i| !i.is_object() && !i.is_array()) {
-        return ListKind::Set;
-    }
-    if !items.iter().all(Value::is_object) {
-        return ListKind::Atomic;
-    }
-    match strategic::merge_key(field, items) {
-        // Ports are keyed by port and protocol in the schema, which the
-        // strategic merge key leaves out.
-        Some(key) if field == "ports" => ListKind::Keyed(vec![key, "protocol"]),
-        Some(key) if field == "topologySpreadConstraints" => {
-            ListKind::Keyed(vec![key, "whenUnsatisfiable"])
-        }
-        Some(key) => ListKind::Keyed(vec![key]),
-        None => ListKind::Atomic,
-    }
-}
-
-/// Maps and structs the schema marks `x-kubernetes-map-type: atomic`
-/// (label selectors, object references): replaced and owned whole.
-pub fn is_atomic_map(field: &str) -> bool {
-    matches!(
-        field,
-        "selector"
-            | "labelSelector"
-            | "namespaceSelector"
-            | "configMapKeyRef"
-            | "secretKeyRef"
-            | "fieldRef"
-            | "resourceFieldRef"
-            | "configMapRef"
-            | "secretRef"
-            | "targetRef"
-            | "claimRef"
-            | "scaleTargetRef"
-            | "dataSource"
-            | "dataSourceRef"
-    )
-}
-
 /// The path element naming `item` of a list of `kind`.
 pub fn item_element(kind: &ListKind, item: &Value, index: usize) -> String {
     match kind {
         ListKind::Keyed(keys) => {
             let mut id = Map::new();
             for key in keys {
-                match item.get(*key) {
+                match item.get(key.as_str()) {
                     Some(v) if !v.is_null() => {
                         id.insert(key.to_string(), v.clone());
                     }
@@ -272,27 +219,28 @@ pub fn item_element(kind: &ListKind, item: &Value, index: usize) -> String {
 
 /// The fields an applied configuration sets (structured-merge-diff's
 /// `ToFieldSet`): scalars, atomic values, empty maps, list elements.
-pub fn to_field_set(obj: &Value) -> FieldSet {
+pub fn to_field_set(obj: &Value, shape: Shape) -> FieldSet {
     let mut set = FieldSet::default();
     if let Value::Object(map) = obj {
-        walk_map(map, &mut set);
+        walk_map(map, &mut set, shape);
     }
     set
 }
 
-fn walk_map(map: &Map<String, Value>, node: &mut FieldSet) {
+fn walk_map(map: &Map<String, Value>, node: &mut FieldSet, shape: Shape) {
     for (key, value) in map {
         let child = node.children.entry(field(key)).or_default();
-        walk_value(key, value, child);
+        walk_value(key, value, child, shape.member(key));
     }
 }
 
-fn walk_value(field: &str, value: &Value, node: &mut FieldSet) {
+/// `shape` is the value's own.
+fn walk_value(field: &str, value: &Value, node: &mut FieldSet, shape: Shape) {
     match value {
-        Value::Object(map) if map.is_empty() || is_atomic_map(field) => node.member = true,
-        Value::Object(map) => walk_map(map, node),
+        Value::Object(map) if map.is_empty() || shape.is_atomic_map(field) => node.member = true,
+        Value::Object(map) => walk_map(map, node, shape),
         Value::Array(items) if items.is_empty() => node.member = true,
-        Value::Array(items) => match list_kind(field, items) {
+        Value::Array(items) => match shape.list_kind(field, items) {
             ListKind::Atomic => node.member = true,
             kind => {
                 for (i, item) in items.iter().enumerate() {
@@ -302,7 +250,7 @@ fn walk_value(field: &str, value: &Value, node: &mut FieldSet) {
                         .or_default();
                     child.member = true;
                     if let Value::Object(map) = item {
-                        walk_map(map, child);
+                        walk_map(map, child, shape.items());
                     }
                 }
             }

@@ -11,7 +11,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use serde_json::{json, Value};
 
 use super::super::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
-use super::common::{check_enum, items, required, unsupported};
+use super::common::{check_enum, invalid, items, required, unsupported};
 use super::default_at;
 use super::simple::{simple, Simple};
 use crate::admission::policy::compiled::Compiled;
@@ -165,6 +165,14 @@ fn validate_policy(policy: &Value) -> Vec<Cause> {
             causes.push(Cause::required(format!("spec.validations[{i}].expression")));
         }
     }
+    let kind = &spec["paramKind"];
+    if kind.is_object() {
+        for field in ["apiVersion", "kind"] {
+            if kind[field].as_str().is_none_or(str::is_empty) {
+                causes.push(Cause::required(format!("spec.paramKind.{field}")));
+            }
+        }
+    }
     if let Err(bad) = Compiled::from_policy(policy) {
         causes.extend(
             bad.into_iter()
@@ -201,7 +209,66 @@ fn validate_binding(binding: &Value) -> Vec<Cause> {
             "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
         ));
     }
+    if spec["paramRef"].is_object() {
+        validate_param_ref(&spec["paramRef"], &mut causes);
+    }
     causes
+}
+
+/// kube's rules for `spec.paramRef`: a name or a selector (not both), a
+/// name that can be a path segment, and a parameterNotFoundAction.
+fn validate_param_ref(reference: &Value, causes: &mut Vec<Cause>) {
+    const FIELD: &str = "spec.paramRef";
+    let name = reference["name"].as_str().unwrap_or_default();
+    let selector = &reference["selector"];
+    let exclusive = "name and selector are mutually exclusive";
+    if !name.is_empty() {
+        for why in path_segment_problems(name) {
+            causes.push(Cause::invalid(format!("{FIELD}.name"), name, why));
+        }
+        if selector.is_object() {
+            causes.push(Cause::forbidden(format!("{FIELD}.name"), exclusive));
+        }
+    }
+    if selector.is_object() {
+        if let Err(e) = crate::object::selector::LabelSelector::from_object(selector) {
+            causes.push(invalid(
+                format!("{FIELD}.selector"),
+                selector,
+                &e.to_string(),
+            ));
+        }
+        if !name.is_empty() {
+            causes.push(Cause::forbidden(format!("{FIELD}.selector"), exclusive));
+        }
+    }
+    if name.is_empty() && !selector.is_object() {
+        causes.push(required(FIELD, "one of name or selector must be specified"));
+    }
+    let action = &reference["parameterNotFoundAction"];
+    match action.as_str() {
+        None | Some("") => causes.push(Cause::required(format!("{FIELD}.parameterNotFoundAction"))),
+        Some("Deny" | "Allow") => {}
+        Some(_) => causes.push(unsupported(
+            format!("{FIELD}.parameterNotFoundAction"),
+            action,
+            &["Deny", "Allow"],
+        )),
+    }
+}
+
+/// kube's `ValidatePathSegmentName`.
+fn path_segment_problems(name: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if name == "." || name == ".." {
+        problems.push(format!("may not be '{name}'"));
+    }
+    for bad in ["/", "%"] {
+        if name.contains(bad) {
+            problems.push(format!("may not contain '{bad}'"));
+        }
+    }
+    problems
 }
 
 #[cfg(test)]
@@ -260,6 +327,38 @@ mod tests {
                 "spec.policyName",
                 "spec.validationActions[2]",
                 "spec.validationActions"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_param_ref_has_a_name_or_a_selector_and_an_action() {
+        let binding = |reference: Value| {
+            let spec =
+                json!({"policyName": "p", "validationActions": ["Deny"], "paramRef": reference});
+            validate_binding(&json!({ "spec": spec }))
+                .into_iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect::<Vec<_>>()
+        };
+        let by_name = json!({"name": "limits", "parameterNotFoundAction": "Deny"});
+        assert_eq!(binding(by_name), Vec::<String>::new());
+        let both = json!({"name": "a/b", "selector": {"matchLabels": {"x": "y"}},
+            "parameterNotFoundAction": "Maybe"});
+        assert_eq!(
+            binding(both),
+            [
+                "spec.paramRef.name: Invalid value: \"a/b\": may not contain '/'",
+                "spec.paramRef.name: Forbidden: name and selector are mutually exclusive",
+                "spec.paramRef.selector: Forbidden: name and selector are mutually exclusive",
+                "spec.paramRef.parameterNotFoundAction: Unsupported value: \"Maybe\": supported values: \"Deny\", \"Allow\"",
+            ]
+        );
+        assert_eq!(
+            binding(json!({})),
+            [
+                "spec.paramRef: Required value: one of name or selector must be specified",
+                "spec.paramRef.parameterNotFoundAction: Required value",
             ]
         );
     }

@@ -191,6 +191,12 @@ impl Strategy for Custom {
         false
     }
 
+    /// The schema's list types and map types.
+    fn shape(&self) -> crate::object::managed_fields::Shape<'_> {
+        use crate::object::managed_fields::Shape;
+        self.schema.as_ref().map_or(Shape::Builtin, Shape::Root)
+    }
+
     /// Prunes what the schema does not specify; the pruned paths are the
     /// unknown fields `fieldValidation` reports or refuses.
     fn decode(&self, value: &Value) -> Result<Decoded, String> {
