@@ -27,7 +27,7 @@ use raft::eraftpb::ConfChangeType;
 
 pub use alarms::Alarms;
 pub use batch::ApplyBatch;
-pub use lease::restore_leases;
+pub use lease::{lease_key, restore_leases, LEASE_PREFIX};
 
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
