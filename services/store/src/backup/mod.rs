@@ -140,7 +140,8 @@ pub fn restore(path: &Path, mvcc: &MvccStore) -> Result<()> {
     let len = verify_digest(&mut file).map_err(bad)?;
     let db = BoltReader::open(file, len).map_err(bad)?;
     mvcc.replace_with(|put| {
-        import::read_database(&db, &mut |k, v| put(k, v).map_err(BackupError::from)).map_err(bad)
+        import::read_database(&db, &mut |k, v| put(k, Some(v)).map_err(BackupError::from))
+            .map_err(bad)
     })?;
     tracing::info!(
         snapshot = %path.display(),

@@ -23,5 +23,5 @@ pub use key_range::KeyRange;
 pub use revision::Revision;
 pub use revision::REVISION_PREFIX;
 pub use state::{RangeOutput, META_APPLIED_INDEX, META_COMPACT_REV, META_CURRENT_REV};
-pub use store::MvccStore;
+pub use store::{Fill, MvccStore};
 pub use write::{Committed, WriteGroup, WriteView};

@@ -24,6 +24,10 @@ use crate::storage::{Backend, Space, WriteBatch};
 const DUMP_PAGE_BYTES: usize = 4 << 20;
 const DUMP_PAGE_RECORDS: std::ops::RangeInclusive<usize> = 8..=1024;
 
+/// What [`MvccStore::replace_with`] hands its filler: puts a pair, or
+/// deletes a key if the value is None.
+pub type Fill<'a, E> = dyn FnMut(Vec<u8>, Option<Vec<u8>>) -> std::result::Result<(), E> + 'a;
+
 pub struct MvccStore {
     backend: Arc<dyn Backend>,
     state: RwLock<State>,
@@ -116,15 +120,14 @@ impl MvccStore {
         Ok(())
     }
 
-    /// Replaces the whole MVCC space with the pairs `fill` puts, written
-    /// a batch at a time so that memory stays flat: for a restore before
-    /// the member serves anything (a crash halfway leaves a member that
-    /// restores again, as its log is not initialised yet).
+    /// Replaces the whole MVCC space with the pairs `fill` puts (a None
+    /// value deletes), written a batch at a time so that memory stays flat.
+    /// The old records are deleted in the first batch, with the first
+    /// pair: a caller that must notice a crash halfway puts a marker first
+    /// and deletes it last.
     pub fn replace_with<E: From<StoreError>>(
         &self,
-        fill: impl FnOnce(
-            &mut dyn FnMut(Vec<u8>, Vec<u8>) -> std::result::Result<(), E>,
-        ) -> std::result::Result<(), E>,
+        fill: impl FnOnce(&mut Fill<'_, E>) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         const BATCH: usize = 4096;
         let mut state = self.state.write();
@@ -132,10 +135,12 @@ impl MvccStore {
         for (key, _) in self.backend.scan(Space::Mvcc, &[], None)? {
             batch.delete(key);
         }
-        self.backend.write(Space::Mvcc, batch)?;
-        let mut batch = WriteBatch::default();
         fill(&mut |key, value| {
-            batch.put(key, value);
+            match value {
+                Some(value) => batch.put(key, value),
+                None => batch.delete(key),
+            }
+            // The first write carries every deletion and the first pair.
             if batch.len() >= BATCH {
                 self.backend
                     .write(Space::Mvcc, std::mem::take(&mut batch))?;
