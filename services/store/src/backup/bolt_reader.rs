@@ -7,7 +7,7 @@ use std::os::unix::fs::FileExt;
 
 use super::bolt_page::{
     le_u32, le_u64, Meta, PageHeader, BRANCH, BUCKET_HEADER, BUCKET_LEAF_FLAG, ELEMENT, LEAF,
-    PAGE_HEADER,
+    PAGE_HEADER, PAGE_SIZE,
 };
 use super::BackupError;
 
@@ -37,14 +37,17 @@ impl BoltReader {
         let mut first = vec![0; 4096.min(len as usize)];
         file.read_exact_at(&mut first, 0)?;
         // Both metas are tried: a crash while bbolt wrote one leaves the
-        // other; the newest intact one wins.
-        let page_size = Meta::read(&first).map(|m| m.page_size as u64);
-        let mut metas = vec![Meta::read(&first)];
-        if let Ok(size) = page_size {
-            let mut second = vec![0; size as usize];
-            if file.read_exact_at(&mut second, size).is_ok() {
-                metas.push(Meta::read(&second));
-            }
+        // other; the newest intact one wins. The second is one page in,
+        // by the first's page size or, if the first is damaged, by the
+        // usual 4 KiB (as bbolt itself guesses).
+        let first_meta = Meta::read(&first);
+        let size = first_meta
+            .as_ref()
+            .map_or(PAGE_SIZE as u64, |m| m.page_size as u64);
+        let mut metas = vec![first_meta];
+        let mut second = vec![0; size.min(1 << 16) as usize];
+        if file.read_exact_at(&mut second, size).is_ok() {
+            metas.push(Meta::read(&second));
         }
         let meta = metas
             .into_iter()
@@ -232,9 +235,21 @@ mod tests {
         db.begin(b"meta").unwrap();
         db.finish().unwrap();
         let len = file.metadata().unwrap().len();
+        let page = |at: u64| {
+            let mut page = vec![0; 4096];
+            file.read_exact_at(&mut page, at).unwrap();
+            page
+        };
+        let (first, second) = (page(0), page(4096));
+        // Either damaged alone: the other one serves.
+        file.write_all_at(&[0xff], 40).unwrap();
+        assert!(BoltReader::open(file.try_clone().unwrap(), len).is_ok());
+        file.write_all_at(&first, 0).unwrap();
         file.write_all_at(&[0xff], 4096 + 40).unwrap();
         assert!(BoltReader::open(file.try_clone().unwrap(), len).is_ok());
         file.write_all_at(&[0xff], 40).unwrap();
-        assert!(BoltReader::open(file, len).is_err());
+        assert!(BoltReader::open(file.try_clone().unwrap(), len).is_err());
+        file.write_all_at(&second, 4096).unwrap();
+        assert!(BoltReader::open(file, len).is_ok());
     }
 }
