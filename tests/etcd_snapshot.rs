@@ -13,8 +13,8 @@ use capstan_tests::etcdctl::{etcdctl, etcdctl_json, etcdctl_ok};
 use capstan_tests::store::StoreProcess;
 use capstan_tests::{binary, free_port};
 
-/// Keys with history: overwritten, deleted, one on a lease, and a key in
-/// a transaction of several changes (sub-revisions).
+/// Keys with history: overwritten, deleted, one on a lease, one bigger
+/// than a page, and a transaction of several changes (sub-revisions).
 fn write_history(endpoint: &str) -> String {
     for i in 0..20 {
         etcdctl_ok(
@@ -34,6 +34,8 @@ fn write_history(endpoint: &str) -> String {
         run.stderr
     );
     assert_eq!(run.stdout.matches("OK").count(), 2, "{}", run.stdout);
+    // Bigger than a page: bbolt keeps it on overflow pages.
+    etcdctl_ok(endpoint, &["put", "big", &"b".repeat(20_000)]);
     let granted = etcdctl_ok(endpoint, &["lease", "grant", "3600"]);
     let lease = granted.split_whitespace().nth(1).expect("a lease id");
     etcdctl_ok(endpoint, &["put", "leased", "x", "--lease", lease]);
@@ -100,12 +102,12 @@ fn a_capstan_snapshot_is_read_by_etcdctl_and_served_by_etcd() {
 
     let status = etcdctl_json("127.0.0.1:1", &["snapshot", "status", &file]);
     assert_eq!(status["revision"].as_i64(), Some(saved_at), "{status}");
-    // Every pair of every bucket: 35 revisions (31 single changes and a
-    // txn of 3, plus the leased put), 1 lease, 1 member and the meta's
-    // consistent index.
+    // Every pair of every bucket: 36 revisions (31 single changes, a txn
+    // of 3, the big put and the leased put), 1 lease, 1 member and the
+    // meta's consistent index.
     assert_eq!(
         status["totalKey"].as_i64(),
-        Some(35 + 1 + 1 + 1),
+        Some(36 + 1 + 1 + 1),
         "{status}"
     );
 
