@@ -3,11 +3,11 @@
 //! (keys, history, leases, revision) under its own membership; a damaged
 //! file is refused.
 //!
-//! Here capstan deliberately differs from etcd: its snapshot file is its
-//! own format (not a bbolt database), restored by starting members with
-//! `--restore-snapshot`. On the reference etcd (`CAPSTAN_TEST_SERVER=etcd`)
-//! the same tests check etcd's way instead: `etcdctl snapshot restore`
-//! into a data directory, then etcd started on it.
+//! The file is etcd's (a bbolt database and its SHA-256; tests/etcd_snapshot.rs
+//! moves it between capstan and etcd); capstan restores it by starting
+//! members with `--restore-snapshot`. On the reference etcd
+//! (`CAPSTAN_TEST_SERVER=etcd`) the same tests check etcd's way instead:
+//! `etcdctl snapshot restore` into a data directory, then etcd started on it.
 
 use std::path::Path;
 use std::process::Command;

@@ -31,6 +31,8 @@ pub struct StoreProcess {
     extra_args: Vec<String>,
     child: Option<Child>,
     log_path: PathBuf,
+    /// Runs the reference etcd whatever `CAPSTAN_TEST_SERVER` says.
+    etcd: bool,
     _watchdog: Watchdog,
 }
 
@@ -54,8 +56,17 @@ impl StoreProcess {
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
             child: None,
             log_path: data_dir.with_extension("log"),
+            etcd: false,
             _watchdog: watchdog::arm(),
         }
+    }
+
+    /// Like [`StoreProcess::unstarted`], but the reference etcd (to move
+    /// data between it and capstan).
+    pub fn unstarted_etcd(data_dir: &Path) -> StoreProcess {
+        let mut process = StoreProcess::unstarted(data_dir, &[]);
+        process.etcd = true;
+        process
     }
 
     pub fn peer_url(&self) -> String {
@@ -93,7 +104,7 @@ impl StoreProcess {
     /// tests themselves expect exactly etcd's behaviour).
     fn command(&self) -> Command {
         let peer_url = self.peer_url();
-        if on_reference_etcd() {
+        if self.etcd || on_reference_etcd() {
             let mut command = Command::new("etcd");
             command
                 .arg("--data-dir")

@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod mvcc;
 pub mod raft;
 pub mod server;
+pub mod snapshot;
 pub mod storage;
 pub mod tls;
 pub mod watch;
@@ -69,6 +70,9 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     log.import_legacy(&*backend)?;
     let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
     let mvcc = Arc::new(MvccStore::open(backend.clone())?);
+    let snap_dir = snapshot::dir(&config.data_dir);
+    snapshot::resume_interrupted_install(&mvcc)?;
+    snapshot::clean(&snap_dir)?;
     if new_cluster {
         if !config.restore_snapshot.is_empty() {
             backup::restore(Path::new(&config.restore_snapshot), &mvcc)?;
@@ -81,7 +85,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let hub = WatchHub::new(mvcc.clone(), config.max_request_bytes as usize);
     hub.start(config.progress_notify_interval());
     let applied = mvcc.applied_index()?;
-    let log = log.with_state_machine(mvcc.clone());
+    let log = log.with_state_machine(mvcc.clone(), &snap_dir);
     let metrics = metrics::Metrics::new();
     let node_config = node_config(config, &cluster, &metrics);
     let alarms = Arc::new(Alarms::load(&**mvcc.backend())?);

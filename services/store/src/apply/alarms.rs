@@ -20,16 +20,16 @@ use crate::error::Result;
 use crate::mvcc::WriteView;
 use crate::storage::{Backend, Space};
 
-const ALARM_PREFIX: u8 = b'a';
+pub const ALARM_PREFIX: u8 = b'a';
 
-fn alarm_key(member: u64, alarm: i32) -> Vec<u8> {
+pub fn alarm_key(member: u64, alarm: i32) -> Vec<u8> {
     let mut key = vec![ALARM_PREFIX];
     key.extend_from_slice(&member.to_be_bytes());
     key.extend_from_slice(&alarm.to_be_bytes());
     key
 }
 
-fn parse_key(key: &[u8]) -> Option<(u64, i32)> {
+pub fn parse_key(key: &[u8]) -> Option<(u64, i32)> {
     let member = u64::from_be_bytes(key.get(1..9)?.try_into().ok()?);
     let alarm = i32::from_be_bytes(key.get(9..13)?.try_into().ok()?);
     Some((member, alarm))

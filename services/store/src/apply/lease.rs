@@ -12,9 +12,9 @@ use crate::lease::Lessor;
 use crate::mvcc::{MvccStore, WriteView};
 use crate::storage::Space;
 
-const LEASE_PREFIX: u8 = b'l';
+pub const LEASE_PREFIX: u8 = b'l';
 
-fn lease_key(id: i64) -> Vec<u8> {
+pub fn lease_key(id: i64) -> Vec<u8> {
     let mut key = vec![LEASE_PREFIX];
     key.extend_from_slice(&(id as u64).to_be_bytes());
     key

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::mvcc::WriteView;
 use crate::storage::{Backend, Space, WriteBatch};
 
-const MEMBER_PREFIX: u8 = b'c';
+pub const MEMBER_PREFIX: u8 = b'c';
 
 fn member_key(id: u64) -> Vec<u8> {
     let mut key = vec![MEMBER_PREFIX];

@@ -27,7 +27,7 @@ use raft::eraftpb::ConfChangeType;
 
 pub use alarms::Alarms;
 pub use batch::ApplyBatch;
-pub use lease::restore_leases;
+pub use lease::{lease_key, restore_leases, LEASE_PREFIX};
 
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
@@ -159,9 +159,10 @@ impl Applier {
         members::load_members(&**self.mvcc.backend())
     }
 
-    /// Replaces the whole state machine with a raft snapshot's data.
+    /// Replaces the whole state machine with the snapshot file a raft
+    /// snapshot's data names.
     pub fn restore_snapshot(&self, data: &[u8]) -> Result<()> {
-        self.mvcc.restore(data)?;
+        crate::snapshot::install(&self.mvcc, data)?;
         let mut lessor = self.lessor.lock();
         lessor.clear();
         restore_leases(&self.mvcc, &mut lessor)?;

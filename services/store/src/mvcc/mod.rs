@@ -21,6 +21,7 @@ mod write;
 
 pub use key_range::KeyRange;
 pub use revision::Revision;
-pub use state::{RangeOutput, META_APPLIED_INDEX};
-pub use store::MvccStore;
+pub use revision::REVISION_PREFIX;
+pub use state::{RangeOutput, META_APPLIED_INDEX, META_COMPACT_REV, META_CURRENT_REV};
+pub use store::{Fill, MvccStore};
 pub use write::{Committed, WriteGroup, WriteView};

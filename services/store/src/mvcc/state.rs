@@ -16,8 +16,8 @@ use crate::storage::{Backend, Space};
 /// The raft index of the last entry whose effects are in the MVCC space.
 /// Written in the same atomic batch as those effects.
 pub const META_APPLIED_INDEX: &[u8] = b"m/applied_index";
-pub(super) const META_CURRENT_REV: &[u8] = b"m/current_rev";
-pub(super) const META_COMPACT_REV: &[u8] = b"m/compact_rev";
+pub const META_CURRENT_REV: &[u8] = b"m/current_rev";
+pub const META_COMPACT_REV: &[u8] = b"m/compact_rev";
 
 pub struct State {
     pub(super) index: KeyIndex,

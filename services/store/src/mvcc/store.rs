@@ -24,6 +24,10 @@ use crate::storage::{Backend, Space, WriteBatch};
 const DUMP_PAGE_BYTES: usize = 4 << 20;
 const DUMP_PAGE_RECORDS: std::ops::RangeInclusive<usize> = 8..=1024;
 
+/// What [`MvccStore::replace_with`] hands its filler: puts a pair, or
+/// deletes a key if the value is None.
+pub type Fill<'a, E> = dyn FnMut(Vec<u8>, Option<Vec<u8>>) -> std::result::Result<(), E> + 'a;
+
 pub struct MvccStore {
     backend: Arc<dyn Backend>,
     state: RwLock<State>,
@@ -52,10 +56,30 @@ impl MvccStore {
     /// backend a page at a time so that memory does not grow with the
     /// store. Returns the bytes written.
     pub fn dump_to(&self, out: &mut impl std::io::Write) -> Result<u64> {
+        let mut written = 0;
+        self.for_each_record(|key, value| -> Result<()> {
+            let pair = SnapshotPair {
+                key: key.to_vec(),
+                value: value.to_vec(),
+            };
+            let bytes = pair.encode_length_delimited_to_vec();
+            out.write_all(&bytes)
+                .map_err(|err| StoreError::Storage(format!("writing a dump: {err}")))?;
+            written += bytes.len() as u64;
+            Ok(())
+        })?;
+        Ok(written)
+    }
+
+    /// Calls `f` with every record of the MVCC space in key order, all at
+    /// one applied index, reading the backend a page at a time.
+    pub fn for_each_record<E: From<StoreError>>(
+        &self,
+        mut f: impl FnMut(&[u8], &[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
         // Applies hold the state's write lock until their batch is
         // written, so a reader in between sees one applied index.
         let _state = self.state.read();
-        let mut written = 0;
         let mut start = Vec::new();
         let mut page_records = *DUMP_PAGE_RECORDS.start();
         loop {
@@ -65,17 +89,13 @@ impl MvccStore {
             let full = page.len() == page_records;
             let mut page_bytes = 0;
             for (key, value) in page {
-                let pair = SnapshotPair { key, value };
-                let bytes = pair.encode_length_delimited_to_vec();
-                out.write_all(&bytes)
-                    .map_err(|err| StoreError::Storage(format!("writing a dump: {err}")))?;
-                page_bytes += bytes.len();
-                start = pair.key;
+                f(&key, &value)?;
+                page_bytes += key.len() + value.len();
+                start = key;
                 start.push(0); // the next page starts right after this key
             }
-            written += page_bytes as u64;
             if !full {
-                return Ok(written);
+                return Ok(());
             }
             let record = (page_bytes / page_records).max(1);
             page_records = (DUMP_PAGE_BYTES / record)
@@ -95,6 +115,38 @@ impl MvccStore {
             let pair = SnapshotPair::decode_length_delimited(&mut buf)?;
             batch.put(pair.key, pair.value);
         }
+        self.backend.write(Space::Mvcc, batch)?;
+        *state = load_state(&*self.backend)?;
+        Ok(())
+    }
+
+    /// Replaces the whole MVCC space with the pairs `fill` puts (a None
+    /// value deletes), written a batch at a time so that memory stays flat.
+    /// The old records are deleted in the first batch, with the first
+    /// pair: a caller that must notice a crash halfway puts a marker first
+    /// and deletes it last.
+    pub fn replace_with<E: From<StoreError>>(
+        &self,
+        fill: impl FnOnce(&mut Fill<'_, E>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        const BATCH: usize = 4096;
+        let mut state = self.state.write();
+        let mut batch = WriteBatch::default();
+        for (key, _) in self.backend.scan(Space::Mvcc, &[], None)? {
+            batch.delete(key);
+        }
+        fill(&mut |key, value| {
+            match value {
+                Some(value) => batch.put(key, value),
+                None => batch.delete(key),
+            }
+            // The first write carries every deletion and the first pair.
+            if batch.len() >= BATCH {
+                self.backend
+                    .write(Space::Mvcc, std::mem::take(&mut batch))?;
+            }
+            Ok(())
+        })?;
         self.backend.write(Space::Mvcc, batch)?;
         *state = load_state(&*self.backend)?;
         Ok(())

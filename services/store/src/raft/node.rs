@@ -541,6 +541,7 @@ impl Node {
         self.applier.restore_snapshot(&snapshot.data)?;
         self.backend.flush()?;
         self.log.apply_snapshot(&snapshot)?;
+        crate::snapshot::discard(&snapshot.data);
         self.applied = meta.index;
         self.config.metrics.snapshots_applied.inc();
         self.report_log_start();

@@ -152,8 +152,9 @@ pub struct RaftLog {
     /// which must not replace the file under a sync. Taken before `cached`
     /// and `wal`.
     io: Arc<Mutex<()>>,
-    /// The state machine a snapshot for a lagging peer is cut from.
-    state_machine: Option<Arc<MvccStore>>,
+    /// The state machine a snapshot for a lagging peer is cut from, and
+    /// the folder the snapshot files go to.
+    state_machine: Option<(Arc<MvccStore>, std::path::PathBuf)>,
     failpoints: Option<Arc<Failpoints>>,
 }
 
@@ -200,8 +201,9 @@ impl RaftLog {
         self
     }
 
-    pub fn with_state_machine(mut self, mvcc: Arc<MvccStore>) -> Self {
-        self.state_machine = Some(mvcc);
+    /// Lets the log cut snapshots of `mvcc` into files in `snap_dir`.
+    pub fn with_state_machine(mut self, mvcc: Arc<MvccStore>, snap_dir: &Path) -> Self {
+        self.state_machine = Some((mvcc, snap_dir.to_path_buf()));
         self
     }
 
@@ -454,18 +456,16 @@ impl Storage for RaftLog {
     /// Cuts a snapshot of the state machine at the applied index for a peer
     /// that is too far behind for the log. Runs on the raft thread, which is
     /// also the only writer, so the dump is consistent with its index.
-    /// Built whole in memory: raft-rs 0.7 carries a snapshot's data as
-    /// bytes in the message, and the receiver installs it in one atomic
-    /// backend batch (the transport does send it in 1 MiB chunks).
+    /// The dump goes to a file; the snapshot's data only names it (see
+    /// `crate::snapshot`), and the transport streams the file.
     fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
         let unavailable = || raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable);
-        let mvcc = self.state_machine.as_ref().ok_or_else(unavailable)?;
+        let (mvcc, snap_dir) = self.state_machine.as_ref().ok_or_else(unavailable)?;
         let applied = mvcc
             .applied_index()
             .map_err(|err| raft::Error::Store(StorageError::Other(Box::new(err))))?;
         let term = self.term(applied).map_err(|_| unavailable())?;
-        let data = mvcc
-            .dump()
+        let data = crate::snapshot::cut(mvcc, snap_dir)
             .map_err(|err| raft::Error::Store(StorageError::Other(Box::new(err))))?;
         let mut snapshot = Snapshot::default();
         snapshot.data = data.into();

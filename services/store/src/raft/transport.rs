@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use capstan_proto::peer::peer_client::PeerClient;
 use capstan_proto::peer::{RaftBatch, SnapshotChunk};
+use futures::StreamExt;
 use parking_lot::Mutex;
 use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
 use raft::SnapshotStatus;
+use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
@@ -89,6 +91,7 @@ impl GrpcTransport {
             .get(&message.to)
             .and_then(|l| l.urls.first().cloned())
         else {
+            crate::snapshot::discard(&message.get_snapshot().data);
             return;
         };
         let feedback = self.feedback.lock().clone();
@@ -226,30 +229,54 @@ async fn connect(url: &str) -> Result<Channel, tonic::transport::Error> {
         .await
 }
 
-async fn send_snapshot(url: &str, from: u64, mut message: Message) -> Result<(), String> {
-    let data = std::mem::take(&mut message.mut_snapshot().data);
+/// Streams the snapshot file `message` names, a chunk at a time (the
+/// message goes first, its data still naming the file so the receiver can
+/// check size and checksum), then removes the file: a retry cuts a new one.
+async fn send_snapshot(url: &str, from: u64, message: Message) -> Result<(), String> {
+    let data = message.get_snapshot().data.to_vec();
+    let sent = stream_snapshot(url, from, message).await;
+    crate::snapshot::discard(&data);
+    sent
+}
+
+async fn stream_snapshot(url: &str, from: u64, message: Message) -> Result<(), String> {
+    let (_, file) =
+        crate::snapshot::open(&message.get_snapshot().data).map_err(|e| e.to_string())?;
     let first = SnapshotChunk {
         from,
         message: encode(&message),
         data: Vec::new(),
     };
-    // Each chunk is copied out only when the stream takes it, so the data
-    // is not held twice.
-    let rest = (0..data.len().div_ceil(SNAPSHOT_CHUNK)).map(move |i| {
-        let end = data.len().min((i + 1) * SNAPSHOT_CHUNK);
-        SnapshotChunk {
-            from,
-            message: Vec::new(),
-            data: data[i * SNAPSHOT_CHUNK..end].to_vec(),
+    // A read error ends the stream early; the receiver then finds the
+    // size or checksum wrong and refuses the snapshot.
+    let file = tokio::fs::File::from_std(file);
+    let rest = futures::stream::unfold(file, move |mut file| async move {
+        let mut data = vec![0; SNAPSHOT_CHUNK];
+        let mut filled = 0;
+        while filled < data.len() {
+            match file.read(&mut data[filled..]).await {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(err) => {
+                    tracing::warn!(%err, "reading a snapshot file");
+                    return None;
+                }
+            }
         }
+        data.truncate(filled);
+        (filled > 0).then(|| {
+            let chunk = SnapshotChunk {
+                from,
+                message: Vec::new(),
+                data,
+            };
+            (chunk, file)
+        })
     });
-    let chunks = std::iter::once(first).chain(rest);
+    let chunks = futures::stream::iter([first]).chain(rest);
     let channel = connect(url).await.map_err(|e| e.to_string())?;
     let mut client = PeerClient::new(channel).max_decoding_message_size(64 * 1024 * 1024);
-    client
-        .snapshot(futures::stream::iter(chunks))
-        .await
-        .map_err(|e| e.to_string())?;
+    client.snapshot(chunks).await.map_err(|e| e.to_string())?;
     Ok(())
 }
 

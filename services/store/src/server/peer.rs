@@ -58,19 +58,23 @@ impl Peer for PeerService {
         &self,
         request: Request<Streaming<SnapshotChunk>>,
     ) -> Result<Response<Ack>, Status> {
+        // The chunks go to a file as they arrive; the message raft gets
+        // names the file once it is complete and durable.
         let mut chunks = request.into_inner();
         let mut message: Option<Message> = None;
-        let mut data = Vec::new();
+        let dir = crate::snapshot::dir(&self.0.data_dir);
+        let mut receiver = crate::snapshot::Receiver::create(&dir).await?;
         while let Some(chunk) = chunks.next().await {
             let chunk = chunk?;
             if !chunk.message.is_empty() {
                 message = Some(decode(&chunk.message)?);
             }
-            data.extend_from_slice(&chunk.data);
+            receiver.write(&chunk.data).await?;
         }
         let mut message =
             message.ok_or_else(|| Status::invalid_argument("snapshot without a message"))?;
-        message.mut_snapshot().data = data.into();
+        let local = receiver.finish(&message.get_snapshot().data).await?;
+        message.mut_snapshot().data = local.into();
         self.0.raft.step(message)?;
         self.0.metrics.raft.snapshot_receive_success.inc();
         Ok(Response::new(Ack {}))

@@ -1,0 +1,130 @@
+//! Raft snapshots for members too far behind for the log, as files: the
+//! leader dumps its MVCC space to a file in `<data-dir>/snap`, the
+//! transport streams it in chunks, the follower writes the chunks to a
+//! file of its own as they arrive and installs the state machine from it,
+//! a batch at a time. Neither side holds a whole snapshot in memory: the
+//! raft message carries only a [`SnapshotFile`] naming the file.
+
+mod install;
+mod receive;
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+
+use crate::error::{Result, StoreError};
+use crate::mvcc::MvccStore;
+
+pub use install::{install, resume_interrupted_install};
+pub use receive::Receiver;
+
+/// What a raft snapshot's data is: where the dump is, and what it must be
+/// (the receiver checks both before it installs anything).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SnapshotFile {
+    #[prost(string, tag = "1")]
+    pub path: String,
+    #[prost(uint64, tag = "2")]
+    pub size: u64,
+    #[prost(uint32, tag = "3")]
+    pub crc32: u32,
+}
+
+impl SnapshotFile {
+    pub fn decode_from(data: &[u8]) -> Result<SnapshotFile> {
+        SnapshotFile::decode(data)
+            .map_err(|err| StoreError::Corrupt(format!("raft snapshot descriptor: {err}")))
+    }
+}
+
+/// Where a member keeps snapshot files.
+pub fn dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("snap")
+}
+
+fn io_error(what: &str, path: &Path, err: std::io::Error) -> StoreError {
+    StoreError::Storage(format!("{what} {}: {err}", path.display()))
+}
+
+/// Counts and checksums what goes through to the file.
+struct Summing<W> {
+    out: W,
+    size: u64,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: Write> Write for Summing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.size += n as u64;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Dumps `mvcc` (at its applied index) to a new file in `dir`; returns the
+/// raft snapshot data naming it. The file goes once sent.
+pub fn cut(mvcc: &MvccStore, dir: &Path) -> Result<Vec<u8>> {
+    std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+    let file = tempfile::Builder::new()
+        .prefix("out-")
+        .suffix(".snap")
+        .tempfile_in(dir)
+        .map_err(|e| io_error("create a file in", dir, e))?;
+    let (file, path) = file
+        .keep()
+        .map_err(|e| io_error("keep a file in", dir, e.error))?;
+    let mut out = Summing {
+        out: BufWriter::with_capacity(1 << 20, file),
+        size: 0,
+        crc: crc32fast::Hasher::new(),
+    };
+    let dumped = mvcc
+        .dump_to(&mut out)
+        .and_then(|_| out.flush().map_err(|e| io_error("write", &path, e)));
+    if let Err(err) = dumped {
+        let _ = std::fs::remove_file(&path);
+        return Err(err);
+    }
+    let described = SnapshotFile {
+        path: path.display().to_string(),
+        size: out.size,
+        crc32: out.crc.finalize(),
+    };
+    Ok(described.encode_to_vec())
+}
+
+/// Removes the file a snapshot's data names (sent, installed or given up).
+pub fn discard(data: &[u8]) {
+    if let Ok(described) = SnapshotFile::decode(data) {
+        let _ = std::fs::remove_file(&described.path);
+    }
+}
+
+/// Removes every snapshot file left by an earlier run (one being sent or
+/// received when the member stopped).
+pub fn clean(dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        if entry.path().extension().is_some_and(|ext| ext == "snap") {
+            std::fs::remove_file(entry.path()).map_err(|e| io_error("remove", &entry.path(), e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Opens the file a snapshot's data names.
+pub fn open(data: &[u8]) -> Result<(SnapshotFile, File)> {
+    let described = SnapshotFile::decode_from(data)?;
+    let path = PathBuf::from(&described.path);
+    let file = File::open(&path).map_err(|e| io_error("open", &path, e))?;
+    Ok((described, file))
+}
