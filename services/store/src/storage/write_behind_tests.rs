@@ -54,19 +54,6 @@ fn a_flush_hands_every_pending_write_to_the_engine_before_it_syncs() {
 }
 
 #[test]
-fn pending_writes_survive_closing_and_reopening() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let backend = open(dir.path());
-        backend
-            .write(Space::Mvcc, batch(&[(b"k", Some(b"v"))]))
-            .unwrap();
-    }
-    let backend = open(dir.path());
-    assert_eq!(backend.get(Space::Mvcc, b"k").unwrap(), Some(b"v".to_vec()));
-}
-
-#[test]
 fn a_write_to_another_space_reaches_the_engine_after_earlier_mvcc_writes() {
     let dir = tempfile::tempdir().unwrap();
     let backend = open(dir.path());
