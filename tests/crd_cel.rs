@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use capstan_tests::apiserver::{ApiCluster, Backend, Http};
+use capstan_tests::http::Connection;
 use capstan_tests::poll::wait_for;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -259,4 +260,34 @@ fn selectable_fields_explain_and_openapi_v2(backend: Backend) {
         "jsonpath={.spec.minReplicas}",
     ]);
     assert_eq!(min, "2");
+
+    // A `kind: List` makes kubectl read /openapi/v2 as protobuf (gnostic's
+    // messages) to find each item's schema.
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n\
+         - apiVersion: v1\n  kind: ConfigMap\n  metadata: {{name: listed}}\n  data: {{k: v}}\n\
+         - {}\n",
+        gizmo("listed", 1, 2, "blue")
+            .trim_end()
+            .replace('\n', "\n  ")
+    );
+    let applied = kubectl.ok_with_input(&["apply", "-f", "-"], &list);
+    assert!(applied.contains("configmap/listed created"), "{applied}");
+    assert!(
+        applied.contains("gizmo.example.com/listed created"),
+        "{applied}"
+    );
+    let mut connection = Connection::connect(cluster.port).unwrap();
+    let accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+    let response = connection
+        .send("GET", "/openapi/v2", &[("Accept", accept)], b"")
+        .unwrap();
+    assert_eq!(response.status, 200);
+    assert!(
+        response
+            .body
+            .windows(b"io.k8s.api.core.v1.ConfigMap".len())
+            .any(|w| w == b"io.k8s.api.core.v1.ConfigMap"),
+        "the protobuf document names the ConfigMap definition"
+    );
 }

@@ -408,8 +408,8 @@ fn keys_rotate_and_a_dropped_key_is_a_500_naming_it() {
         )];
         cluster.restart(&write_config(cluster.dir.path(), "both.yaml", &both));
         let all = cluster.kubectl.ok(&["get", "secrets", "-A", "-o", "json"]);
-        // kubectl validates `replace` against /openapi/v2, not served yet.
-        let replace = ["replace", "--validate=false", "-f", "-"];
+        // kubectl validates the List against /openapi/v2 (as protobuf).
+        let replace = ["replace", "-f", "-"];
         cluster.kubectl.ok_with_input(&replace, &all);
         sealed_with("key2");
 

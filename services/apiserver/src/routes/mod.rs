@@ -8,6 +8,7 @@ pub mod issuer;
 pub mod kubelet;
 pub mod openapi;
 pub mod openapi_v2;
+mod openapi_v2_proto;
 pub mod patch_metadata;
 pub mod render;
 pub mod request_info;

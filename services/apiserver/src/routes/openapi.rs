@@ -46,7 +46,7 @@ impl Documents {
     }
 
     /// The v2 document (and its hash) of the built-in and custom types.
-    pub fn v2(&self, catalog: &Catalog) -> std::sync::Arc<(String, String)> {
+    pub fn v2(&self, catalog: &Catalog) -> std::sync::Arc<super::openapi_v2::Document> {
         self.v2.get(&self.v3, &custom_documents(catalog))
     }
 }

@@ -5,9 +5,9 @@
 //! whole is rebuilt only when the custom types change. Served with an
 //! ETag, and 304 to a matching If-None-Match, as kube does.
 //!
-//! kube also serves it as protobuf (gnostic's OpenAPIv2 messages); no
-//! crate provides those types, so a client asking only for protobuf gets
-//! 406, as kube answers a type it cannot produce.
+//! It is also served as protobuf (gnostic's OpenAPIv2 messages, see
+//! `openapi_v2_proto.rs`) to a client that asks for that first, as kubectl
+//! does; a client accepting neither gets 406.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -27,8 +27,25 @@ pub struct Parts {
     paths: Map<String, Value>,
 }
 
-/// A built document: its text and its ETag.
-type Built = Arc<(String, String)>;
+/// A built document: its JSON text, its ETag, and its protobuf form,
+/// encoded the first time a client asks for it.
+pub struct Document {
+    json: String,
+    etag: String,
+    protobuf: OnceLock<Vec<u8>>,
+}
+
+type Built = Arc<Document>;
+
+/// The forms `/openapi/v2` is served in.
+#[derive(Debug, PartialEq)]
+enum Form {
+    Json,
+    Protobuf,
+}
+
+const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2";
+const PROTOBUF_CONTENT_TYPE: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 /// What the v2 document is built from and the last one built.
 #[derive(Default)]
@@ -43,12 +60,13 @@ pub async fn document(
     request: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    if !accepts_json(&request) {
-        return Err(ApiError::NotAcceptable("application/json".into()));
-    }
+    let Some(form) = form_asked(&request) else {
+        return Err(ApiError::NotAcceptable(format!(
+            "application/json, {PROTOBUF_CONTENT_TYPE}"
+        )));
+    };
     let built = state.openapi.v2(&state.catalog);
-    let (body, etag) = built.as_ref();
-    let quoted = format!("\"{etag}\"");
+    let quoted = format!("\"{}\"", built.etag);
     let matches = request
         .headers()
         .get(header::IF_NONE_MATCH)
@@ -59,22 +77,40 @@ pub async fn document(
         false => HttpResponse::Ok(),
     };
     response.insert_header((header::ETAG, quoted));
-    Ok(match matches {
-        true => response.finish(),
-        false => response.content_type("application/json").body(body.clone()),
+    Ok(match (matches, form) {
+        (true, _) => response.finish(),
+        (false, Form::Json) => response
+            .content_type("application/json")
+            .body(built.json.clone()),
+        (false, Form::Protobuf) => response
+            .content_type(PROTOBUF_CONTENT_TYPE)
+            .body(built.protobuf().to_vec()),
     })
 }
 
-/// kubectl asks for gnostic protobuf alone; JSON clients for JSON or
-/// anything.
-fn accepts_json(request: &HttpRequest) -> bool {
+impl Document {
+    fn protobuf(&self) -> &[u8] {
+        self.protobuf.get_or_init(|| {
+            let json: Value = serde_json::from_str(&self.json).unwrap_or(Value::Null);
+            super::openapi_v2_proto::encode(&json)
+        })
+    }
+}
+
+/// The first form the Accept header names that is served here (kubectl
+/// asks for gnostic protobuf alone; JSON clients for JSON or anything).
+fn form_asked(request: &HttpRequest) -> Option<Form> {
     let Some(accept) = request.headers().get(header::ACCEPT) else {
-        return true;
+        return Some(Form::Json);
     };
     let accept = accept.to_str().unwrap_or_default().to_ascii_lowercase();
-    accept.split(',').any(|t| {
+    accept.split(',').find_map(|t| {
         let media = t.split(';').next().unwrap_or_default().trim();
-        matches!(media, "application/json" | "application/*" | "*/*" | "")
+        match media {
+            "application/json" | "application/*" | "*/*" | "" => Some(Form::Json),
+            media if media.starts_with(PROTOBUF) => Some(Form::Protobuf),
+            _ => None,
+        }
     })
 }
 
@@ -107,7 +143,11 @@ impl Cache {
         .to_string();
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         body.hash(&mut hasher);
-        let built = Arc::new((body, format!("{:016X}", hasher.finish())));
+        let built = Arc::new(Document {
+            json: body,
+            etag: format!("{:016X}", hasher.finish()),
+            protobuf: OnceLock::new(),
+        });
         *last = Some((key, built.clone()));
         built
     }
@@ -252,7 +292,7 @@ mod tests {
         let documents = HashMap::from([("api/v1".to_string(), (v3.to_string(), "h".to_string()))]);
         let cache = Cache::default();
         let built = cache.get(&documents, &HashMap::new());
-        let v2: Value = serde_json::from_str(&built.0).unwrap();
+        let v2: Value = serde_json::from_str(&built.json).unwrap();
         assert_eq!(v2["swagger"], "2.0");
         assert_eq!(
             v2["definitions"]["ConfigMap"]["properties"]["data"]["x-nullable"],
@@ -278,22 +318,24 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_alone_is_not_acceptable() {
+    fn the_first_form_accepted_is_served() {
         use actix_web::test::TestRequest;
         let with = |accept: &str| {
-            accepts_json(
+            form_asked(
                 &TestRequest::default()
                     .insert_header((header::ACCEPT, accept))
                     .to_http_request(),
             )
         };
-        assert!(!with(
-            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-        ));
-        assert!(with("application/json, */*"));
-        assert!(with(
-            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json"
-        ));
-        assert!(accepts_json(&TestRequest::default().to_http_request()));
+        let kubectl = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+        assert_eq!(with(kubectl), Some(Form::Protobuf));
+        assert_eq!(with("application/json, */*"), Some(Form::Json));
+        assert_eq!(
+            with(&format!("{kubectl}, application/json")),
+            Some(Form::Protobuf)
+        );
+        assert_eq!(with("application/yaml"), None);
+        let no_accept = TestRequest::default().to_http_request();
+        assert_eq!(form_asked(&no_accept), Some(Form::Json));
     }
 }

@@ -4,6 +4,34 @@
 //! every CRD and no code names a custom kind.
 
 mod columns;
+
+/// The published schema names the fields every object has, as kube's does
+/// (a CRD's schema usually leaves them out): clients that validate against
+/// it (kubectl) would otherwise call them unknown.
+fn with_type_meta(schema: &mut Value) {
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let fields = [
+        (
+            "apiVersion",
+            "APIVersion defines the versioned schema of this representation of an object.",
+            "string",
+        ),
+        (
+            "kind",
+            "Kind is a string value representing the REST resource this object represents.",
+            "string",
+        ),
+        ("metadata", "Standard object's metadata.", "object"),
+    ];
+    for (name, description, kind) in fields {
+        properties
+            .entry(name)
+            .or_insert_with(|| json!({"type": kind, "description": description}));
+    }
+}
+
 #[cfg(test)]
 mod flow_tests;
 mod intern;
@@ -223,6 +251,7 @@ impl Strategy for Custom {
             .unwrap_or(json!({"type": "object"}));
         schema["x-kubernetes-group-version-kind"] =
             json!([{"group": self.def.group, "version": self.def.version, "kind": self.def.kind}]);
+        with_type_meta(&mut schema);
         let schema: Schema = serde_json::from_value(schema).unwrap_or(Schema::Bool(true));
         generator.definitions_mut().insert(name.clone(), schema);
         Schema::Object(SchemaObject::new_ref(format!(
