@@ -104,8 +104,8 @@ pub struct Schema {
     pub required: Vec<String>,
     #[prost(message, repeated, tag = "20")]
     pub r#enum: Vec<Any>,
-    #[prost(message, optional, boxed, tag = "21")]
-    pub additional_properties: Option<Box<AdditionalPropertiesItem>>,
+    #[prost(message, optional, tag = "21")]
+    pub additional_properties: Option<AdditionalPropertiesItem>,
     #[prost(message, optional, tag = "22")]
     pub r#type: Option<TypeItem>,
     #[prost(message, optional, tag = "23")]
@@ -132,8 +132,8 @@ pub struct AdditionalPropertiesItem {
 
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum AdditionalProperties {
-    #[prost(message, tag = "1")]
-    Schema(Schema),
+    #[prost(message, boxed, tag = "1")]
+    Schema(Box<Schema>),
     #[prost(bool, tag = "2")]
     Boolean(bool),
 }
@@ -226,7 +226,7 @@ fn schema_of(json: &Value) -> Schema {
         r#enum: json["enum"]
             .as_array()
             .map_or_else(Vec::new, |v| v.iter().map(any).collect()),
-        additional_properties: additional(&json["additionalProperties"]).map(Box::new),
+        additional_properties: additional(&json["additionalProperties"]),
         r#type: type_of(&json["type"]),
         items: json.get("items").map(|items| ItemsItem {
             schema: schemas(items),
@@ -265,7 +265,7 @@ fn type_of(value: &Value) -> Option<TypeItem> {
 fn additional(value: &Value) -> Option<AdditionalPropertiesItem> {
     let oneof = match value {
         Value::Bool(allowed) => AdditionalProperties::Boolean(*allowed),
-        Value::Object(_) => AdditionalProperties::Schema(schema_of(value)),
+        Value::Object(_) => AdditionalProperties::Schema(Box::new(schema_of(value))),
         _ => return None,
     };
     Some(AdditionalPropertiesItem { oneof: Some(oneof) })
