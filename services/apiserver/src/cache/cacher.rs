@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
-use super::watch_cache::{Filter, WatchCache, WatchItem, Watcher, WATCHER_BUFFER};
+use super::watch_cache::{Filter, WatchCache, WatchItem, Watcher};
 use crate::storage::{
     ClaimFuture, EventStream, FieldPaths, Freshness, Interface, ListRequest, Listing, Object,
     ReadAt, StorageError, StorageFuture, Stored,
@@ -92,8 +92,9 @@ impl Cacher {
             true => self.revision(),
             false => self.fresh(&self.prefix, true, request.at).await?,
         };
-        let (sender, receiver) = mpsc::channel(WATCHER_BUFFER);
         let mut cache = self.cache();
+        let from_window = from.filter(|_| !initial);
+        let (sender, receiver) = mpsc::channel(cache.buffer_for(from_window));
         let watcher = Watcher {
             sender,
             filter: request.filter,
@@ -105,7 +106,7 @@ impl Cacher {
             },
         };
         let end = request.end_bookmark.map(|make| Arc::new(make(revision)));
-        cache.watch(watcher, from.filter(|_| !initial), end)?;
+        cache.watch(watcher, from_window, end)?;
         Ok(receiver)
     }
 

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::cacher::{Cacher, WINDOW};
 use super::unreadable::Unreadable;
-use super::watch_cache::{Event, EventType, WatchCache, WatchItem, Watcher, WATCHER_BUFFER};
+use super::watch_cache::{Event, EventType, WatchCache, WatchItem, Watcher};
 use crate::storage::{
     Change, EventStream, FieldPaths, Interface, ListRequest, Object, StorageError, StoreEvent,
     Stored,
@@ -161,12 +161,12 @@ impl Cacher {
     /// The store's watch of `prefix` from `from` (inclusive; 0: from the
     /// cache's present), served from the window, then live.
     pub(super) fn raw_watch(&self, prefix: &str, from: i64) -> Result<EventStream, StorageError> {
-        let (sender, receiver) = mpsc::channel(WATCHER_BUFFER);
         let mut cache = self.cache();
         let after = match from {
             0 => cache.revision(),
             from => from - 1,
         };
+        let (sender, receiver) = mpsc::channel(cache.buffer_for(Some(after)));
         let owned = prefix.to_string();
         let watcher = Watcher {
             sender,

@@ -158,6 +158,19 @@ impl WatchCache {
         self.oldest
     }
 
+    /// A watcher's buffer size: the live margin plus room for every
+    /// initial event it could be sent (the window's events from `from`, or
+    /// every object), so a watch that replays much history or starts with
+    /// the whole state is never refused for it, as kube's never is.
+    pub fn buffer_for(&self, from: Option<i64>) -> usize {
+        WATCHER_BUFFER
+            + match from {
+                Some(_) => self.window.len(),
+                None => self.objects.len(),
+            }
+            + 1
+    }
+
     pub fn watcher_count(&self) -> usize {
         self.watchers.len()
     }
@@ -361,6 +374,29 @@ mod tests {
         assert_eq!(rx.try_recv().unwrap().kind, EventType::Added);
         cache.apply(event(EventType::Modified, "a", "web", Some("db"), 13));
         assert_eq!(rx.try_recv().unwrap().kind, EventType::Added);
+    }
+
+    #[test]
+    fn a_replay_longer_than_the_live_buffer_is_sent_whole() {
+        let count = WATCHER_BUFFER as i64 * 2;
+        let mut cache = WatchCache::new(Vec::<Arc<Object>>::new(), 10, count as usize);
+        for at in 0..count {
+            let name = format!("o{at}");
+            cache.apply(event(EventType::Added, &name, "web", None, 11 + at));
+        }
+        let (sender, mut rx) = mpsc::channel(cache.buffer_for(Some(10)));
+        let filter = Box::new(|o: &Object| o.label("app") == Some("web"));
+        let w = Watcher {
+            sender,
+            filter,
+            bookmarks: false,
+            after: 10,
+        };
+        cache.watch(w, Some(10), None).unwrap();
+        assert_eq!(
+            std::iter::from_fn(|| rx.try_recv().ok()).count(),
+            count as usize
+        );
     }
 
     #[test]
