@@ -10,12 +10,10 @@
 //! `etcdctl snapshot restore` into a data directory, then etcd started on it.
 
 use std::path::Path;
-use std::process::Command;
 
 use capstan_tests::cluster::Cluster;
 use capstan_tests::etcdctl::{etcdctl, etcdctl_json, etcdctl_ok, json_keys};
-use capstan_tests::store::{on_reference_etcd, StoreProcess};
-use capstan_tests::{binary, free_port};
+use capstan_tests::store::{on_reference_etcd, refused_restore, StoreProcess};
 
 /// Keys with history: overwritten, deleted, and one on a lease.
 fn write_history(endpoint: &str) {
@@ -155,21 +153,6 @@ fn a_damaged_snapshot_is_refused() {
         return;
     }
 
-    let output = Command::new(binary("capstan-store"))
-        .arg("--data-dir")
-        .arg(dir.path().join("restored"))
-        .arg("--listen-client-urls")
-        .arg(format!("http://127.0.0.1:{}", free_port()))
-        .arg("--listen-peer-urls")
-        .arg(format!("http://127.0.0.1:{}", free_port()))
-        .arg("--restore-snapshot")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        !output.status.success(),
-        "a damaged snapshot must not start a member"
-    );
-    let log = String::from_utf8_lossy(&output.stderr);
+    let log = refused_restore(&dir.path().join("restored"), &file);
     assert!(log.contains("SHA-256 does not match"), "{log}");
 }

@@ -7,11 +7,9 @@
 //! over.
 
 use std::path::Path;
-use std::process::Command;
 
 use capstan_tests::etcdctl::{etcdctl, etcdctl_json, etcdctl_ok};
-use capstan_tests::store::StoreProcess;
-use capstan_tests::{binary, free_port};
+use capstan_tests::store::{refused_restore, StoreProcess};
 
 /// Keys with history: overwritten, deleted, one on a lease, one bigger
 /// than a page, and a transaction of several changes (sub-revisions).
@@ -180,21 +178,6 @@ fn a_damaged_etcd_snapshot_does_not_start_capstan() {
     let mut bytes = std::fs::read(&file).unwrap();
     bytes[4096 * 3 + 100] ^= 0xff;
     std::fs::write(&file, bytes).unwrap();
-    let output = Command::new(binary("capstan-store"))
-        .arg("--data-dir")
-        .arg(dir.path().join("capstan"))
-        .arg("--listen-client-urls")
-        .arg(format!("http://127.0.0.1:{}", free_port()))
-        .arg("--listen-peer-urls")
-        .arg(format!("http://127.0.0.1:{}", free_port()))
-        .arg("--restore-snapshot")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        !output.status.success(),
-        "a damaged snapshot must not start a member"
-    );
-    let log = String::from_utf8_lossy(&output.stderr);
+    let log = refused_restore(&dir.path().join("capstan"), &file);
     assert!(log.contains("SHA-256 does not match"), "{log}");
 }

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, ConnectOptions, EventType, WatchOptions, WatchStream};
+use etcd_client::{Client, EventType, WatchOptions, WatchStream};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::servers::ServerKind;
-use crate::workload::{new_histogram, within, KEY_PREFIX};
+use crate::workload::{connect_clients, new_histogram, within, KEY_PREFIX};
 
 /// Watch streams share this many connections, as clients of a real
 /// cluster would (a watch is a stream on a shared HTTP/2 connection).
@@ -57,7 +57,8 @@ pub async fn run(
     server_cpu: impl Fn() -> Option<f64>,
 ) -> Result<FanoutStats, String> {
     let prefix = format!("{KEY_PREFIX}/fanout-{}/", spec.server);
-    let clients = connect(&spec).await?;
+    let conns = CONNECTIONS.min(spec.watchers.max(1));
+    let clients = connect_clients(&spec.endpoint, conns, None, spec.request_timeout).await?;
     let epoch = Instant::now();
     let written = Arc::new(AtomicU64::new(u64::MAX));
     let mut watchers = Vec::with_capacity(spec.watchers);
@@ -106,22 +107,6 @@ pub async fn run(
             .filter(|_| delivered > 0)
             .map(|cpu| cpu * 1000.0 / delivered as f64),
     })
-}
-
-async fn connect(spec: &FanoutSpec) -> Result<Vec<Client>, String> {
-    let mut clients = Vec::new();
-    for _ in 0..CONNECTIONS.min(spec.watchers.max(1)) {
-        let options = ConnectOptions::new().with_connect_timeout(Duration::from_secs(5));
-        let endpoints: Vec<&str> = spec.endpoint.split(',').collect();
-        clients.push(
-            within(
-                spec.request_timeout,
-                Client::connect(endpoints, Some(options)),
-            )
-            .await?,
-        );
-    }
-    Ok(clients)
 }
 
 /// Puts at the spec's rate for its duration; returns each acknowledged

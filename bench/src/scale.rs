@@ -4,12 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, ConnectOptions, GetOptions, KvClient, WatchOptions};
+use etcd_client::{Client, GetOptions, KvClient, WatchOptions};
 use serde::Serialize;
 use tokio::task::JoinSet;
 
 use crate::servers::{ServerKind, ServerProcess};
-use crate::workload::{header_revision, within, KEY_PREFIX};
+use crate::workload::{connect_clients, header_revision, within, KEY_PREFIX};
 
 /// Concurrent writers while loading.
 const WRITERS: usize = 64;
@@ -53,7 +53,7 @@ pub async fn load_and_read(
     timeout: Duration,
     progress: bool,
 ) -> Result<ScaleStats, String> {
-    let clients = connect(&server.endpoint(), timeout).await?;
+    let clients = connect_clients(&server.endpoint(), CONNECTIONS, Some(timeout), timeout).await?;
     let started = Instant::now();
     let first_revision = load(&clients, keys, value_size, timeout, progress).await?;
     let load_s = started.elapsed().as_secs_f64();
@@ -78,23 +78,11 @@ pub async fn load_and_read(
 
 /// How many scale keys a linearizable count finds (after the restart).
 pub async fn count_keys(server: &ServerProcess, timeout: Duration) -> Result<i64, String> {
-    let clients = connect(&server.endpoint(), timeout).await?;
+    let clients = connect_clients(&server.endpoint(), CONNECTIONS, Some(timeout), timeout).await?;
     let mut kv = clients[0].kv_client();
     let options = GetOptions::new().with_prefix().with_count_only();
     let response = within(timeout, kv.get(prefix(), Some(options))).await?;
     Ok(response.count())
-}
-
-async fn connect(endpoint: &str, timeout: Duration) -> Result<Vec<Client>, String> {
-    let mut clients = Vec::new();
-    for _ in 0..CONNECTIONS {
-        let options = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(5))
-            .with_timeout(timeout);
-        let endpoints: Vec<&str> = endpoint.split(',').collect();
-        clients.push(within(timeout, Client::connect(endpoints, Some(options))).await?);
-    }
-    Ok(clients)
 }
 
 /// Puts keys `0..keys` from `WRITERS` writers; returns the revision of the

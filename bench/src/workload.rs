@@ -394,16 +394,7 @@ async fn connect_pool(
     timeout: Duration,
 ) -> Result<Vec<KvClient>, String> {
     let mut pool = Vec::with_capacity(conns);
-    for _ in 0..conns {
-        let options = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(5))
-            .with_timeout(timeout);
-        let client = within(
-            timeout,
-            Client::connect(endpoint.split(',').collect::<Vec<_>>(), Some(options)),
-        )
-        .await
-        .map_err(|err| err.to_string())?;
+    for client in connect_clients(endpoint, conns, Some(timeout), timeout).await? {
         let mut kv = client.kv_client();
         within(timeout, kv.get(format!("{KEY_PREFIX}/warm-up"), None))
             .await
@@ -411,6 +402,27 @@ async fn connect_pool(
         pool.push(kv);
     }
     Ok(pool)
+}
+
+/// Opens `count` separate clients (each its own HTTP/2 connection) to
+/// `endpoint`; `request_timeout` bounds each unary request (None for
+/// clients that hold long watch streams).
+pub(crate) async fn connect_clients(
+    endpoint: &str,
+    count: usize,
+    request_timeout: Option<Duration>,
+    connect_limit: Duration,
+) -> Result<Vec<Client>, String> {
+    let mut clients = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut options = ConnectOptions::new().with_connect_timeout(Duration::from_secs(5));
+        if let Some(timeout) = request_timeout {
+            options = options.with_timeout(timeout);
+        }
+        let endpoints: Vec<&str> = endpoint.split(',').collect();
+        clients.push(within(connect_limit, Client::connect(endpoints, Some(options))).await?);
+    }
+    Ok(clients)
 }
 
 /// Runs a request with a time limit, flattening both failures to text.

@@ -18,6 +18,27 @@ fn flag_for_server(flag: &str) -> &str {
     }
 }
 
+/// Starts `capstan-store --restore-snapshot file` on a new data folder and
+/// requires it to refuse to start; returns what it wrote to stderr.
+pub fn refused_restore(data_dir: &Path, file: impl AsRef<Path>) -> String {
+    let output = Command::new(binary("capstan-store"))
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("--listen-client-urls")
+        .arg(format!("http://127.0.0.1:{}", free_port()))
+        .arg("--listen-peer-urls")
+        .arg(format!("http://127.0.0.1:{}", free_port()))
+        .arg("--restore-snapshot")
+        .arg(file.as_ref())
+        .output()
+        .unwrap();
+    assert!(
+        !output.status.success(),
+        "a damaged snapshot must not start a member"
+    );
+    String::from_utf8_lossy(&output.stderr).to_string()
+}
+
 /// Whether the store tests run against the reference etcd
 /// (`CAPSTAN_TEST_SERVER=etcd`, found on PATH) instead of `capstan-store`.
 pub fn on_reference_etcd() -> bool {

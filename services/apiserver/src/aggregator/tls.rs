@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+
+use crate::admission::webhook::client::ca_bundle_roots;
 
 /// The front-proxy client identity: a certificate chain and its key.
 pub struct ClientIdentity {
@@ -63,7 +65,7 @@ impl Configs {
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?;
         let builder = match trust {
-            Trust::Bundle(pem) => builder.with_root_certificates(roots(pem)?),
+            Trust::Bundle(pem) => builder.with_root_certificates(ca_bundle_roots(pem)?),
             Trust::Insecure => builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AnyServer(provider))),
@@ -75,24 +77,6 @@ impl Configs {
             None => Ok(builder.with_no_client_auth()),
         }
     }
-}
-
-/// The certificates of `pem`, or the system's roots when it is empty.
-fn roots(pem_bytes: &[u8]) -> Result<RootCertStore, String> {
-    let mut roots = RootCertStore::empty();
-    if pem_bytes.is_empty() {
-        roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
-        return Ok(roots);
-    }
-    let certs = pem::parse_many(pem_bytes).map_err(|e| format!("caBundle: {e}"))?;
-    for cert in certs.iter().filter(|c| c.tag() == "CERTIFICATE") {
-        let der = CertificateDer::from(cert.contents().to_vec());
-        roots.add(der).map_err(|e| format!("caBundle: {e}"))?;
-    }
-    if roots.is_empty() {
-        return Err("caBundle: no certificates".into());
-    }
-    Ok(roots)
 }
 
 /// `insecureSkipTLSVerify`: any certificate is accepted; the handshake's

@@ -177,25 +177,9 @@ fn tls(target: &Target, why: impl Into<String>) -> CallError {
     }
 }
 
-/// The roots: the PEM certificates of `ca_bundle`, or the system's.
+/// A client trusting `ca_bundle` (or the system's roots), without a certificate of its own.
 fn client_config(ca_bundle: Option<&[u8]>) -> Result<ClientConfig, String> {
-    let mut roots = RootCertStore::empty();
-    match ca_bundle.filter(|b| !b.is_empty()) {
-        Some(pem_bytes) => {
-            let certs = pem::parse_many(pem_bytes).map_err(|e| format!("caBundle: {e}"))?;
-            for cert in certs.iter().filter(|c| c.tag() == "CERTIFICATE") {
-                let der = rustls::pki_types::CertificateDer::from(cert.contents().to_vec());
-                roots.add(der).map_err(|e| format!("caBundle: {e}"))?;
-            }
-            if roots.is_empty() {
-                return Err("caBundle: no certificates".into());
-            }
-        }
-        None => {
-            let found = rustls_native_certs::load_native_certs();
-            roots.add_parsable_certificates(found.certs);
-        }
-    }
+    let roots = ca_bundle_roots(ca_bundle.unwrap_or_default())?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -203,6 +187,25 @@ fn client_config(ca_bundle: Option<&[u8]>) -> Result<ClientConfig, String> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(config)
+}
+
+/// The certificates of a `caBundle` (PEM), or the system's roots when it
+/// is empty: how webhooks and aggregated API servers are trusted.
+pub fn ca_bundle_roots(pem_bytes: &[u8]) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    if pem_bytes.is_empty() {
+        roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        return Ok(roots);
+    }
+    let certs = pem::parse_many(pem_bytes).map_err(|e| format!("caBundle: {e}"))?;
+    for cert in certs.iter().filter(|c| c.tag() == "CERTIFICATE") {
+        let der = rustls::pki_types::CertificateDer::from(cert.contents().to_vec());
+        roots.add(der).map_err(|e| format!("caBundle: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err("caBundle: no certificates".into());
+    }
+    Ok(roots)
 }
 
 #[cfg(test)]
