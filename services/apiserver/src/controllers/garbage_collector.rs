@@ -96,7 +96,7 @@ async fn in_store(catalog: &Catalog, node: &Node, reference: &Value) -> Option<b
     let api_version = reference["apiVersion"].as_str()?;
     let entry = entry_for_kind(catalog, api_version, reference["kind"].as_str()?)?;
     let namespace = match entry.strategy.def().namespaced {
-        true => crate::object::meta::namespace(&node.object).to_string(),
+        true => node.object.namespace().to_string(),
         false => String::new(),
     };
     let get = actor::Get {

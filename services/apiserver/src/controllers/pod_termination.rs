@@ -9,7 +9,7 @@ use crate::registry::options::DeleteOptions;
 pub async fn pass(world: &World) {
     for node in &world.nodes {
         // Only types with a grace period (pods) have one that expires.
-        if grace_expired(&node.object) {
+        if grace_expired(node.view()) {
             let now = DeleteOptions {
                 grace_period: Some(0),
                 ..Default::default()

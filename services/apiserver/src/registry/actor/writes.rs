@@ -140,30 +140,17 @@ impl Handler<Bind> for ResourceActor {
 }
 
 /// Every object the watch cache holds now (for the controllers, which
-/// look at all of them; a snapshot may trail the store a little). They
-/// read metadata only: an object with no finalizers, owners or deletion
-/// (most of them) comes as its identity alone, not parsed in full.
+/// look at all of them; a snapshot may trail the store a little). The
+/// objects are shared with the cache, not copied or parsed: the
+/// controllers parse the few they act on.
 #[derive(Message)]
-#[rtype(result = "Vec<Arc<Value>>")]
+#[rtype(result = "Vec<Arc<Object>>")]
 pub struct Snapshot;
 
 impl Handler<Snapshot> for ResourceActor {
-    type Result = Vec<Arc<Value>>;
+    type Result = Vec<Arc<Object>>;
 
     fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
-        let objects = self.cacher.snapshot();
-        objects.iter().map(|o| Arc::new(summary(o))).collect()
+        self.cacher.snapshot()
     }
-}
-
-fn summary(object: &Object) -> Value {
-    if object.held() {
-        return object.value();
-    }
-    let mut metadata = serde_json::json!({"name": object.name(), "uid": object.uid(),
-        "resourceVersion": object.revision().to_string()});
-    if !object.namespace().is_empty() {
-        metadata["namespace"] = object.namespace().into();
-    }
-    serde_json::json!({ "metadata": metadata })
 }
