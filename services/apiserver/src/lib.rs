@@ -14,6 +14,7 @@
 
 pub mod admission;
 pub mod aggregator;
+pub mod allocator;
 pub mod audit;
 pub mod bootstrap;
 pub mod cache;

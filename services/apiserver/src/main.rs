@@ -5,6 +5,7 @@ use clap::Parser;
 use capstan_apiserver::config::{ApiserverConfig, Flags};
 
 fn main() {
+    capstan_apiserver::allocator::return_large_blocks();
     let flags = Flags::parse();
     let config = match ApiserverConfig::load(&flags) {
         Ok(config) => config,

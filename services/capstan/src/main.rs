@@ -61,6 +61,7 @@ enum Command {
 }
 
 fn main() {
+    capstan_apiserver::allocator::return_large_blocks();
     let flags = CapstanFlags::parse();
     if let Some(Command::Certificates(certificates)) = &flags.command {
         match certificates::generate(certificates) {

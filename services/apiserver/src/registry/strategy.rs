@@ -257,6 +257,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// An older collection in this type's group that binds its objects by
+    /// the name in the body (`bindings` for pods), if there is one.
+    fn binding_collection(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Has a `/token` subresource that issues a service-account token for
     /// the object (TokenRequest, see `routes::token_request`).
     fn issues_tokens(&self) -> bool {

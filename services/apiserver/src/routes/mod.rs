@@ -5,6 +5,7 @@ pub mod chain;
 pub mod discovery;
 pub mod identity;
 pub mod issuer;
+pub mod json_list;
 pub mod kubelet;
 pub mod openapi;
 pub mod openapi_v2;

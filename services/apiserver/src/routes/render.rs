@@ -2,15 +2,12 @@
 //! meta.k8s.io Table (what `kubectl get` asks for), or
 //! PartialObjectMetadata(List).
 
-use std::sync::Arc;
-
-use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::json_list::JsonList;
 use crate::error::ApiError;
 use crate::registry::flow::Page;
 use crate::registry::Strategy;
-use crate::storage::Object;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Form {
@@ -89,44 +86,24 @@ pub fn object(strategy: &dyn Strategy, form: Form, obj: Value) -> Value {
     }
 }
 
-/// A response body: a value built for it, or a list whose items are
-/// serialised straight from the watch cache's shared objects (a list of
+/// A response body: a value built for it, or a JSON list whose items are
+/// written straight from the watch cache's shared objects (a list of
 /// thousands is not copied first).
-#[derive(Serialize)]
-#[serde(untagged)]
 pub enum Body {
     Value(Value),
-    List(ListBody),
-}
-
-#[derive(Serialize)]
-pub struct ListBody {
-    kind: String,
-    #[serde(rename = "apiVersion")]
-    api_version: String,
-    metadata: Value,
-    items: SharedItems,
-}
-
-/// Written as the cached JSON texts are (see `storage::Object`).
-pub struct SharedItems(Vec<Arc<Object>>);
-
-impl Serialize for SharedItems {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|o| o.json()))
-    }
+    List(JsonList),
 }
 
 pub fn list(strategy: &dyn Strategy, form: Form, page: Page) -> Body {
     let metadata = crate::registry::flow::list_metadata(&page);
     let kind = format!("{}List", strategy.def().kind);
     match form {
-        Form::Json => Body::List(ListBody {
-            kind,
-            api_version: strategy.def().api_version(),
-            metadata,
-            items: SharedItems(page.items),
-        }),
+        Form::Json => Body::List(JsonList::new(
+            &kind,
+            &strategy.def().api_version(),
+            &metadata,
+            page.items,
+        )),
         // Only JSON writers take the texts as they are.
         Form::Yaml => {
             let items: Vec<Value> = page.items.iter().map(|o| o.value()).collect();

@@ -81,8 +81,8 @@ pub(crate) async fn dispatch(
         };
         return Ok(respond(201, Form::Json, answer, &[]));
     }
-    if info.group.is_empty() && info.resource == "bindings" {
-        return pod_binding(req, payload, state, info, query).await;
+    if let Some(binder) = binder_by_collection(state, info) {
+        return binding(req, payload, info, query, &binder).await;
     }
     let entry = state
         .catalog
@@ -95,7 +95,7 @@ pub(crate) async fn dispatch(
             return super::kubelet::refuse(entry, info, query, sub).await;
         }
         if sub == "binding" && entry.strategy.binds() {
-            return pod_binding(req, payload, state, info, query).await;
+            return binding(req, payload, info, query, entry).await;
         }
         if sub == "token" && entry.strategy.issues_tokens() {
             let body = decode(req, read_body(payload).await?)?;
@@ -167,8 +167,10 @@ impl Call<'_> {
     }
 
     fn listed(&self, page: Page) -> HttpResponse {
-        let body = render::list(self.entry.strategy.as_ref(), self.form, page);
-        respond(200, self.form, body, &[])
+        match render::list(self.entry.strategy.as_ref(), self.form, page) {
+            render::Body::List(list) => list.respond(),
+            render::Body::Value(value) => respond(200, self.form, value, &[]),
+        }
     }
 }
 
@@ -400,18 +402,28 @@ pub(crate) async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiErr
     Ok(body.freeze())
 }
 
-/// `POST pods/<name>/binding`, or the older `POST bindings` with the pod
-/// named in the body: assigns the pod to a node (what a scheduler does).
-async fn pod_binding(
+/// The type whose objects an older collection of bindings (`bindings`
+/// in the core group, with the object named in the body) binds.
+fn binder_by_collection(state: &AppState, info: &RequestInfo) -> Option<Entry> {
+    let entries = state.catalog.entries().iter();
+    let mut binders = entries.filter(|e| e.strategy.def().group == info.group);
+    let binder = binders.find(|e| e.strategy.binding_collection() == Some(info.resource.as_str()));
+    binder.cloned()
+}
+
+/// `POST <objects>/<name>/binding`, or `POST` to the older collection of
+/// bindings with the object named in the body: assigns the object to a
+/// node (what a scheduler does to a pod).
+async fn binding(
     req: &HttpRequest,
     payload: web::Payload,
-    state: &AppState,
     info: &RequestInfo,
     query: &Query,
+    binder: &Entry,
 ) -> Result<HttpResponse, ApiError> {
-    let collection = info.resource == "bindings";
+    let collection = info.subresource.is_none();
     let addressed = match collection {
-        true => info.name.is_none() && info.subresource.is_none(),
+        true => info.name.is_none(),
         false => info.name.is_some(),
     };
     if info.verb != Verb::Create || info.namespace.is_none() || !addressed {
@@ -422,14 +434,7 @@ async fn pod_binding(
         true => crate::object::meta::name(&binding).to_string(),
         false => info.name.clone().unwrap_or_default(),
     };
-    // The core type that binds (pods), for `bindings` and `<pods>/binding`.
-    let pods = state
-        .catalog
-        .entries()
-        .iter()
-        .find(|e| e.strategy.def().group.is_empty() && e.strategy.binds())
-        .ok_or(ApiError::UnknownPath)?;
-    let status = pods
+    let status = binder
         .actor
         .send(actor::Bind {
             namespace: info.namespace.clone().unwrap_or_default(),

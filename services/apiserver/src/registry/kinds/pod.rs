@@ -212,6 +212,10 @@ impl Strategy for Pods {
         true
     }
 
+    fn binding_collection(&self) -> Option<&'static str> {
+        Some("bindings")
+    }
+
     fn decode(&self, value: &Value) -> Result<Decoded, String> {
         decode::<Pod>(value)
     }
