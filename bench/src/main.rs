@@ -16,7 +16,9 @@
 //!   earlier one's JSON.
 
 mod apiserver;
+mod catch_up;
 mod checks;
+mod churn;
 mod cli;
 mod compare;
 mod fanout;
@@ -29,6 +31,7 @@ mod verify;
 mod workload;
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 
@@ -392,12 +395,49 @@ fn run_scale(
         true,
         "ok",
     );
-    let name = format!("{kind}: every scale key is there after kill -9 and restart");
+    let churn = churn::rounds(server, keys, args.value_size, args.request_timeout);
+    match runtime.block_on(churn) {
+        Ok(rss) => stats.rss_by_round = rss,
+        Err(err) => {
+            checks.record(format!("{kind}: overwrite-and-compact rounds"), false, err);
+        }
+    }
+    scale_restart(args, runtime, server, checks, &mut stats);
+    let joined = catch_up::add_member(server, args.request_timeout, CATCH_UP_LIMIT);
+    let name = format!("{kind}: a member added after the scale run catches up");
+    match runtime.block_on(joined) {
+        Ok(caught) => {
+            checks.record(name, true, format!("revision {}", caught.revision));
+            stats.catch_up = Some(caught);
+        }
+        Err(err) => {
+            checks.record(name, false, err);
+        }
+    }
+    Some(stats)
+}
+
+/// Longest a member added after the scale run may take to catch up.
+const CATCH_UP_LIMIT: Duration = Duration::from_secs(600);
+
+/// A kill -9 and a restart, after which every scale key must be there.
+fn scale_restart(
+    args: &Args,
+    runtime: &tokio::runtime::Runtime,
+    server: &mut ServerProcess,
+    checks: &mut Checks,
+    stats: &mut scale::ScaleStats,
+) {
+    let keys = args.scale_keys;
+    let name = format!(
+        "{}: every scale key is there after kill -9 and restart",
+        server.kind
+    );
     match server.restart_first(args.startup_timeout) {
         Ok(took) => stats.restart_s = Some(took.as_secs_f64()),
         Err(err) => {
             checks.record(name, false, err);
-            return Some(stats);
+            return;
         }
     }
     match runtime.block_on(scale::count_keys(server, args.request_timeout)) {
@@ -409,7 +449,6 @@ fn run_scale(
             checks.record(name, false, err);
         }
     }
-    Some(stats)
 }
 
 /// The watch fan-out workload on each server in turn.

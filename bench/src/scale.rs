@@ -35,13 +35,17 @@ pub struct ScaleStats {
     pub replay_events_per_s: f64,
     pub restart_s: Option<f64>,
     pub keys_after_restart: Option<i64>,
+    /// RSS after each overwrite-and-compact round (see churn.rs).
+    pub rss_by_round: Vec<u64>,
+    /// A member added after everything else (see catch_up.rs).
+    pub catch_up: Option<crate::catch_up::CatchUp>,
 }
 
 fn prefix() -> String {
     format!("{KEY_PREFIX}/scale/")
 }
 
-fn key(i: usize) -> String {
+pub(crate) fn key(i: usize) -> String {
     format!("{}{i:09}", prefix())
 }
 
@@ -73,6 +77,8 @@ pub async fn load_and_read(
         replay_events_per_s: replay_events as f64 / replay_s.max(1e-9),
         restart_s: None,
         keys_after_restart: None,
+        rss_by_round: Vec::new(),
+        catch_up: None,
     })
 }
 
@@ -213,6 +219,27 @@ pub fn table(stats: &[ScaleStats]) -> String {
             s.replay_events_per_s,
             s.restart_s.map_or("-".into(), |r| format!("{r:.2}")),
             s.keys_after_restart.map_or("-".into(), |k| k.to_string()),
+        );
+    }
+    out.push_str("scale     RSS MB after each overwrite-and-compact round   new member: catch-up s  its disk MB\n");
+    for s in stats {
+        let mb = |bytes: u64| bytes as f64 / 1_048_576.0;
+        let rounds: Vec<String> = s
+            .rss_by_round
+            .iter()
+            .map(|r| format!("{:.1}", mb(*r)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:<8} {:<47} {:>22} {:>12}",
+            s.server.to_string(),
+            rounds.join(" "),
+            s.catch_up
+                .as_ref()
+                .map_or("-".into(), |c| format!("{:.2}", c.seconds)),
+            s.catch_up
+                .as_ref()
+                .map_or("-".into(), |c| format!("{:.1}", mb(c.disk_bytes))),
         );
     }
     out

@@ -129,6 +129,7 @@ impl ServerProcess {
             client_port: self.client_ports[i],
             peer_port: self.peer_ports[i],
             initial_cluster: &self.initial_cluster,
+            state: "new",
         };
         let log_path = self._dir.path().join(format!("{name}.{log}"));
         let child = spawn_member(self.kind, &self.binary, &member, &log_path)?;
@@ -149,6 +150,33 @@ impl ServerProcess {
         self.log_paths.push(log_path);
         self.wait_healthy(timeout)?;
         Ok(started.elapsed())
+    }
+
+    /// Starts a new member, to join after `member add` of its peer URL
+    /// (see [`Joiner`]); it is killed with the server.
+    pub fn start_joiner(&mut self, joiner: &Joiner) -> Result<(), String> {
+        let initial_cluster = format!("{},{}", self.initial_cluster, joiner.entry());
+        let member = Member {
+            name: &joiner.name,
+            data_dir: self._dir.path().join(&joiner.name),
+            client_port: joiner.client_port,
+            peer_port: joiner.peer_port,
+            initial_cluster: &initial_cluster,
+            state: "existing",
+        };
+        let log_path = self._dir.path().join(format!("{}.log", joiner.name));
+        let child =
+            spawn_member(self.kind, &self.binary, &member, &log_path).map_err(|err| match err {
+                StartError::Fatal(err) | StartError::Retry(err) => err,
+            })?;
+        self.children.push(child);
+        self.log_paths.push(log_path);
+        Ok(())
+    }
+
+    /// Bytes a member's data directory takes on disk, by name.
+    pub fn member_disk_bytes(&self, name: &str) -> u64 {
+        disk_usage(&self._dir.path().join(name))
     }
 
     /// Resident memory of all the server's processes, from `/proc`.
@@ -342,6 +370,36 @@ pub(crate) fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
         .collect()
 }
 
+/// A member to add to a running server: its name and ports.
+pub struct Joiner {
+    pub name: String,
+    pub client_port: u16,
+    pub peer_port: u16,
+}
+
+impl Joiner {
+    pub fn new(kind: ServerKind) -> std::io::Result<Joiner> {
+        let ports = free_ports(2)?;
+        Ok(Joiner {
+            name: format!("bench-{kind}-joiner"),
+            client_port: ports[0],
+            peer_port: ports[1],
+        })
+    }
+
+    pub fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    pub fn client_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn entry(&self) -> String {
+        format!("{}={}", self.name, self.peer_url())
+    }
+}
+
 /// One member's place in the cluster under test.
 struct Member<'a> {
     name: &'a str,
@@ -349,6 +407,8 @@ struct Member<'a> {
     client_port: u16,
     peer_port: u16,
     initial_cluster: &'a str,
+    /// `new` for a founding member, `existing` for one joining later.
+    state: &'a str,
 }
 
 fn spawn_member(
@@ -376,7 +436,7 @@ fn spawn_member(
         .arg("--initial-cluster")
         .arg(member.initial_cluster)
         .arg("--initial-cluster-state")
-        .arg("new");
+        .arg(member.state);
     // Both servers read settings from their environment; keep the
     // comparison hermetic.
     let prefix = match kind {

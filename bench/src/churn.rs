@@ -1,0 +1,64 @@
+//! Memory under compaction, after the scale run has loaded the server:
+//! rounds that overwrite a tenth of the keys and then compact the history
+//! up to the newest revision, with the server's RSS read after each round.
+//! History grows by a tenth of the keys per round and compaction takes it
+//! back, so the RSS should level off rather than climb round by round.
+
+use std::time::Duration;
+
+use etcd_client::{CompactionOptions, KvClient};
+use tokio::task::JoinSet;
+
+use crate::scale::key;
+use crate::servers::ServerProcess;
+use crate::workload::{connect_clients, header_revision, within};
+
+/// Overwrite-and-compact rounds.
+pub const ROUNDS: usize = 4;
+const WRITERS: usize = 64;
+const CONNECTIONS: usize = 16;
+
+/// RSS (bytes) after each round.
+pub async fn rounds(
+    server: &ServerProcess,
+    keys: usize,
+    value_size: usize,
+    timeout: Duration,
+) -> Result<Vec<u64>, String> {
+    let clients = connect_clients(&server.endpoint(), CONNECTIONS, Some(timeout), timeout).await?;
+    let overwritten = (keys / 10).max(1);
+    let mut rss = Vec::with_capacity(ROUNDS);
+    for round in 0..ROUNDS {
+        let value = vec![b'a' + (round % 26) as u8; value_size];
+        let mut writers = JoinSet::new();
+        for writer in 0..WRITERS {
+            let kv = clients[writer % clients.len()].kv_client();
+            writers.spawn(overwrite(kv, writer, overwritten, value.clone(), timeout));
+        }
+        let mut newest = 0;
+        while let Some(done) = writers.join_next().await {
+            newest = newest.max(done.map_err(|err| format!("writer: {err}"))??);
+        }
+        let mut kv = clients[0].kv_client();
+        let options = CompactionOptions::new().with_physical();
+        within(timeout, kv.compact(newest, Some(options))).await?;
+        rss.push(server.rss_bytes().unwrap_or(0));
+    }
+    Ok(rss)
+}
+
+/// Puts this writer's share of keys `0..count`; the newest revision.
+async fn overwrite(
+    mut kv: KvClient,
+    writer: usize,
+    count: usize,
+    value: Vec<u8>,
+    timeout: Duration,
+) -> Result<i64, String> {
+    let mut newest = 0;
+    for i in (writer..count).step_by(WRITERS) {
+        let put = within(timeout, kv.put(key(i), value.clone(), None)).await?;
+        newest = newest.max(header_revision(put.header()));
+    }
+    Ok(newest)
+}
