@@ -8,13 +8,15 @@
 
 use std::time::{Duration, Instant};
 
-use etcd_client::Client;
+use etcd_client::{Client, ClusterClient};
 
 use crate::servers::{Joiner, ServerProcess};
 use crate::workload::{connect_clients, header_revision, within};
 
 /// How often the new member's revision is asked for.
 const POLL: Duration = Duration::from_millis(50);
+/// Longest the added member's removal is tried.
+const REMOVE_LIMIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct CatchUp {
@@ -36,15 +38,39 @@ pub async fn add_member(
     let mut kv = clients[0].kv_client();
     let target = header_revision(within(timeout, kv.get("catch-up", None)).await?.header());
     let mut cluster = clients[0].cluster_client();
-    within(timeout, cluster.member_add([joiner.peer_url()], None)).await?;
+    let added = within(timeout, cluster.member_add([joiner.peer_url()], None)).await?;
+    let id = added
+        .member()
+        .map(|m| m.id())
+        .ok_or("member add named no member")?;
     let started = Instant::now();
     server.start_joiner(&joiner)?;
-    let revision = wait_for(&joiner.client_url(), target, started + limit).await?;
+    let caught = wait_for(&joiner.client_url(), target, started + limit).await;
+    let seconds = started.elapsed().as_secs_f64();
+    let disk_bytes = server.member_disk_bytes(&joiner.name);
+    // The server goes back to its own members, so what runs after this
+    // (the final health check) sees it as it was.
+    remove(&mut cluster, id, timeout).await?;
+    server.stop_joiner();
     Ok(CatchUp {
-        seconds: started.elapsed().as_secs_f64(),
-        revision,
-        disk_bytes: server.member_disk_bytes(&joiner.name),
+        seconds,
+        revision: caught?,
+        disk_bytes,
     })
+}
+
+/// Removes member `id`. etcd refuses to remove a member until the rest
+/// have been connected to each other for a while ("unhealthy cluster"),
+/// so a refusal is tried again for up to [`REMOVE_LIMIT`].
+async fn remove(cluster: &mut ClusterClient, id: u64, timeout: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + REMOVE_LIMIT;
+    loop {
+        match within(timeout, cluster.member_remove(id)).await {
+            Ok(_) => return Ok(()),
+            Err(err) if Instant::now() > deadline => return Err(format!("member remove: {err}")),
+            Err(_) => tokio::time::sleep(POLL * 10).await,
+        }
+    }
 }
 
 /// Polls the member at `url` until its revision is at least `target`.

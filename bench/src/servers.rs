@@ -174,6 +174,16 @@ impl ServerProcess {
         Ok(())
     }
 
+    /// Kills the member [`Self::start_joiner`] started (the last one).
+    pub fn stop_joiner(&mut self) {
+        if self.children.len() > self.names.len() {
+            if let Some(mut child) = self.children.pop() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
     /// Bytes a member's data directory takes on disk, by name.
     pub fn member_disk_bytes(&self, name: &str) -> u64 {
         disk_usage(&self._dir.path().join(name))
