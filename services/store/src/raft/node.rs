@@ -15,6 +15,7 @@
 //! The state machine is flushed only before the log is truncated (see
 //! `truncate_log`).
 
+mod answers;
 mod apply;
 
 use std::collections::{HashMap, VecDeque};
@@ -39,6 +40,7 @@ use crate::apply::{Applier, ApplyOutcome};
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
 use crate::storage::Backend;
+use answers::Waiter;
 
 /// How the Ready loop is set up.
 #[derive(Debug, Clone)]
@@ -65,20 +67,6 @@ const MAX_BATCH: usize = 4096;
 /// thread when no other sync is under way (see `Node::sync_inline`).
 const INLINE_SYNC_ENTRIES: usize = 2;
 
-struct Waiter {
-    since: Instant,
-    done: oneshot::Sender<Result<ApplyOutcome>>,
-}
-
-impl Waiter {
-    fn new(done: oneshot::Sender<Result<ApplyOutcome>>) -> Self {
-        Waiter {
-            since: Instant::now(),
-            done,
-        }
-    }
-}
-
 struct Node {
     raw: RawNode<RaftLog>,
     log: RaftLog,
@@ -90,6 +78,7 @@ struct Node {
     config: NodeConfig,
     transport: Arc<dyn Transport>,
     waiters: HashMap<u64, Waiter>,
+    answers: answers::Answers,
     /// For proposals made while leader: the log index each landed at. If a
     /// different entry is applied there, the proposal was lost to a leader
     /// change and its client is told so at once.
@@ -178,6 +167,7 @@ pub fn start_node(
         config,
         transport,
         waiters: HashMap::new(),
+        answers: answers::Answers::start(),
         proposal_index: HashMap::new(),
         pending_reads: Vec::new(),
         inflight_reads: HashMap::new(),

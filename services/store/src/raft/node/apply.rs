@@ -60,9 +60,10 @@ impl Node {
                 self.transport.set_peers(peer_list(members));
             }
             if let Some(waiter) = self.waiters.remove(&applied.request_id) {
-                let _ = waiter.done.send(applied.result);
+                self.answers.push(waiter.done, applied.result);
             }
         }
+        self.answers.send();
         for (index, applied_id) in ids {
             self.settle_proposal(index, applied_id);
             self.applied = index;
