@@ -346,9 +346,7 @@ impl Node {
     fn answer_reads(&mut self, states: Vec<ReadState>) {
         for state in states {
             if let Some((_, readers)) = self.inflight_reads.remove(&state.request_ctx) {
-                for reader in readers {
-                    let _ = reader.send(state.index);
-                }
+                self.answers.send_reads(state.index, readers);
             }
         }
     }

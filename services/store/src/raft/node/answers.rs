@@ -30,23 +30,45 @@ impl Waiter {
 
 type Answer = (oneshot::Sender<Result<ApplyOutcome>>, Result<ApplyOutcome>);
 
+/// What the runtime's task answers at once.
+enum Batch {
+    Proposals(Vec<Answer>),
+    /// The readers of one ReadIndex round and the index they may read at.
+    Reads(u64, Vec<oneshot::Sender<u64>>),
+}
+
+impl Batch {
+    fn answer(self) {
+        match self {
+            Batch::Proposals(answers) => {
+                for (done, result) in answers {
+                    let _ = done.send(result);
+                }
+            }
+            Batch::Reads(index, readers) => {
+                for reader in readers {
+                    let _ = reader.send(index);
+                }
+            }
+        }
+    }
+}
+
 pub(super) struct Answers {
     batch: Vec<Answer>,
     /// The task that sends them; None outside a runtime (then the Ready
     /// loop sends them itself).
-    runtime: Option<mpsc::UnboundedSender<Vec<Answer>>>,
+    runtime: Option<mpsc::UnboundedSender<Batch>>,
 }
 
 impl Answers {
     /// Starts the sending task on the current runtime, if there is one.
     pub(super) fn start() -> Answers {
         let runtime = tokio::runtime::Handle::try_current().ok().map(|handle| {
-            let (tx, mut rx) = mpsc::unbounded_channel::<Vec<Answer>>();
+            let (tx, mut rx) = mpsc::unbounded_channel::<Batch>();
             handle.spawn(async move {
                 while let Some(batch) = rx.recv().await {
-                    for (done, result) in batch {
-                        let _ = done.send(result);
-                    }
+                    batch.answer();
                 }
             });
             tx
@@ -67,16 +89,24 @@ impl Answers {
 
     /// Sends what was pushed since the last call.
     pub(super) fn send(&mut self) {
-        if self.batch.is_empty() {
-            return;
+        if !self.batch.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            self.hand_over(Batch::Proposals(batch));
         }
-        let batch = std::mem::take(&mut self.batch);
+    }
+
+    /// Tells the readers of a ReadIndex round the index they may read at.
+    pub(super) fn send_reads(&mut self, index: u64, readers: Vec<oneshot::Sender<u64>>) {
+        self.hand_over(Batch::Reads(index, readers));
+    }
+
+    fn hand_over(&self, batch: Batch) {
         let unsent = match &self.runtime {
             Some(runtime) => runtime.send(batch).err().map(|e| e.0),
             None => Some(batch),
         };
-        for (done, result) in unsent.into_iter().flatten() {
-            let _ = done.send(result);
+        if let Some(batch) = unsent {
+            batch.answer();
         }
     }
 }
