@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, ClusterClient};
 
+use crate::client::{connect_clients, header_revision, within};
 use crate::servers::{Joiner, ServerProcess};
-use crate::workload::{connect_clients, header_revision, within};
 
 /// How often the new member's revision is asked for.
 const POLL: Duration = Duration::from_millis(50);

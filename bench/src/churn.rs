@@ -9,9 +9,9 @@ use std::time::Duration;
 use etcd_client::{CompactionOptions, KvClient};
 use tokio::task::JoinSet;
 
+use crate::client::{connect_clients, header_revision, within};
 use crate::scale::key;
 use crate::servers::ServerProcess;
-use crate::workload::{connect_clients, header_revision, within};
 
 /// Overwrite-and-compact rounds.
 pub const ROUNDS: usize = 4;

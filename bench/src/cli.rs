@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::apiserver::ApiConfig;
-use crate::workload::Workload;
+use crate::run_spec::Workload;
 
 /// The most connections one workload opens; clients beyond this share them,
 /// as etcd's own `benchmark` tool shares `--conns` among `--clients`.

@@ -11,8 +11,9 @@ use etcd_client::{Client, EventType, WatchOptions, WatchStream};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::client::{connect_clients, within};
+use crate::run_spec::{new_histogram, KEY_PREFIX};
 use crate::servers::ServerKind;
-use crate::workload::{connect_clients, new_histogram, within, KEY_PREFIX};
 
 /// Watch streams share this many connections, as clients of a real
 /// cluster would (a watch is a stream on a shared HTTP/2 connection).
@@ -127,7 +128,7 @@ async fn write(
         let sent = epoch.elapsed().as_micros() as u64;
         let key = format!("{prefix}{}", revisions.len() % 100);
         let put = within(spec.request_timeout, kv.put(key, sent.to_string(), None)).await?;
-        revisions.push(crate::workload::header_revision(put.header()));
+        revisions.push(crate::client::header_revision(put.header()));
     }
     Ok(revisions)
 }

@@ -6,12 +6,15 @@
 //! - [`cli`]: flags and their parsing;
 //! - [`servers`]: the servers under test as child processes (killed on drop);
 //! - [`workload`]: concurrent clients over a shared connection pool, and the
-//!   checks of what they did against the server's state;
+//!   checks of what they did against the server's state ([`txn`], [`verify`]);
+//!   [`run_spec`] says what a run is and what its clients bring back, and
+//!   [`client`] connects and bounds requests;
 //! - [`report`]: per-run statistics, capstan/etcd ratios, table and JSON;
 //! - [`apiserver`]: capstan-apiserver on each store: get, list, create;
 //! - [`checks`]: the ledger behind the final `N passed, M failed` line;
 //! - [`fanout`]: many watchers on one prefix, delivery latency per event;
-//! - [`scale`]: many keys, then what a large store costs;
+//! - [`scale`]: many keys, then what a large store costs; [`churn`]: memory
+//!   under overwrites and compaction; [`catch_up`]: a member added after it;
 //! - [`plot`] and [`compare`]: the picture of a run, and a run next to an
 //!   earlier one's JSON.
 
@@ -20,10 +23,12 @@ mod catch_up;
 mod checks;
 mod churn;
 mod cli;
+mod client;
 mod compare;
 mod fanout;
 mod plot;
 mod report;
+mod run_spec;
 mod scale;
 mod servers;
 mod txn;
@@ -39,8 +44,8 @@ use crate::apiserver::ApiStats;
 use crate::checks::Checks;
 use crate::cli::Args;
 use crate::report::RunStats;
+use crate::run_spec::RunSpec;
 use crate::servers::{ServerKind, ServerProcess};
-use crate::workload::RunSpec;
 
 fn main() -> ExitCode {
     let args = Args::parse();

@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use crate::apiserver::{ApiRatio, ApiStats};
 use crate::checks::Checks;
+use crate::run_spec::{RunOutcome, Workload};
 use crate::servers::ServerKind;
-use crate::workload::{RunOutcome, Workload};
 
 /// The summary of one (server, workload, clients) run.
 #[derive(Debug, Clone, Serialize)]

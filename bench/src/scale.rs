@@ -8,8 +8,9 @@ use etcd_client::{Client, GetOptions, KvClient, WatchOptions};
 use serde::Serialize;
 use tokio::task::JoinSet;
 
+use crate::client::{connect_clients, header_revision, within};
+use crate::run_spec::KEY_PREFIX;
 use crate::servers::{ServerKind, ServerProcess};
-use crate::workload::{connect_clients, header_revision, within, KEY_PREFIX};
 
 /// Concurrent writers while loading.
 const WRITERS: usize = 64;

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use etcd_client::{Compare, CompareOp, GetOptions, KvClient, Txn, TxnOp};
 
 use crate::checks::Checks;
+use crate::client::{header_revision, within};
+use crate::run_spec::{ClientResult, Progress, RunSpec};
 use crate::verify;
-use crate::workload::{header_revision, within, ClientResult, Progress, RunSpec};
 
 /// The key client `client` swaps.
 pub(crate) fn key(prefix: &str, client: usize) -> String {

@@ -4,7 +4,8 @@
 use etcd_client::{GetOptions, KvClient};
 
 use crate::checks::Checks;
-use crate::workload::{header_revision, within, ClientResult, RunSpec};
+use crate::client::{header_revision, within};
+use crate::run_spec::{ClientResult, RunSpec};
 
 /// After a put run: the store holds exactly the acknowledged keys, and the
 /// acknowledged revisions are unique, increasing per client, and exactly

@@ -3,138 +3,22 @@
 //! request's latency. After each workload its results are checked against
 //! the server's state.
 
-use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, ConnectOptions, KvClient};
-use hdrhistogram::Histogram;
-use serde::Serialize;
+use etcd_client::KvClient;
 
 use crate::checks::Checks;
-use crate::servers::ServerKind;
+use crate::client::{connect_clients, header_revision, within};
+use crate::run_spec::{
+    new_histogram, ClientResult, Progress, RunOutcome, RunSpec, Workload, KEY_PREFIX,
+    MAX_ERROR_SAMPLES,
+};
 use crate::{txn, verify};
 
 /// Upper bound on requests per client in one workload, whatever the duration.
 const MAX_OPS_PER_CLIENT: u64 = 20_000_000;
-/// Error messages kept per workload for the report.
-const MAX_ERROR_SAMPLES: usize = 5;
-/// Latencies are recorded in microseconds, from 1 µs to 5 minutes.
-const HIST_MAX_US: u64 = 300_000_000;
-/// All keys the benchmark writes live under this prefix.
-pub const KEY_PREFIX: &str = "capstan-bench";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Workload {
-    /// Puts of distinct keys.
-    Put,
-    /// Linearizable gets of one key.
-    Get,
-    /// Compare-and-swap txns, one key per client.
-    Txn,
-}
-
-impl fmt::Display for Workload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Workload::Put => "put",
-            Workload::Get => "get",
-            Workload::Txn => "txn",
-        })
-    }
-}
-
-/// What one workload run is.
-#[derive(Debug, Clone)]
-pub struct RunSpec {
-    pub server: ServerKind,
-    pub endpoint: String,
-    pub workload: Workload,
-    pub clients: usize,
-    pub max_conns: usize,
-    pub duration: Duration,
-    pub value_size: usize,
-    pub request_timeout: Duration,
-    pub progress: bool,
-    /// Distinguishes the keys of this run from every other run's.
-    pub run_id: usize,
-}
-
-impl RunSpec {
-    pub fn label(&self) -> String {
-        format!("{} {} clients={}", self.server, self.workload, self.clients)
-    }
-
-    fn run_prefix(&self) -> String {
-        format!(
-            "{KEY_PREFIX}/{:03}-{}-{}-c{}/",
-            self.run_id, self.server, self.workload, self.clients
-        )
-    }
-}
-
-/// What a workload run measured.
-pub struct RunOutcome {
-    pub spec: RunSpec,
-    pub conns: usize,
-    pub ok: u64,
-    pub errors: u64,
-    pub error_samples: Vec<String>,
-    pub elapsed: Duration,
-    pub latency_us: Histogram<u64>,
-    /// CPU seconds the server used while the clients ran.
-    pub server_cpu_s: Option<f64>,
-}
-
-/// One client's share of a run.
-pub(crate) struct ClientResult {
-    pub(crate) ok: u64,
-    pub(crate) errors: u64,
-    pub(crate) error_samples: Vec<String>,
-    pub(crate) latency_us: Histogram<u64>,
-    /// Put, txn: the revision of every acknowledged write, in order.
-    /// Get: the header revision of every read, in order.
-    pub(crate) revisions: Vec<i64>,
-    /// Get: reads that returned something other than the value written.
-    /// Txn: compare-and-swaps whose compare failed.
-    pub(crate) wrong_reads: u64,
-    pub(crate) wrong_samples: Vec<String>,
-}
-
-impl ClientResult {
-    pub(crate) fn new() -> Self {
-        ClientResult {
-            ok: 0,
-            errors: 0,
-            error_samples: Vec::new(),
-            latency_us: new_histogram(),
-            revisions: Vec::new(),
-            wrong_reads: 0,
-            wrong_samples: Vec::new(),
-        }
-    }
-
-    pub(crate) fn error(&mut self, message: String) {
-        self.errors += 1;
-        if self.error_samples.len() < MAX_ERROR_SAMPLES {
-            self.error_samples.push(message);
-        }
-    }
-}
-
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("valid histogram bounds")
-}
-
-/// Counters the progress printer reads while a run goes.
-#[derive(Default)]
-pub(crate) struct Progress {
-    pub(crate) ok: AtomicU64,
-    pub(crate) errors: AtomicU64,
-    done: AtomicBool,
-}
 
 /// Runs one workload and checks its results; returns its measurements.
 /// `server_cpu` reads the server's CPU seconds so far.
@@ -402,43 +286,6 @@ async fn connect_pool(
         pool.push(kv);
     }
     Ok(pool)
-}
-
-/// Opens `count` separate clients (each its own HTTP/2 connection) to
-/// `endpoint`; `request_timeout` bounds each unary request (None for
-/// clients that hold long watch streams).
-pub(crate) async fn connect_clients(
-    endpoint: &str,
-    count: usize,
-    request_timeout: Option<Duration>,
-    connect_limit: Duration,
-) -> Result<Vec<Client>, String> {
-    let mut clients = Vec::with_capacity(count);
-    for _ in 0..count {
-        let mut options = ConnectOptions::new().with_connect_timeout(Duration::from_secs(5));
-        if let Some(timeout) = request_timeout {
-            options = options.with_timeout(timeout);
-        }
-        let endpoints: Vec<&str> = endpoint.split(',').collect();
-        clients.push(within(connect_limit, Client::connect(endpoints, Some(options))).await?);
-    }
-    Ok(clients)
-}
-
-/// Runs a request with a time limit, flattening both failures to text.
-pub(crate) async fn within<T>(
-    limit: Duration,
-    request: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
-) -> Result<T, String> {
-    match tokio::time::timeout(limit, request).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(err)) => Err(err.to_string()),
-        Err(_) => Err(format!("timed out after {limit:?}")),
-    }
-}
-
-pub(crate) fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {
-    header.map_or(-1, |h| h.revision())
 }
 
 /// A value of `size` bytes, printable and different per run.

@@ -14,8 +14,8 @@ use super::collection;
 use super::error::{ApiError, WrongAnswer};
 use super::http::Connection;
 use super::prepare::{create, expect_created};
+use crate::run_spec::new_histogram;
 use crate::servers::ServerKind;
-use crate::workload::new_histogram;
 
 /// The namespace the cached objects go into; nothing else is there.
 const NAMESPACE: &str = "bench-cache";

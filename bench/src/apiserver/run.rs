@@ -13,7 +13,7 @@ use super::answers::{self, configmap};
 use super::error::{ApiError, WrongAnswer};
 use super::http::{Answer, Connection};
 use super::{collection, ApiOp, ApiSpec, ApiStats, GET_NAME, GET_NAMESPACE, LIST_NAMESPACE};
-use crate::workload::new_histogram;
+use crate::run_spec::new_histogram;
 
 /// Bounds each client's loop whatever the duration.
 const MAX_OPS_PER_CLIENT: u64 = 10_000_000;
