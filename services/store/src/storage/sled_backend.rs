@@ -257,6 +257,22 @@ impl Backend for SledBackend {
 mod tests {
     use super::*;
 
+    /// Opens the database at `path` again in this process. A dropped sled
+    /// database lets go of its file lock only when its background flusher
+    /// thread has ended, a moment after the drop, so a lock refusal is
+    /// retried (bounded: a lock that is never released still fails).
+    fn reopen(path: &std::path::Path) -> SledBackend {
+        for _ in 0..100 {
+            match SledBackend::open(path) {
+                Err(err) if err.to_string().contains("could not acquire lock") => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                other => return other.unwrap(),
+            }
+        }
+        SledBackend::open(path).unwrap()
+    }
+
     #[test]
     fn batch_is_visible_and_survives_reopen_after_flush() {
         let dir = tempfile::tempdir().unwrap();
@@ -268,7 +284,7 @@ mod tests {
             backend.write(Space::Mvcc, batch).unwrap();
             backend.flush().unwrap();
         }
-        let backend = SledBackend::open(dir.path()).unwrap();
+        let backend = reopen(dir.path());
         let pairs = backend.scan(Space::Mvcc, b"a", None).unwrap();
         assert_eq!(pairs.len(), 2);
         assert_eq!(backend.get(Space::Raft, b"a").unwrap(), None);
@@ -305,7 +321,7 @@ mod tests {
         assert_eq!(backend.scan(Space::Mvcc, b"", None).unwrap().len(), 10);
         assert!(!path.exists(), "the old database is gone");
         drop(backend);
-        let reopened = SledBackend::open(&path).unwrap();
+        let reopened = reopen(&path);
         assert_eq!(reopened.scan(Space::Mvcc, b"", None).unwrap().len(), 10);
         assert_eq!(
             reopened.get(Space::Raft, b"member").unwrap().unwrap(),
@@ -313,7 +329,7 @@ mod tests {
         );
         reopened.defragment().unwrap();
         drop(reopened);
-        let again = SledBackend::open(&path).unwrap();
+        let again = reopen(&path);
         assert_eq!(again.get(Space::Mvcc, b"k0009").unwrap().unwrap()[0], 19);
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
