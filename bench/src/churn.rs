@@ -6,16 +6,15 @@
 
 use std::time::Duration;
 
-use etcd_client::{CompactionOptions, KvClient};
+use etcd_client::CompactionOptions;
 use tokio::task::JoinSet;
 
-use crate::client::{connect_clients, header_revision, within};
-use crate::scale::key;
+use crate::client::{connect_clients, within};
+use crate::scale::{write_share, WRITERS};
 use crate::servers::ServerProcess;
 
 /// Overwrite-and-compact rounds.
 pub const ROUNDS: usize = 4;
-const WRITERS: usize = 64;
 const CONNECTIONS: usize = 16;
 /// Longest a compaction may take: etcd compacts a large history in
 /// batches with pauses between them, and a physical compaction waits for
@@ -37,7 +36,14 @@ pub async fn rounds(
         let mut writers = JoinSet::new();
         for writer in 0..WRITERS {
             let kv = clients[writer % clients.len()].kv_client();
-            writers.spawn(overwrite(kv, writer, overwritten, value.clone(), timeout));
+            writers.spawn(write_share(
+                kv,
+                writer,
+                (0, overwritten),
+                value.clone(),
+                timeout,
+                false,
+            ));
         }
         let mut newest = 0;
         while let Some(done) = writers.join_next().await {
@@ -49,20 +55,4 @@ pub async fn rounds(
         rss.push(server.rss_bytes().unwrap_or(0));
     }
     Ok(rss)
-}
-
-/// Puts this writer's share of keys `0..count`; the newest revision.
-async fn overwrite(
-    mut kv: KvClient,
-    writer: usize,
-    count: usize,
-    value: Vec<u8>,
-    timeout: Duration,
-) -> Result<i64, String> {
-    let mut newest = 0;
-    for i in (writer..count).step_by(WRITERS) {
-        let put = within(timeout, kv.put(key(i), value.clone(), None)).await?;
-        newest = newest.max(header_revision(put.header()));
-    }
-    Ok(newest)
 }

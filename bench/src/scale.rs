@@ -13,7 +13,7 @@ use crate::run_spec::KEY_PREFIX;
 use crate::servers::{ServerKind, ServerProcess};
 
 /// Concurrent writers while loading.
-const WRITERS: usize = 64;
+pub(crate) const WRITERS: usize = 64;
 /// Connections the writers share.
 const CONNECTIONS: usize = 16;
 /// Keys per page of the range measurement, as a paging client asks.
@@ -108,7 +108,7 @@ async fn load(
     for writer in 0..WRITERS {
         let kv = clients[writer % clients.len()].kv_client();
         let value = value.clone();
-        writers.spawn(write_share(kv, writer, keys, value, timeout, progress));
+        writers.spawn(write_share(kv, writer, (1, keys), value, timeout, progress));
     }
     while let Some(done) = writers.join_next().await {
         done.map_err(|err| format!("writer: {err}"))??;
@@ -116,21 +116,25 @@ async fn load(
     Ok(header_revision(first.header()))
 }
 
-async fn write_share(
+/// Puts this writer's share (every `WRITERS`th) of keys `from..keys`
+/// with `value`; returns the newest revision it wrote (0 for none).
+pub(crate) async fn write_share(
     mut kv: KvClient,
     writer: usize,
-    keys: usize,
+    (from, keys): (usize, usize),
     value: Vec<u8>,
     timeout: Duration,
     progress: bool,
-) -> Result<(), String> {
-    for i in (writer..keys).step_by(WRITERS).filter(|i| *i > 0) {
-        within(timeout, kv.put(key(i), value.clone(), None)).await?;
+) -> Result<i64, String> {
+    let mut newest = 0;
+    for i in (writer..keys).step_by(WRITERS).filter(|i| *i >= from) {
+        let put = within(timeout, kv.put(key(i), value.clone(), None)).await?;
+        newest = newest.max(header_revision(put.header()));
         if progress && writer == 0 && i % (WRITERS * 50_000) == 0 {
             eprintln!("  loaded about {i} keys");
         }
     }
-    Ok(())
+    Ok(newest)
 }
 
 /// p50 of reading one page of `PAGE` keys from a spread of places.

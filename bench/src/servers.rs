@@ -143,9 +143,7 @@ impl ServerProcess {
         let _ = old.kill();
         let _ = old.wait();
         let started = Instant::now();
-        let (child, log_path) = self.spawn(0, "restart.log").map_err(|err| match err {
-            StartError::Fatal(err) | StartError::Retry(err) => err,
-        })?;
+        let (child, log_path) = self.spawn(0, "restart.log").map_err(StartError::message)?;
         self.children.insert(0, child);
         self.log_paths.push(log_path);
         self.wait_healthy(timeout)?;
@@ -165,10 +163,8 @@ impl ServerProcess {
             state: "existing",
         };
         let log_path = self._dir.path().join(format!("{}.log", joiner.name));
-        let child =
-            spawn_member(self.kind, &self.binary, &member, &log_path).map_err(|err| match err {
-                StartError::Fatal(err) | StartError::Retry(err) => err,
-            })?;
+        let child = spawn_member(self.kind, &self.binary, &member, &log_path)
+            .map_err(StartError::message)?;
         self.children.push(child);
         self.log_paths.push(log_path);
         Ok(())
@@ -366,6 +362,14 @@ enum StartError {
     Fatal(String),
     /// Maybe a port race; try again with new ports.
     Retry(String),
+}
+
+impl StartError {
+    fn message(self) -> String {
+        match self {
+            StartError::Fatal(err) | StartError::Retry(err) => err,
+        }
+    }
 }
 
 /// `n` distinct free ports on 127.0.0.1, held together while picked so they

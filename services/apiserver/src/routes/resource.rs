@@ -81,13 +81,14 @@ pub(crate) async fn dispatch(
         };
         return Ok(respond(201, Form::Json, answer, &[]));
     }
-    if let Some(binder) = binder_by_collection(state, info) {
-        return binding(req, payload, info, query, &binder).await;
-    }
-    let entry = state
+    let Some(entry) = state
         .catalog
         .find_any(&info.group, &info.version, &info.resource)
-        .ok_or(ApiError::UnknownPath)?;
+    else {
+        // Not a served type: maybe an older collection of bindings.
+        let binder = binder_by_collection(state, info).ok_or(ApiError::UnknownPath)?;
+        return binding(req, payload, info, query, &binder).await;
+    };
     let entry = &entry;
     if let Some(sub) = info.subresource.as_deref() {
         let kubelet = entry.strategy.kubelet_subresources();
