@@ -37,6 +37,7 @@ fn store_with_history(dir: &Path, keys: usize) -> MvccStore {
     let mut view = mvcc.write();
     view.compact(3).unwrap();
     view.finish(5).unwrap();
+    mvcc.settle_compaction();
     mvcc
 }
 

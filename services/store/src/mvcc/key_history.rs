@@ -98,6 +98,11 @@ impl KeyHistory {
         (!entry.tombstone).then_some(entry.rev)
     }
 
+    /// Whether `rev` is one of this key's revisions (not compacted away).
+    pub fn contains(&self, rev: Revision) -> bool {
+        self.entries.binary_search_by(|e| e.rev.cmp(&rev)).is_ok()
+    }
+
     /// Drops revisions no read at or after `at` can see, pushing them to
     /// `removed`. Returns true when nothing is left.
     pub fn compact(&mut self, at: i64, removed: &mut Vec<Revision>) -> bool {

@@ -11,6 +11,7 @@
 //! - `l` + lease id (8 bytes BE) → `StoredLease`
 //! - `m/…` → meta records (applied index, current and compacted revision)
 
+mod compactor;
 mod index;
 mod key_history;
 mod key_range;

@@ -8,6 +8,7 @@ use capstan_proto::mvccpb::{event::EventType, Event, KeyValue};
 use parking_lot::RwLock;
 use prost::Message;
 
+use super::compactor::Compactor;
 use super::revision::REVISION_PREFIX;
 use super::state::{
     check_read_revision, collect_revisions, decode_revision, load_state, read_i64, RangeOutput,
@@ -31,16 +32,32 @@ pub type Fill<'a, E> = dyn FnMut(Vec<u8>, Option<Vec<u8>>) -> std::result::Resul
 pub struct MvccStore {
     backend: Arc<dyn Backend>,
     state: RwLock<State>,
+    compactor: Compactor,
 }
 
 impl MvccStore {
     /// Opens the store and rebuilds the key index from the revision records.
     pub fn open(backend: Arc<dyn Backend>) -> Result<Self> {
-        let state = load_state(&*backend)?;
+        let (state, leftovers) = load_compacted(&*backend)?;
+        let finished = match leftovers.is_empty() {
+            true => state.compact_rev,
+            false => 0,
+        };
+        let compactor = Compactor::start(backend.clone(), finished)?;
+        compactor.schedule(state.compact_rev, leftovers);
         Ok(MvccStore {
             backend,
             state: RwLock::new(state),
+            compactor,
         })
+    }
+
+    /// Replaces the state with the one in the backend (after a restore).
+    fn reload(&self, state: &mut State) -> Result<()> {
+        let (loaded, leftovers) = load_compacted(&*self.backend)?;
+        *state = loaded;
+        self.compactor.schedule(state.compact_rev, leftovers);
+        Ok(())
     }
 
     /// Every record of the MVCC space (revisions, leases, members, meta) as
@@ -116,8 +133,7 @@ impl MvccStore {
             batch.put(pair.key, pair.value);
         }
         self.backend.write(Space::Mvcc, batch)?;
-        *state = load_state(&*self.backend)?;
-        Ok(())
+        self.reload(&mut state)
     }
 
     /// Replaces the whole MVCC space with the pairs `fill` puts (a None
@@ -148,7 +164,7 @@ impl MvccStore {
             Ok(())
         })?;
         self.backend.write(Space::Mvcc, batch)?;
-        *state = load_state(&*self.backend)?;
+        self.reload(&mut state)?;
         Ok(())
     }
 
@@ -162,6 +178,23 @@ impl MvccStore {
 
     pub fn compact_revision(&self) -> i64 {
         self.state.read().compact_rev
+    }
+
+    /// Waits until the records the compaction at `at` made unreachable are
+    /// deleted from the backend, not only from the index.
+    pub async fn wait_compacted(&self, at: i64) {
+        self.compactor.wait_finished(at).await
+    }
+
+    /// [`MvccStore::wait_compacted`] for the current compaction revision,
+    /// from a test's thread.
+    #[cfg(test)]
+    pub fn settle_compaction(&self) {
+        let at = self.compact_revision();
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime for the test")
+            .block_on(self.wait_compacted(at));
     }
 
     pub fn applied_index(&self) -> Result<u64> {
@@ -273,10 +306,32 @@ impl MvccStore {
             Some(&Revision::first_key_of(at + 1)),
         )?;
         for (key, value) in records {
+            if !self.reachable(&key, &value, compact_rev)? {
+                continue; // compacted, its deletion still under way
+            }
             hasher.update(&key);
             hasher.update(&value);
         }
         Ok((hasher.finalize(), compact_rev, at))
+    }
+
+    /// Whether a revision record is still part of the history: above the
+    /// compaction revision every record is; at or below it only those the
+    /// index kept. Members delete compacted records at their own pace, so
+    /// anything that compares members must skip the others (as etcd's hash
+    /// skips revisions not kept by its compaction).
+    fn reachable(&self, key: &[u8], value: &[u8], compact_rev: i64) -> Result<bool> {
+        let rev = Revision::from_key(key)
+            .ok_or_else(|| StoreError::Corrupt(format!("revision key {key:?}")))?;
+        if rev.main > compact_rev {
+            return Ok(true);
+        }
+        let kv_key = decode_revision(value)?.kv.unwrap_or_default().key;
+        let state = self.state.read();
+        Ok(state
+            .index
+            .history(&kv_key)
+            .is_some_and(|h| h.contains(rev)))
     }
 
     /// Live keys in `[key, range_end)` that carry a lease, with the lease id.
@@ -300,12 +355,34 @@ impl MvccStore {
     /// written to the backend in one batch by [`WriteGroup::commit`]. Only
     /// the apply loop writes; readers wait for the group to be committed.
     pub fn write_group(&self) -> WriteGroup<'_> {
-        WriteGroup::new(self.state.write(), &*self.backend)
+        WriteGroup::new(self.state.write(), &*self.backend, &self.compactor)
     }
+}
+
+/// Loads the state from the backend and compacts its index again at the
+/// stored compaction revision. What that compaction returns are records
+/// the compactor had not deleted yet (a restart cut it short, or a
+/// snapshot was cut while it ran), to be deleted now.
+fn load_compacted(backend: &dyn Backend) -> Result<(State, Vec<Revision>)> {
+    let mut state = load_state(backend)?;
+    let leftovers = match state.compact_rev {
+        0 => Vec::new(),
+        at => state.index.compact(at),
+    };
+    if !leftovers.is_empty() {
+        tracing::info!(
+            records = leftovers.len(),
+            at = state.compact_rev,
+            "resuming a compaction"
+        );
+    }
+    Ok((state, leftovers))
 }
 
 #[cfg(test)]
 mod tests {
+    use capstan_proto::internal::StoredRevision;
+
     use super::*;
     use crate::storage::SledBackend;
 
@@ -369,6 +446,58 @@ mod tests {
         assert_eq!(store.range(&key, 3, 0).unwrap().kvs[0].value, b"2");
         let mut w = store.write();
         assert_eq!(w.compact(3).unwrap_err(), StoreError::Compacted);
+    }
+
+    #[test]
+    fn compacted_records_leave_the_backend_and_a_restart_finishes_the_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        for (i, v) in ["1", "2", "3", "4"].iter().enumerate() {
+            let mut w = store.write();
+            w.put(b"k", v.as_bytes().to_vec(), 0).unwrap();
+            w.finish(i as u64 + 1).unwrap();
+        }
+        let mut w = store.write();
+        w.compact(4).unwrap();
+        w.finish(5).unwrap();
+        store.settle_compaction();
+        let revisions = |store: &MvccStore| -> Vec<i64> {
+            let records = store.backend().scan(Space::Mvcc, &[REVISION_PREFIX], None);
+            let records = records.unwrap().into_iter();
+            records
+                .filter_map(|(k, _)| Revision::from_key(&k))
+                .map(|r| r.main)
+                .collect()
+        };
+        // Revision 4 is what a read at the compaction point sees.
+        assert_eq!(revisions(&store), vec![4, 5]);
+        let (hash, compact_rev, _) = store.hash_kv(0).unwrap();
+        assert_eq!(compact_rev, 4);
+
+        // What a crash before the compactor got to a record leaves behind.
+        let leftover = Revision::new(2, 0).to_key().to_vec();
+        let stored = StoredRevision {
+            kv: Some(KeyValue {
+                key: b"k".to_vec(),
+                mod_revision: 2,
+                ..Default::default()
+            }),
+            tombstone: false,
+        };
+        let mut batch = WriteBatch::default();
+        batch.put(leftover, stored.encode_to_vec());
+        store.backend().write(Space::Mvcc, batch).unwrap();
+        assert_eq!(revisions(&store), vec![2, 4, 5]);
+        assert_eq!(store.hash_kv(0).unwrap().0, hash, "the hash skips it");
+        store.backend().flush().unwrap();
+        drop(store);
+
+        let store = open(dir.path());
+        store.settle_compaction();
+        assert_eq!(revisions(&store), vec![4, 5]);
+        assert_eq!(store.hash_kv(0).unwrap().0, hash);
+        let key = KeyRange::new(b"k", b"");
+        assert_eq!(store.range(&key, 4, 0).unwrap().kvs[0].value, b"3");
     }
 
     #[test]

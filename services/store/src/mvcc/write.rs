@@ -10,6 +10,7 @@ use capstan_proto::mvccpb::{event::EventType, Event, KeyValue};
 use parking_lot::RwLockWriteGuard;
 use prost::Message;
 
+use super::compactor::Compactor;
 use super::key_history::LiveMeta;
 use super::state::{
     check_read_revision, collect_revisions, decode_revision, RangeOutput, State,
@@ -34,7 +35,11 @@ pub struct Committed {
 pub struct WriteGroup<'a> {
     state: RwLockWriteGuard<'a, State>,
     backend: &'a dyn Backend,
+    compactor: &'a Compactor,
     batch: WriteBatch,
+    /// Compactions in this group: their revision and the records they
+    /// left to the compactor.
+    compactions: Vec<(i64, Vec<Revision>)>,
     /// Records written in this group, for reads before the commit.
     pending: HashMap<Revision, KeyValue>,
     applied_index: Option<u64>,
@@ -43,11 +48,17 @@ pub struct WriteGroup<'a> {
 }
 
 impl<'a> WriteGroup<'a> {
-    pub(super) fn new(state: RwLockWriteGuard<'a, State>, backend: &'a dyn Backend) -> Self {
+    pub(super) fn new(
+        state: RwLockWriteGuard<'a, State>,
+        backend: &'a dyn Backend,
+        compactor: &'a Compactor,
+    ) -> Self {
         WriteGroup {
             state,
             backend,
+            compactor,
             batch: WriteBatch::default(),
+            compactions: Vec::new(),
             pending: HashMap::new(),
             applied_index: None,
             revised: false,
@@ -84,6 +95,11 @@ impl<'a> WriteGroup<'a> {
             self.batch.put(META_APPLIED_INDEX.to_vec(), applied);
             let batch = std::mem::take(&mut self.batch);
             self.backend.write(Space::Mvcc, batch)?;
+            // After the batch: it may hold records a compaction in this
+            // group removes.
+            for (at, revisions) in self.compactions.drain(..) {
+                self.compactor.schedule(at, revisions);
+            }
         }
         Ok(std::mem::take(&mut self.committed))
     }
@@ -236,7 +252,9 @@ impl<'a> WriteView<'a> {
         Ok(Some(prev))
     }
 
-    /// Discards history older than `at`. Does not create a revision.
+    /// Discards history older than `at`: at once from the index, so no
+    /// read reaches it, and later from the backend (see `compactor.rs`).
+    /// Does not create a revision.
     pub fn compact(&mut self, at: i64) -> Result<()> {
         let state = &mut self.group.state;
         if at <= state.compact_rev {
@@ -245,10 +263,13 @@ impl<'a> WriteView<'a> {
         if at > state.current_rev {
             return Err(StoreError::FutureRevision);
         }
-        for rev in state.index.compact(at) {
-            self.group.pending.remove(&rev);
-            self.group.batch.delete(rev.to_key().to_vec());
+        let started = std::time::Instant::now();
+        let removed = state.index.compact(at);
+        tracing::info!(at, records = removed.len(), took = ?started.elapsed(), "compacted the key index");
+        for rev in &removed {
+            self.group.pending.remove(rev);
         }
+        self.group.compactions.push((at, removed));
         state.compact_rev = at;
         self.group
             .batch

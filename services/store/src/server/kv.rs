@@ -65,7 +65,14 @@ impl KvService {
         if req.revision <= ctx.mvcc.compact_revision() {
             return Err(crate::error::StoreError::Compacted);
         }
-        ctx.propose(Request::Compaction(req)).await
+        let (at, physical) = (req.revision, req.physical);
+        let response = ctx.propose(Request::Compaction(req)).await?;
+        if physical {
+            // As etcd: the answer waits until the old records are gone from
+            // this member's backend, not only from its index.
+            ctx.mvcc.wait_compacted(at).await;
+        }
+        Ok(response)
     }
 }
 

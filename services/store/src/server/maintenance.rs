@@ -112,6 +112,9 @@ impl Maintenance for MaintenanceService {
         // an etcd member does while it defragments.
         let ctx = &self.0;
         let work = async {
+            // What a compaction freed is reclaimed only once its records
+            // are deleted, which the compactor does after the answer.
+            ctx.mvcc.wait_compacted(ctx.mvcc.compact_revision()).await;
             let backend = ctx.mvcc.backend().clone();
             let before = backend.size_on_disk();
             tokio::task::spawn_blocking(move || backend.defragment())

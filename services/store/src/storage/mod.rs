@@ -82,4 +82,11 @@ pub trait Backend: Send + Sync + 'static {
     /// Rewrites the database compactly, giving the space of deleted data
     /// back to the file system. Reads and writes wait meanwhile.
     fn defragment(&self) -> Result<()>;
+
+    /// Writes accepted but not yet handed to the engine (see
+    /// `write_behind.rs`); background work waits for this to drop rather
+    /// than outrun the engine.
+    fn backlog(&self) -> usize {
+        0
+    }
 }

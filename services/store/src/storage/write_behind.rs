@@ -281,6 +281,11 @@ impl Backend for WriteBehind {
         self.shared.move_pending()?;
         self.shared.engine.defragment()
     }
+
+    fn backlog(&self) -> usize {
+        let pending = self.shared.pending.read();
+        pending.fresh.len() + pending.moving.as_ref().map_or(0, |moving| moving.len())
+    }
 }
 
 /// Merges the engine's pairs with pending changes (which win on equal
