@@ -387,7 +387,7 @@ mod tests {
     use crate::storage::SledBackend;
 
     fn open(dir: &std::path::Path) -> MvccStore {
-        MvccStore::open(Arc::new(SledBackend::open(dir).unwrap())).unwrap()
+        MvccStore::open(Arc::new(SledBackend::reopen(dir))).unwrap()
     }
 
     fn all() -> KeyRange {

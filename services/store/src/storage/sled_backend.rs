@@ -254,14 +254,12 @@ impl Backend for SledBackend {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
+impl SledBackend {
     /// Opens the database at `path` again in this process. A dropped sled
     /// database lets go of its file lock only when its background flusher
     /// thread has ended, a moment after the drop, so a lock refusal is
     /// retried (bounded: a lock that is never released still fails).
-    fn reopen(path: &std::path::Path) -> SledBackend {
+    pub fn reopen(path: &std::path::Path) -> SledBackend {
         for _ in 0..100 {
             match SledBackend::open(path) {
                 Err(err) if err.to_string().contains("could not acquire lock") => {
@@ -272,6 +270,11 @@ mod tests {
         }
         SledBackend::open(path).unwrap()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn batch_is_visible_and_survives_reopen_after_flush() {
@@ -284,7 +287,7 @@ mod tests {
             backend.write(Space::Mvcc, batch).unwrap();
             backend.flush().unwrap();
         }
-        let backend = reopen(dir.path());
+        let backend = SledBackend::reopen(dir.path());
         let pairs = backend.scan(Space::Mvcc, b"a", None).unwrap();
         assert_eq!(pairs.len(), 2);
         assert_eq!(backend.get(Space::Raft, b"a").unwrap(), None);
@@ -321,7 +324,7 @@ mod tests {
         assert_eq!(backend.scan(Space::Mvcc, b"", None).unwrap().len(), 10);
         assert!(!path.exists(), "the old database is gone");
         drop(backend);
-        let reopened = reopen(&path);
+        let reopened = SledBackend::reopen(&path);
         assert_eq!(reopened.scan(Space::Mvcc, b"", None).unwrap().len(), 10);
         assert_eq!(
             reopened.get(Space::Raft, b"member").unwrap().unwrap(),
@@ -329,7 +332,7 @@ mod tests {
         );
         reopened.defragment().unwrap();
         drop(reopened);
-        let again = reopen(&path);
+        let again = SledBackend::reopen(&path);
         assert_eq!(again.get(Space::Mvcc, b"k0009").unwrap().unwrap()[0], 19);
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
