@@ -20,6 +20,10 @@ python3 -c 'import cryptography' >/dev/null 2>&1 || need+=(python3-cryptography)
 # Machines of this kind come with kubectl 1.32; where it is missing, Debian's
 # own kubectl (package kubernetes-client, an older 1.20) is the fallback.
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+# The fault tests cut members apart with iptables rules matched by cgroup
+# (tests/support/faults); machines of this kind do not come with it.
+# (CAPSTAN_FAULT_PARTITIONS=0 leaves partitions out where rules cannot be set.)
+command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need+=(iptables)
 
 if ((${#need[@]})); then
   echo "installing: ${need[*]}"
