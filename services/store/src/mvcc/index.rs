@@ -84,11 +84,40 @@ impl KeyIndex {
 
     /// Forgets every revision no read at or after `at` can see and returns
     /// them, so their values can be removed from the backend.
+    #[cfg(test)]
     pub fn compact(&mut self, at: i64) -> Vec<Revision> {
+        self.compact_slice(at, &[], usize::MAX).0
+    }
+
+    /// Compacts at `at` the histories of at most `keys` keys from `from`
+    /// on: the revisions it dropped, and the key to go on from (None once
+    /// the last key is done). Reads at or after `at` see the same before
+    /// and after, so a compaction in slices can let writes in between.
+    pub fn compact_slice(
+        &mut self,
+        at: i64,
+        from: &[u8],
+        keys: usize,
+    ) -> (Vec<Revision>, Option<Vec<u8>>) {
         let mut removed = Vec::new();
-        self.keys
-            .retain(|_, history| !history.compact(at, &mut removed));
-        removed
+        let mut emptied = Vec::new();
+        let mut next = None;
+        let slice = self
+            .keys
+            .range_mut::<[u8], _>((Bound::Included(from), Bound::Unbounded));
+        for (done, (key, history)) in slice.enumerate() {
+            if done == keys {
+                next = Some(key.clone());
+                break;
+            }
+            if history.compact(at, &mut removed) {
+                emptied.push(key.clone());
+            }
+        }
+        for key in emptied {
+            self.keys.remove(&key);
+        }
+        (removed, next)
     }
 
     #[cfg(test)]
@@ -129,6 +158,39 @@ mod tests {
         );
         assert!(keys_at(&index, &KeyRange::new(b"c", b"a"), 5).is_empty());
         assert_eq!(index.live_in(&all).len(), 2);
+    }
+
+    #[test]
+    fn a_compaction_in_slices_drops_what_one_whole_compaction_drops() {
+        let fill = || {
+            let mut index = KeyIndex::default();
+            for i in 0..100i64 {
+                let key = format!("k{i:03}");
+                index.record_put(key.as_bytes(), Revision::new(2 + i, 0), 0);
+                index.record_put(key.as_bytes(), Revision::new(200 + i, 0), 0);
+                if i % 3 == 0 {
+                    index.record_delete(key.as_bytes(), Revision::new(400 + i, 0));
+                }
+            }
+            index
+        };
+        let mut whole = fill();
+        let expected = whole.compact(450);
+        let mut sliced = fill();
+        let mut removed = Vec::new();
+        let mut from = Vec::new();
+        loop {
+            let (dropped, next) = sliced.compact_slice(450, &from, 7);
+            removed.extend(dropped);
+            match next {
+                Some(next) => from = next,
+                None => break,
+            }
+        }
+        assert_eq!(removed, expected);
+        assert_eq!(sliced.len(), whole.len());
+        let all = KeyRange::new(b"\0", b"\0");
+        assert_eq!(keys_at(&sliced, &all, 500), keys_at(&whole, &all, 500));
     }
 
     #[test]

@@ -98,9 +98,15 @@ impl KeyHistory {
         (!entry.tombstone).then_some(entry.rev)
     }
 
-    /// Whether `rev` is one of this key's revisions (not compacted away).
-    pub fn contains(&self, rev: Revision) -> bool {
-        self.entries.binary_search_by(|e| e.rev.cmp(&rev)).is_ok()
+    /// Whether `rev` is one of the revisions a compaction at `at` keeps
+    /// (whether or not that compaction has run on this history yet): every
+    /// one after `at`, and the one visible at `at` unless it is a deletion.
+    pub fn keeps(&self, rev: Revision, at: i64) -> bool {
+        let Ok(found) = self.entries.binary_search_by(|e| e.rev.cmp(&rev)) else {
+            return false;
+        };
+        let visible_at = self.entries.partition_point(|e| e.rev.main <= at);
+        rev.main > at || (found + 1 == visible_at && !self.entries[found].tombstone)
     }
 
     /// Drops revisions no read at or after `at` can see, pushing them to
@@ -178,6 +184,27 @@ mod tests {
         assert!(!h.compact(5, &mut removed));
         assert_eq!(removed, vec![Revision::new(4, 0), Revision::new(5, 0)]);
         assert_eq!(h.visible_at(100), Some(Revision::new(7, 0)));
+    }
+
+    #[test]
+    fn keeps_names_what_a_compaction_would_keep() {
+        let h = history();
+        let kept = |at| {
+            [2, 4, 5, 7]
+                .into_iter()
+                .filter(|main| h.keeps(Revision::new(*main, 0), at))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(kept(3), vec![2, 4, 5, 7]);
+        assert_eq!(kept(4), vec![4, 5, 7]);
+        assert_eq!(kept(5), vec![7]);
+        assert!(
+            !h.keeps(Revision::new(3, 0), 1),
+            "never one of its revisions"
+        );
+        let mut compacted = history();
+        compacted.compact(4, &mut Vec::new());
+        assert!(compacted.keeps(Revision::new(4, 0), 4));
     }
 
     #[test]

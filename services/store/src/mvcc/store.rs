@@ -31,33 +31,40 @@ pub type Fill<'a, E> = dyn FnMut(Vec<u8>, Option<Vec<u8>>) -> std::result::Resul
 
 pub struct MvccStore {
     backend: Arc<dyn Backend>,
-    state: RwLock<State>,
+    /// Shared with the compactor, which compacts the index a slice at a
+    /// time under the write lock.
+    state: Arc<RwLock<State>>,
     compactor: Compactor,
 }
 
 impl MvccStore {
     /// Opens the store and rebuilds the key index from the revision records.
     pub fn open(backend: Arc<dyn Backend>) -> Result<Self> {
-        let (state, leftovers) = load_compacted(&*backend)?;
-        let finished = match leftovers.is_empty() {
-            true => state.compact_rev,
-            false => 0,
-        };
-        let compactor = Compactor::start(backend.clone(), finished)?;
-        compactor.schedule(state.compact_rev, leftovers);
-        Ok(MvccStore {
+        let state = Arc::new(RwLock::new(load_state(&*backend)?));
+        let compactor = Compactor::start(state.clone(), backend.clone())?;
+        let store = MvccStore {
             backend,
-            state: RwLock::new(state),
+            state,
             compactor,
-        })
+        };
+        store.resume_compaction(&store.state.read());
+        Ok(store)
     }
 
     /// Replaces the state with the one in the backend (after a restore).
     fn reload(&self, state: &mut State) -> Result<()> {
-        let (loaded, leftovers) = load_compacted(&*self.backend)?;
-        *state = loaded;
-        self.compactor.schedule(state.compact_rev, leftovers);
+        *state = load_state(&*self.backend)?;
+        self.resume_compaction(state);
         Ok(())
+    }
+
+    /// The records loaded are all in the index, also those a compaction
+    /// had not deleted yet (a restart cut it short, or it was under way
+    /// when a snapshot was cut): compacting again deletes them.
+    fn resume_compaction(&self, state: &State) {
+        if state.compact_rev > 0 {
+            self.compactor.schedule(state.compact_rev);
+        }
     }
 
     /// Every record of the MVCC space (revisions, leases, members, meta) as
@@ -317,9 +324,9 @@ impl MvccStore {
 
     /// Whether a revision record is still part of the history: above the
     /// compaction revision every record is; at or below it only those the
-    /// index kept. Members delete compacted records at their own pace, so
-    /// anything that compares members must skip the others (as etcd's hash
-    /// skips revisions not kept by its compaction).
+    /// compaction keeps. Members compact at their own pace, so anything
+    /// that compares members must skip the others (as etcd's hash skips
+    /// revisions its compaction does not keep).
     fn reachable(&self, key: &[u8], value: &[u8], compact_rev: i64) -> Result<bool> {
         let rev = Revision::from_key(key)
             .ok_or_else(|| StoreError::Corrupt(format!("revision key {key:?}")))?;
@@ -331,7 +338,7 @@ impl MvccStore {
         Ok(state
             .index
             .history(&kv_key)
-            .is_some_and(|h| h.contains(rev)))
+            .is_some_and(|h| h.keeps(rev, compact_rev)))
     }
 
     /// Live keys in `[key, range_end)` that carry a lease, with the lease id.
@@ -357,26 +364,6 @@ impl MvccStore {
     pub fn write_group(&self) -> WriteGroup<'_> {
         WriteGroup::new(self.state.write(), &*self.backend, &self.compactor)
     }
-}
-
-/// Loads the state from the backend and compacts its index again at the
-/// stored compaction revision. What that compaction returns are records
-/// the compactor had not deleted yet (a restart cut it short, or a
-/// snapshot was cut while it ran), to be deleted now.
-fn load_compacted(backend: &dyn Backend) -> Result<(State, Vec<Revision>)> {
-    let mut state = load_state(backend)?;
-    let leftovers = match state.compact_rev {
-        0 => Vec::new(),
-        at => state.index.compact(at),
-    };
-    if !leftovers.is_empty() {
-        tracing::info!(
-            records = leftovers.len(),
-            at = state.compact_rev,
-            "resuming a compaction"
-        );
-    }
-    Ok((state, leftovers))
 }
 
 #[cfg(test)]

@@ -37,9 +37,8 @@ pub struct WriteGroup<'a> {
     backend: &'a dyn Backend,
     compactor: &'a Compactor,
     batch: WriteBatch,
-    /// Compactions in this group: their revision and the records they
-    /// left to the compactor.
-    compactions: Vec<(i64, Vec<Revision>)>,
+    /// Revisions compacted at in this group, left to the compactor.
+    compactions: Vec<i64>,
     /// Records written in this group, for reads before the commit.
     pending: HashMap<Revision, KeyValue>,
     applied_index: Option<u64>,
@@ -97,8 +96,8 @@ impl<'a> WriteGroup<'a> {
             self.backend.write(Space::Mvcc, batch)?;
             // After the batch: it may hold records a compaction in this
             // group removes.
-            for (at, revisions) in self.compactions.drain(..) {
-                self.compactor.schedule(at, revisions);
+            for at in self.compactions.drain(..) {
+                self.compactor.schedule(at);
             }
         }
         Ok(std::mem::take(&mut self.committed))
@@ -252,9 +251,9 @@ impl<'a> WriteView<'a> {
         Ok(Some(prev))
     }
 
-    /// Discards history older than `at`: at once from the index, so no
-    /// read reaches it, and later from the backend (see `compactor.rs`).
-    /// Does not create a revision.
+    /// Discards history older than `at`: reads below it fail from now on,
+    /// and the compactor drops the old revisions from the index and the
+    /// backend (see `compactor.rs`). Does not create a revision.
     pub fn compact(&mut self, at: i64) -> Result<()> {
         let state = &mut self.group.state;
         if at <= state.compact_rev {
@@ -263,14 +262,8 @@ impl<'a> WriteView<'a> {
         if at > state.current_rev {
             return Err(StoreError::FutureRevision);
         }
-        let started = std::time::Instant::now();
-        let removed = state.index.compact(at);
-        tracing::info!(at, records = removed.len(), took = ?started.elapsed(), "compacted the key index");
-        for rev in &removed {
-            self.group.pending.remove(rev);
-        }
-        self.group.compactions.push((at, removed));
         state.compact_rev = at;
+        self.group.compactions.push(at);
         self.group
             .batch
             .put(META_COMPACT_REV.to_vec(), at.to_be_bytes().to_vec());
