@@ -19,14 +19,14 @@ source "$root/scripts/docker-engine.sh"
 docker_engine_or_skip test-fresh || exit 0
 ensure_base_image
 
-machine_image=capstan-machine:rust
+machine_image=capstan-machine:rust-no-iptables
 if ! docker image inspect "$machine_image" >/dev/null 2>&1; then
   echo "test-fresh: building $machine_image (what a new machine of this kind has)"
   ctx="$(mktemp -d)"
   cat >"$ctx/Dockerfile" <<DOCKERFILE
 FROM $BASE_IMAGE
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      gcc g++ libc6-dev make git ca-certificates python3 procps iproute2 iptables sudo >/dev/null \
+      gcc g++ libc6-dev make git ca-certificates python3 procps iproute2 sudo >/dev/null \
  && rm -rf /var/lib/apt/lists/*
 DOCKERFILE
   docker build -q -t "$machine_image" "$ctx" >/dev/null
