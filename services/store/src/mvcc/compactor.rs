@@ -25,6 +25,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 
 use super::state::State;
+use super::Revision;
 use crate::error::{Result, StoreError};
 use crate::storage::{Backend, Space, WriteBatch};
 
@@ -152,7 +153,7 @@ fn compact(shared: &Shared, at: i64) -> Option<usize> {
     }
 }
 
-fn delete(shared: &Shared, revisions: &[super::Revision]) {
+fn delete(shared: &Shared, revisions: &[Revision]) {
     let mut batch = WriteBatch::default();
     for rev in revisions {
         batch.delete(rev.to_key().to_vec());

@@ -102,25 +102,26 @@ impl KeyHistory {
     /// (whether or not that compaction has run on this history yet): every
     /// one after `at`, and the one visible at `at` unless it is a deletion.
     pub fn keeps(&self, rev: Revision, at: i64) -> bool {
-        let Ok(found) = self.entries.binary_search_by(|e| e.rev.cmp(&rev)) else {
-            return false;
-        };
+        let found = self.entries.binary_search_by(|e| e.rev.cmp(&rev));
+        found.is_ok_and(|found| found >= self.first_kept(at))
+    }
+
+    /// Where the entries a compaction at `at` keeps begin.
+    fn first_kept(&self, at: i64) -> usize {
         let visible_at = self.entries.partition_point(|e| e.rev.main <= at);
-        rev.main > at || (found + 1 == visible_at && !self.entries[found].tombstone)
+        match visible_at
+            .checked_sub(1)
+            .map(|last| self.entries[last].tombstone)
+        {
+            Some(false) => visible_at - 1,
+            _ => visible_at,
+        }
     }
 
     /// Drops revisions no read at or after `at` can see, pushing them to
     /// `removed`. Returns true when nothing is left.
     pub fn compact(&mut self, at: i64, removed: &mut Vec<Revision>) -> bool {
-        let idx = self.entries.partition_point(|e| e.rev.main <= at);
-        if idx == 0 {
-            return self.entries.is_empty();
-        }
-        let keep_from = if self.entries[idx - 1].tombstone {
-            idx
-        } else {
-            idx - 1
-        };
+        let keep_from = self.first_kept(at);
         removed.extend(self.entries.drain(..keep_from).map(|e| e.rev));
         self.entries.is_empty()
     }
