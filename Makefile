@@ -57,15 +57,22 @@ fuzz: deps
 	CAPSTAN_FUZZ_SEED=$(FUZZ_SEED) CAPSTAN_FUZZ_REQUESTS=20000 CAPSTAN_FUZZ_CONNECTIONS=3000 \
 	CAPSTAN_TEST_BUDGET_SECS=7200 $(CARGO) test -p capstan-tests --test fuzz -- --nocapture
 
-## Throughput and latency of capstan-store next to a real etcd, in one run.
-## Each run's results go to target/bench: run.json (the last run; the one
-## before is kept as previous.json and compared with) and store.svg, a picture.
+## Throughput and latency of capstan-store next to a real etcd, in one run:
+## single members at 1, 64 and 256 clients with every other workload, then
+## the store workloads on 3-member clusters of each. Each run's results go
+## to target/bench: run.json and run-3.json (the last runs; the ones before
+## are kept as previous*.json and compared with) and store.svg and
+## store-3.svg, pictures.
 bench: deps
 	$(CARGO) build --release --bins
 	mkdir -p target/bench
 	if [ -f target/bench/run.json ]; then mv target/bench/run.json target/bench/previous.json; fi
-	./target/release/capstan-bench --duration 10s --json target/bench/run.json \
+	if [ -f target/bench/run-3.json ]; then mv target/bench/run-3.json target/bench/previous-3.json; fi
+	./target/release/capstan-bench --duration 10s --clients 1,64,256 --json target/bench/run.json \
 		--plot target/bench/store.svg --compare target/bench/previous.json --scale-keys 1000000
+	./target/release/capstan-bench --duration 10s --clients 1,64,256 --members 3 --workload store \
+		--watchers 0 --scale-keys 0 --json target/bench/run-3.json \
+		--plot target/bench/store-3.svg --compare target/bench/previous-3.json
 
 bench-short: deps
 	$(CARGO) build --bins

@@ -6,10 +6,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Compare, CompareOp, GetOptions, KvClient, Txn, TxnOp};
+use capstan_proto::etcdserverpb::{
+    compare, request_op, Compare, PutRequest, RequestOp, TxnRequest,
+};
+use etcd_client::{GetOptions, KvClient};
 
 use crate::checks::Checks;
 use crate::client::{header_revision, within};
+use crate::grpc::{self, Kv};
 use crate::run_spec::{ClientResult, Progress, RunSpec};
 use crate::verify;
 
@@ -39,7 +43,7 @@ pub(crate) async fn prepare_keys(
 }
 
 pub(crate) async fn cas_client(
-    mut kv: KvClient,
+    mut kv: Kv,
     key: String,
     mut revision: i64,
     value: Arc<Vec<u8>>,
@@ -49,21 +53,15 @@ pub(crate) async fn cas_client(
 ) -> ClientResult {
     let mut result = ClientResult::new();
     while Instant::now() < deadline {
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                key.as_str(),
-                CompareOp::Equal,
-                revision,
-            )])
-            .and_then([TxnOp::put(key.as_str(), value.to_vec(), None)]);
+        let txn = swap(&key, revision, &value);
         let started = Instant::now();
-        let answer = within(timeout, kv.txn(txn)).await;
+        let answer = grpc::within(timeout, kv.txn(txn)).await;
         let micros = started.elapsed().as_micros() as u64;
         match answer {
-            Ok(resp) if resp.succeeded() => {
+            Ok(resp) if resp.succeeded => {
                 result.latency_us.saturating_record(micros.max(1));
                 result.ok += 1;
-                revision = header_revision(resp.header());
+                revision = grpc::revision(resp.header.as_ref());
                 result.revisions.push(revision);
                 progress.ok.fetch_add(1, Ordering::Relaxed);
             }
@@ -81,6 +79,29 @@ pub(crate) async fn cas_client(
         }
     }
     result
+}
+
+/// The txn that writes `value` to `key` if its mod revision is `revision`.
+fn swap(key: &str, revision: i64, value: &[u8]) -> TxnRequest {
+    let compare = Compare {
+        result: compare::CompareResult::Equal as i32,
+        target: compare::CompareTarget::Mod as i32,
+        key: key.as_bytes().to_vec(),
+        target_union: Some(compare::TargetUnion::ModRevision(revision)),
+        ..Default::default()
+    };
+    let put = PutRequest {
+        key: key.as_bytes().to_vec(),
+        value: value.to_vec(),
+        ..Default::default()
+    };
+    TxnRequest {
+        compare: vec![compare],
+        success: vec![RequestOp {
+            request: Some(request_op::Request::RequestPut(put)),
+        }],
+        failure: Vec::new(),
+    }
 }
 
 /// After a txn run: revisions as for puts, and each key's mod revision is

@@ -7,10 +7,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::KvClient;
+use capstan_proto::etcdserverpb::{PutRequest, RangeRequest};
 
 use crate::checks::Checks;
 use crate::client::{connect_clients, header_revision, within};
+use crate::grpc::{self, Kv};
 use crate::run_spec::{
     new_histogram, ClientResult, Progress, RunOutcome, RunSpec, Workload, KEY_PREFIX,
     MAX_ERROR_SAMPLES,
@@ -32,12 +33,21 @@ pub async fn run(
     let pool = connect_pool(&spec.endpoint, conns, spec.request_timeout)
         .await
         .map_err(|err| format!("{label}: connect: {err}"))?;
+    // Set-up and checks go through etcd-client, on a connection of their own.
+    let admin = connect_clients(
+        &spec.endpoint,
+        1,
+        Some(spec.request_timeout),
+        spec.request_timeout,
+    )
+    .await
+    .map_err(|err| format!("{label}: connect: {err}"))?;
     let prefix = spec.run_prefix();
     let value: Arc<Vec<u8>> = Arc::new(make_value(spec.value_size, spec.run_id));
 
     // Before the clients start: the store's revision (put, txn), the key
     // the get clients read (get), the revisions of the keys to swap (txn).
-    let mut admin = pool[0].clone();
+    let mut admin = admin[0].kv_client();
     let mut txn_revisions = Vec::new();
     if spec.workload == Workload::Txn {
         txn_revisions = txn::prepare_keys(
@@ -193,7 +203,7 @@ pub async fn run(
 }
 
 async fn put_client(
-    mut kv: KvClient,
+    mut kv: Kv,
     key_prefix: String,
     value: Arc<Vec<u8>>,
     deadline: Instant,
@@ -203,16 +213,20 @@ async fn put_client(
     let mut result = ClientResult::new();
     let mut seq: u64 = 0;
     while seq < MAX_OPS_PER_CLIENT && Instant::now() < deadline {
-        let key = format!("{key_prefix}{seq:010}");
+        let request = PutRequest {
+            key: format!("{key_prefix}{seq:010}").into_bytes(),
+            value: value.to_vec(),
+            ..Default::default()
+        };
         seq += 1;
         let started = Instant::now();
-        let answer = within(timeout, kv.put(key, value.to_vec(), None)).await;
+        let answer = grpc::within(timeout, kv.put(request)).await;
         let micros = started.elapsed().as_micros() as u64;
         match answer {
             Ok(resp) => {
                 result.latency_us.saturating_record(micros.max(1));
                 result.ok += 1;
-                result.revisions.push(header_revision(resp.header()));
+                result.revisions.push(grpc::revision(resp.header.as_ref()));
                 progress.ok.fetch_add(1, Ordering::Relaxed);
             }
             Err(err) => {
@@ -225,7 +239,7 @@ async fn put_client(
 }
 
 async fn get_client(
-    mut kv: KvClient,
+    mut kv: Kv,
     key: String,
     value: Arc<Vec<u8>>,
     deadline: Instant,
@@ -237,25 +251,26 @@ async fn get_client(
     while count < MAX_OPS_PER_CLIENT && Instant::now() < deadline {
         count += 1;
         let started = Instant::now();
-        // Linearizable: GetOptions default (no with_serializable()).
-        let answer = within(timeout, kv.get(key.as_bytes(), None)).await;
+        // Linearizable: serializable stays false.
+        let request = RangeRequest {
+            key: key.as_bytes().to_vec(),
+            ..Default::default()
+        };
+        let answer = grpc::within(timeout, kv.range(request)).await;
         let micros = started.elapsed().as_micros() as u64;
         match answer {
             Ok(resp) => {
                 result.latency_us.saturating_record(micros.max(1));
                 result.ok += 1;
-                result.revisions.push(header_revision(resp.header()));
-                let kvs = resp.kvs();
-                if kvs.len() != 1
-                    || kvs[0].value() != value.as_slice()
-                    || kvs[0].key() != key.as_bytes()
-                {
+                result.revisions.push(grpc::revision(resp.header.as_ref()));
+                let kvs = &resp.kvs;
+                if kvs.len() != 1 || kvs[0].value != *value || kvs[0].key != key.as_bytes() {
                     result.wrong_reads += 1;
                     if result.wrong_samples.is_empty() {
                         result.wrong_samples.push(format!(
                             "{} kvs, first value {} bytes",
                             kvs.len(),
-                            kvs.first().map_or(0, |kv| kv.value().len())
+                            kvs.first().map_or(0, |kv| kv.value.len())
                         ));
                     }
                 }
@@ -270,17 +285,17 @@ async fn get_client(
     result
 }
 
-/// Opens `conns` separate connections (each its own HTTP/2 channel) and
-/// makes one request on each so connection set-up is not measured.
-async fn connect_pool(
-    endpoint: &str,
-    conns: usize,
-    timeout: Duration,
-) -> Result<Vec<KvClient>, String> {
+/// Opens `conns` separate HTTP/2 connections and makes one request on
+/// each so connection set-up is not measured.
+async fn connect_pool(endpoint: &str, conns: usize, timeout: Duration) -> Result<Vec<Kv>, String> {
     let mut pool = Vec::with_capacity(conns);
-    for client in connect_clients(endpoint, conns, Some(timeout), timeout).await? {
-        let mut kv = client.kv_client();
-        within(timeout, kv.get(format!("{KEY_PREFIX}/warm-up"), None))
+    for _ in 0..conns {
+        let mut kv = grpc::connect(endpoint, timeout).await?;
+        let warm_up = RangeRequest {
+            key: format!("{KEY_PREFIX}/warm-up").into_bytes(),
+            ..Default::default()
+        };
+        grpc::within(timeout, kv.range(warm_up))
             .await
             .map_err(|err| format!("first request: {err}"))?;
         pool.push(kv);
