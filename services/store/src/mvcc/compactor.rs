@@ -47,6 +47,8 @@ const MAX_BACKLOG: usize = 4 * BATCH;
 struct Shared {
     state: Arc<RwLock<State>>,
     backend: Arc<dyn Backend>,
+    /// Taken for each deletion, so none happens while a dump reads.
+    removals: Arc<RwLock<()>>,
     finished: watch::Sender<i64>,
     stop: AtomicBool,
 }
@@ -60,11 +62,16 @@ pub struct Compactor {
 
 impl Compactor {
     /// Starts the thread for the store whose state and backend are given.
-    pub fn start(state: Arc<RwLock<State>>, backend: Arc<dyn Backend>) -> Result<Self> {
+    pub fn start(
+        state: Arc<RwLock<State>>,
+        backend: Arc<dyn Backend>,
+        removals: Arc<RwLock<()>>,
+    ) -> Result<Self> {
         let (jobs, receiver) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared {
             state,
             backend,
+            removals,
             finished: watch::channel(0).0,
             stop: AtomicBool::new(false),
         });
@@ -158,10 +165,12 @@ fn delete(shared: &Shared, revisions: &[Revision]) {
     for rev in revisions {
         batch.delete(rev.to_key().to_vec());
     }
+    let removing = shared.removals.write();
     if let Err(err) = shared.backend.write(Space::Mvcc, batch) {
         // The records stay, unreachable; the next start deletes them.
         tracing::error!(%err, "cannot delete compacted records");
     }
+    drop(removing);
     std::thread::sleep(PAUSE);
     while shared.backend.backlog() > MAX_BACKLOG && !shared.stop.load(Ordering::Acquire) {
         std::thread::sleep(PAUSE);

@@ -12,6 +12,7 @@
 //! - `m/…` → meta records (applied index, current and compacted revision)
 
 mod compactor;
+mod dump;
 mod index;
 mod key_history;
 mod key_range;
@@ -20,6 +21,7 @@ mod state;
 mod store;
 mod write;
 
+pub use dump::Dumped;
 pub use key_range::KeyRange;
 pub use revision::Revision;
 pub use revision::REVISION_PREFIX;

@@ -19,21 +19,20 @@ use super::{KeyRange, Revision};
 use crate::error::{Result, StoreError};
 use crate::storage::{Backend, Space, WriteBatch};
 
-/// About how many bytes a dump reads from the backend at a time: the
-/// number of records per page follows their size (a record can be as
-/// big as a request, 1.5 MiB by default), starting from a few.
-const DUMP_PAGE_BYTES: usize = 4 << 20;
-const DUMP_PAGE_RECORDS: std::ops::RangeInclusive<usize> = 8..=1024;
-
 /// What [`MvccStore::replace_with`] hands its filler: puts a pair, or
 /// deletes a key if the value is None.
 pub type Fill<'a, E> = dyn FnMut(Vec<u8>, Option<Vec<u8>>) -> std::result::Result<(), E> + 'a;
 
 pub struct MvccStore {
-    backend: Arc<dyn Backend>,
+    pub(super) backend: Arc<dyn Backend>,
     /// Shared with the compactor, which compacts the index a slice at a
     /// time under the write lock.
-    state: Arc<RwLock<State>>,
+    pub(super) state: Arc<RwLock<State>>,
+    /// Held shared by dumps, which read revision records without the
+    /// state's lock (see `dump.rs`), and exclusively by whatever removes
+    /// revision records: the compactor's deletions and restores. Taken
+    /// before `state`.
+    pub(super) removals: Arc<RwLock<()>>,
     compactor: Compactor,
 }
 
@@ -41,10 +40,12 @@ impl MvccStore {
     /// Opens the store and rebuilds the key index from the revision records.
     pub fn open(backend: Arc<dyn Backend>) -> Result<Self> {
         let state = Arc::new(RwLock::new(load_state(&*backend)?));
-        let compactor = Compactor::start(state.clone(), backend.clone())?;
+        let removals = Arc::new(RwLock::new(()));
+        let compactor = Compactor::start(state.clone(), backend.clone(), removals.clone())?;
         let store = MvccStore {
             backend,
             state,
+            removals,
             compactor,
         };
         store.resume_compaction(&store.state.read());
@@ -67,68 +68,9 @@ impl MvccStore {
         }
     }
 
-    /// Every record of the MVCC space (revisions, leases, members, meta) as
-    /// a raft snapshot's data, and the body of a backup: length-delimited
-    /// `SnapshotPair`s, the state at one applied index.
-    pub fn dump(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.dump_to(&mut out)?;
-        Ok(out)
-    }
-
-    /// Writes what [`MvccStore::dump`] returns to `out`, reading the
-    /// backend a page at a time so that memory does not grow with the
-    /// store. Returns the bytes written.
-    pub fn dump_to(&self, out: &mut impl std::io::Write) -> Result<u64> {
-        let mut written = 0;
-        self.for_each_record(|key, value| -> Result<()> {
-            let pair = SnapshotPair {
-                key: key.to_vec(),
-                value: value.to_vec(),
-            };
-            let bytes = pair.encode_length_delimited_to_vec();
-            out.write_all(&bytes)
-                .map_err(|err| StoreError::Storage(format!("writing a dump: {err}")))?;
-            written += bytes.len() as u64;
-            Ok(())
-        })?;
-        Ok(written)
-    }
-
-    /// Calls `f` with every record of the MVCC space in key order, all at
-    /// one applied index, reading the backend a page at a time.
-    pub fn for_each_record<E: From<StoreError>>(
-        &self,
-        mut f: impl FnMut(&[u8], &[u8]) -> std::result::Result<(), E>,
-    ) -> std::result::Result<(), E> {
-        // Applies hold the state's write lock until their batch is
-        // written, so a reader in between sees one applied index.
-        let _state = self.state.read();
-        let mut start = Vec::new();
-        let mut page_records = *DUMP_PAGE_RECORDS.start();
-        loop {
-            let page = self
-                .backend
-                .scan_limit(Space::Mvcc, &start, None, page_records)?;
-            let full = page.len() == page_records;
-            let mut page_bytes = 0;
-            for (key, value) in page {
-                f(&key, &value)?;
-                page_bytes += key.len() + value.len();
-                start = key;
-                start.push(0); // the next page starts right after this key
-            }
-            if !full {
-                return Ok(());
-            }
-            let record = (page_bytes / page_records).max(1);
-            page_records = (DUMP_PAGE_BYTES / record)
-                .clamp(*DUMP_PAGE_RECORDS.start(), *DUMP_PAGE_RECORDS.end());
-        }
-    }
-
     /// Replaces the whole MVCC space with a snapshot's data, atomically.
     pub fn restore(&self, data: &[u8]) -> Result<()> {
+        let _removing = self.removals.write();
         let mut state = self.state.write();
         let mut batch = WriteBatch::default();
         for (key, _) in self.backend.scan(Space::Mvcc, &[], None)? {
@@ -153,6 +95,7 @@ impl MvccStore {
         fill: impl FnOnce(&mut Fill<'_, E>) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         const BATCH: usize = 4096;
+        let _removing = self.removals.write();
         let mut state = self.state.write();
         let mut batch = WriteBatch::default();
         for (key, _) in self.backend.scan(Space::Mvcc, &[], None)? {

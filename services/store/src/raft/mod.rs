@@ -14,6 +14,7 @@ mod handle;
 mod logger;
 mod node;
 mod persist;
+mod snapshot_cut;
 mod storage;
 mod transport;
 mod wal;

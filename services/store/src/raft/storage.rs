@@ -19,6 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use raft::eraftpb::{ConfState, Entry, EntryType, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError};
 
+use super::snapshot_cut::{LogPosition, SnapshotCutter};
 use super::wal::{Position, WalEntry, WalFile, WalRecord};
 use crate::error::{Result, StoreError};
 use crate::failpoints::Failpoints;
@@ -75,6 +76,8 @@ struct Cached {
     truncated_term: u64,
     /// `entries[i]` is entry `truncated_index + 1 + i`.
     entries: VecDeque<Entry>,
+    /// Conf states set since this process opened the log.
+    conf_changes: u64,
 }
 
 impl Cached {
@@ -152,9 +155,8 @@ pub struct RaftLog {
     /// which must not replace the file under a sync. Taken before `cached`
     /// and `wal`.
     io: Arc<Mutex<()>>,
-    /// The state machine a snapshot for a lagging peer is cut from, and
-    /// the folder the snapshot files go to.
-    state_machine: Option<(Arc<MvccStore>, std::path::PathBuf)>,
+    /// Cuts snapshots of the state machine for lagging peers.
+    cutter: Option<Arc<SnapshotCutter>>,
     failpoints: Option<Arc<Failpoints>>,
 }
 
@@ -170,7 +172,7 @@ impl RaftLog {
             cached: Arc::new(RwLock::new(cached)),
             wal: Arc::new(Mutex::new(wal)),
             io: Arc::new(Mutex::new(())),
-            state_machine: None,
+            cutter: None,
             failpoints: None,
         })
     }
@@ -203,7 +205,7 @@ impl RaftLog {
 
     /// Lets the log cut snapshots of `mvcc` into files in `snap_dir`.
     pub fn with_state_machine(mut self, mvcc: Arc<MvccStore>, snap_dir: &Path) -> Self {
-        self.state_machine = Some((mvcc, snap_dir.to_path_buf()));
+        self.cutter = Some(Arc::new(SnapshotCutter::new(mvcc, snap_dir.to_path_buf())));
         self
     }
 
@@ -218,6 +220,7 @@ impl RaftLog {
         cached.truncated_index = meta.index;
         cached.truncated_term = meta.term;
         cached.conf_state = meta.get_conf_state().clone();
+        cached.conf_changes += 1;
         cached.hard_state.commit = cached.hard_state.commit.max(meta.index);
         cached.hard_state.term = cached.hard_state.term.max(meta.term);
         wal.rewrite(&cached.full_record())
@@ -279,6 +282,7 @@ impl RaftLog {
     pub fn set_conf_state(&self, conf_state: &ConfState) -> Result<()> {
         let mut cached = self.cached.write();
         cached.conf_state = conf_state.clone();
+        cached.conf_changes += 1;
         self.wal.lock().stage(&WalRecord {
             conf_state: Some(encode(conf_state)),
             ..Default::default()
@@ -453,27 +457,19 @@ impl Storage for RaftLog {
         Ok(self.cached.read().last_index())
     }
 
-    /// Cuts a snapshot of the state machine at the applied index for a peer
-    /// that is too far behind for the log. Runs on the raft thread, which is
-    /// also the only writer, so the dump is consistent with its index.
-    /// The dump goes to a file; the snapshot's data only names it (see
-    /// `crate::snapshot`), and the transport streams the file.
-    fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+    /// A snapshot of the state machine for a peer too far behind for the
+    /// log, cut beside the Ready loop (see `snapshot_cut.rs`): until it is
+    /// ready, raft is told to ask again. The snapshot's data only names the
+    /// file it went to (see `crate::snapshot`); the transport streams it.
+    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
         let unavailable = || raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable);
-        let (mvcc, snap_dir) = self.state_machine.as_ref().ok_or_else(unavailable)?;
-        let applied = mvcc
-            .applied_index()
-            .map_err(|err| raft::Error::Store(StorageError::Other(Box::new(err))))?;
-        let term = self.term(applied).map_err(|_| unavailable())?;
-        let data = crate::snapshot::cut(mvcc, snap_dir)
-            .map_err(|err| raft::Error::Store(StorageError::Other(Box::new(err))))?;
-        let mut snapshot = Snapshot::default();
-        snapshot.data = data.into();
-        let meta = snapshot.mut_metadata();
-        meta.index = applied;
-        meta.term = term;
-        meta.set_conf_state(self.conf_state());
-        Ok(snapshot)
+        let cutter = self.cutter.as_ref().ok_or_else(unavailable)?;
+        let position = LogPosition {
+            conf_changes: self.cached.read().conf_changes,
+            term_of: &|index| self.term(index).ok(),
+            conf_state: &|| self.conf_state(),
+        };
+        cutter.snapshot(request_index, position)
     }
 }
 

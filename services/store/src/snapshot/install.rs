@@ -109,7 +109,8 @@ mod tests {
                 .unwrap();
         }
         view.finish(7).unwrap();
-        let data = cut(&source, &dir.path().join("snap")).unwrap();
+        let (data, applied_index) = cut(&source, &dir.path().join("snap")).unwrap();
+        assert_eq!(applied_index, 7);
         let target = store(&dir.path().join("target"));
         let mut view = target.write();
         view.put(b"old", b"gone".to_vec(), 0).unwrap();
@@ -127,7 +128,7 @@ mod tests {
         let mut view = source.write();
         view.put(b"k", b"v".to_vec(), 0).unwrap();
         view.finish(9).unwrap();
-        let data = cut(&source, &dir.path().join("snap")).unwrap();
+        let (data, _) = cut(&source, &dir.path().join("snap")).unwrap();
         // What a crash after the first batch leaves: the marker, part of
         // the records and no applied index.
         let target = store(&dir.path().join("target"));

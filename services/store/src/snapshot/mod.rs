@@ -68,9 +68,9 @@ impl<W: Write> Write for Summing<W> {
     }
 }
 
-/// Dumps `mvcc` (at its applied index) to a new file in `dir`; returns the
-/// raft snapshot data naming it. The file goes once sent.
-pub fn cut(mvcc: &MvccStore, dir: &Path) -> Result<Vec<u8>> {
+/// Dumps `mvcc` to a new file in `dir`; returns the raft snapshot data
+/// naming it and the applied index the dump is at. The file goes once sent.
+pub fn cut(mvcc: &MvccStore, dir: &Path) -> Result<(Vec<u8>, u64)> {
     std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
     let file = tempfile::Builder::new()
         .prefix("out-")
@@ -85,19 +85,23 @@ pub fn cut(mvcc: &MvccStore, dir: &Path) -> Result<Vec<u8>> {
         size: 0,
         crc: crc32fast::Hasher::new(),
     };
-    let dumped = mvcc
-        .dump_to(&mut out)
-        .and_then(|_| out.flush().map_err(|e| io_error("write", &path, e)));
-    if let Err(err) = dumped {
-        let _ = std::fs::remove_file(&path);
-        return Err(err);
-    }
+    let dumped = mvcc.dump_to(&mut out).and_then(|dumped| {
+        out.flush().map_err(|e| io_error("write", &path, e))?;
+        Ok(dumped)
+    });
+    let dumped = match dumped {
+        Ok(dumped) => dumped,
+        Err(err) => {
+            let _ = std::fs::remove_file(&path);
+            return Err(err);
+        }
+    };
     let described = SnapshotFile {
         path: path.display().to_string(),
         size: out.size,
         crc32: out.crc.finalize(),
     };
-    Ok(described.encode_to_vec())
+    Ok((described.encode_to_vec(), dumped.applied_index))
 }
 
 /// Removes the file a snapshot's data names (sent, installed or given up).
