@@ -6,18 +6,31 @@
 //! first incomplete or corrupt frame: such a tail was being written when the
 //! process died, so it was never synced and nothing in it was acknowledged;
 //! it is cut off before the file is appended to again.
+//!
+//! The file is kept longer than its frames, zeros past the last one (a
+//! frame of length 0 ends the log), as etcd preallocates its WAL segments.
+//! A write that grows a file changes its size, and fdatasync must then
+//! write the inode too: on ext4 a second synchronous write per sync. Frames
+//! written into space already there cost only their data. The space is
+//! added [`PREALLOCATE`] bytes at a time, written as zeros and synced whole
+//! (blocks fallocate'd but never written would need their extents marked
+//! written at the first sync, metadata again).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
+use parking_lot::Mutex;
 use prost::Message;
 
 use crate::error::{Result, StoreError};
 
 const HEADER: usize = 8;
+/// Space added past the last frame when a write needs more.
+const PREALLOCATE: u64 = 4 << 20;
 
 /// One change to the log. Replayed in field order: the truncation marker,
 /// the states, then the entries.
@@ -67,9 +80,64 @@ fn io_err(path: &Path, err: std::io::Error) -> StoreError {
 /// The open log file and the records staged for the next sync.
 pub struct WalFile {
     /// Shared with a sync under way, which writes outside the log's lock.
-    file: Arc<File>,
-    path: PathBuf,
+    file: Arc<LogFile>,
     pending: Vec<u8>,
+}
+
+/// The file, and where its frames end.
+struct LogFile {
+    file: File,
+    path: PathBuf,
+    tail: Mutex<Tail>,
+}
+
+/// Frames fill the file up to `end`; zeros follow up to `len`.
+struct Tail {
+    end: u64,
+    len: u64,
+}
+
+impl LogFile {
+    fn new(file: File, path: PathBuf, end: u64) -> Arc<Self> {
+        Arc::new(LogFile {
+            file,
+            path,
+            tail: Mutex::new(Tail { end, len: end }),
+        })
+    }
+
+    /// Writes `bytes` after the last frame and waits until they are on disk.
+    fn append(&self, bytes: &[u8]) -> Result<()> {
+        let mut tail = self.tail.lock();
+        let end = tail.end + bytes.len() as u64;
+        if end > tail.len {
+            tail.len = self.preallocate(tail.len, end + PREALLOCATE)?;
+        }
+        self.file
+            .write_all_at(bytes, tail.end)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|err| io_err(&self.path, err))?;
+        tail.end = end;
+        Ok(())
+    }
+
+    /// Writes zeros from `from` to `to` and syncs the file's new size.
+    fn preallocate(&self, from: u64, to: u64) -> Result<u64> {
+        const CHUNK: usize = 1 << 20;
+        let zeros = vec![0; CHUNK];
+        let mut at = from;
+        while at < to {
+            let n = CHUNK.min((to - at) as usize);
+            self.file
+                .write_all_at(&zeros[..n], at)
+                .map_err(|err| io_err(&self.path, err))?;
+            at += n as u64;
+        }
+        self.file
+            .sync_all()
+            .map_err(|err| io_err(&self.path, err))?;
+        Ok(to)
+    }
 }
 
 impl WalFile {
@@ -78,19 +146,21 @@ impl WalFile {
         let _ = std::fs::remove_file(tmp_path(path));
         let mut file = OpenOptions::new()
             .read(true)
-            .append(true)
+            .write(true)
             .create(true)
+            .truncate(false)
             .open(path)
             .map_err(|err| io_err(path, err))?;
         let mut contents = Vec::new();
         file.read_to_end(&mut contents)
             .map_err(|err| io_err(path, err))?;
         let (records, intact) = read_records(Bytes::from(contents));
+        // Also drops the zeros after the last frame: space is added again
+        // when needed.
         file.set_len(intact as u64)
             .map_err(|err| io_err(path, err))?;
         let wal = WalFile {
-            file: Arc::new(file),
-            path: path.to_path_buf(),
+            file: LogFile::new(file, path.to_path_buf(), intact as u64),
             pending: Vec::new(),
         };
         Ok((wal, records))
@@ -99,6 +169,9 @@ impl WalFile {
     /// Queues `record` for the next [`WalFile::sync`].
     pub fn stage(&mut self, record: &WalRecord) {
         let len = record.encoded_len();
+        if len == 0 {
+            return; // changes nothing, and a frame of length 0 ends the log
+        }
         self.pending.reserve(HEADER + len);
         let start = self.pending.len();
         self.pending.extend_from_slice(&(len as u32).to_le_bytes());
@@ -137,7 +210,6 @@ impl WalFile {
         Staged {
             bytes: std::mem::take(&mut self.pending),
             file: self.file.clone(),
-            path: self.path.clone(),
         }
     }
 
@@ -147,22 +219,22 @@ impl WalFile {
     pub fn rewrite(&mut self, record: &WalRecord) -> Result<()> {
         self.pending.clear();
         self.stage(record);
-        let tmp = tmp_path(&self.path);
+        let path = self.file.path.clone();
+        let tmp = tmp_path(&path);
         let mut file = OpenOptions::new()
             .read(true)
-            .append(true)
+            .write(true)
             .create(true)
-            .truncate(false)
+            .truncate(true)
             .open(&tmp)
             .map_err(|err| io_err(&tmp, err))?;
-        file.set_len(0)
-            .and_then(|()| file.write_all(&self.pending))
+        file.write_all(&self.pending)
             .and_then(|()| file.sync_all())
             .map_err(|err| io_err(&tmp, err))?;
-        std::fs::rename(&tmp, &self.path).map_err(|err| io_err(&self.path, err))?;
-        sync_dir(&self.path)?;
+        std::fs::rename(&tmp, &path).map_err(|err| io_err(&path, err))?;
+        sync_dir(&path)?;
+        self.file = LogFile::new(file, path, self.pending.len() as u64);
         self.pending.clear();
-        self.file = Arc::new(file);
         Ok(())
     }
 }
@@ -170,8 +242,7 @@ impl WalFile {
 /// Staged records on their way to disk.
 pub struct Staged {
     bytes: Vec<u8>,
-    file: Arc<File>,
-    path: PathBuf,
+    file: Arc<LogFile>,
 }
 
 impl Staged {
@@ -180,10 +251,7 @@ impl Staged {
         if self.bytes.is_empty() {
             return Ok(());
         }
-        let mut file = &*self.file;
-        file.write_all(&self.bytes)
-            .and_then(|()| file.sync_data())
-            .map_err(|err| io_err(&self.path, err))
+        self.file.append(&self.bytes)
     }
 
     /// The buffer, emptied, to stage into again without reallocating.
@@ -213,7 +281,7 @@ fn read_records(mut contents: Bytes) -> (Vec<WalRecord>, usize) {
     while contents.len() >= HEADER {
         let len = u32::from_le_bytes(contents[..4].try_into().expect("4 bytes")) as usize;
         let crc = u32::from_le_bytes(contents[4..HEADER].try_into().expect("4 bytes"));
-        if contents.len() < HEADER + len {
+        if len == 0 || contents.len() < HEADER + len {
             break;
         }
         let payload = contents.slice(HEADER..HEADER + len);
@@ -258,26 +326,48 @@ mod tests {
         wal.stage(&record(1));
         wal.stage(&record(2));
         wal.sync().unwrap();
+        let intact = wal.file.tail.lock().end;
         drop(wal);
-        // A write cut short by a crash: half of a third frame.
-        let intact = std::fs::metadata(&path).unwrap().len();
-        let mut torn = Vec::new();
+        // A write cut short by a crash: half of a third frame, then the
+        // zeros of the space added ahead.
         let mut scratch = WalFile {
-            file: Arc::new(File::open(&path).unwrap()),
-            path: path.clone(),
+            file: LogFile::new(File::open(&path).unwrap(), path.clone(), 0),
             pending: Vec::new(),
         };
         scratch.stage(&record(3));
-        torn.extend_from_slice(&scratch.pending[..20]);
         OpenOptions::new()
-            .append(true)
+            .write(true)
             .open(&path)
             .unwrap()
-            .write_all(&torn)
+            .write_all_at(&scratch.pending[..20], intact)
             .unwrap();
         let (mut wal, records) = WalFile::open(&path).unwrap();
         assert_eq!(indexes(&records), vec![1, 2]);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), intact);
+        wal.stage(&record(3));
+        wal.sync().unwrap();
+        let (_, records) = WalFile::open(&path).unwrap();
+        assert_eq!(indexes(&records), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn frames_go_into_space_added_ahead_and_the_zeros_after_them_end_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wal");
+        let file_len = || std::fs::metadata(&path).unwrap().len();
+        let (mut wal, _) = WalFile::open(&path).unwrap();
+        wal.stage(&record(1));
+        wal.sync().unwrap();
+        let frame = wal.file.tail.lock().end;
+        assert_eq!(file_len(), frame + PREALLOCATE, "space added ahead");
+        wal.stage(&record(2));
+        wal.sync().unwrap();
+        assert_eq!(file_len(), frame + PREALLOCATE, "the second frame fits");
+        drop(wal);
+
+        let (mut wal, records) = WalFile::open(&path).unwrap();
+        assert_eq!(indexes(&records), vec![1, 2]);
+        assert_eq!(file_len(), 2 * frame, "the zeros are dropped on open");
         wal.stage(&record(3));
         wal.sync().unwrap();
         let (_, records) = WalFile::open(&path).unwrap();
@@ -293,7 +383,7 @@ mod tests {
         wal.stage(&record(2));
         wal.sync().unwrap();
         let mut contents = std::fs::read(&path).unwrap();
-        let last = contents.len() - 1;
+        let last = wal.file.tail.lock().end as usize - 1;
         contents[last] ^= 0xff;
         std::fs::write(&path, contents).unwrap();
         let (_, records) = WalFile::open(&path).unwrap();
