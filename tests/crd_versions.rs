@@ -215,12 +215,12 @@ fn two_versions_without_conversion(backend: Backend) {
     wait_for(WAIT, "writes to be stored as v2", || {
         attempt += 1;
         let name = format!("moved-{attempt}");
-        let (code, _) = http.request(
+        let (code, body) = http.request(
             "POST",
             &path("v1"),
             Some(&widget("v1", &name, json!({"size": "s"}))),
         );
-        assert_eq!(code, 201);
+        assert_eq!(code, 201, "{body}");
         (stored(&cluster, &name)["apiVersion"] == "example.com/v2").then_some(())
     });
     assert_eq!(stored(&cluster, "small")["apiVersion"], "example.com/v1");

@@ -288,15 +288,24 @@ impl Handler<Storage> for ResourceActor {
     }
 }
 
-/// Stops the actor and its cache's store watch (a type no longer served).
+/// Stops the actor and its cache's store watch (a type no longer served,
+/// or served by a new actor), after [`RETIREMENT`].
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Stop;
+
+/// How long a replaced actor goes on answering. A request that found it in
+/// the catalog just before the swap still reaches it, and is served with
+/// the storage it started with, as kube-apiserver lets in-flight requests
+/// finish on a CRD's old storage. Stopped at once, the actor closed its
+/// mailbox under such a request: a 500 "Mailbox has closed" for a create
+/// sent while a CRD's storage version changed.
+const RETIREMENT: Duration = Duration::from_secs(5);
 
 impl Handler<Stop> for ResourceActor {
     type Result = ();
 
     fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
-        ctx.stop();
+        ctx.run_later(RETIREMENT, |_, ctx| ctx.stop());
     }
 }
