@@ -26,9 +26,9 @@ pub(crate) async fn connect_clients(
 }
 
 /// Runs a request with a time limit, flattening both failures to text.
-pub(crate) async fn within<T>(
+pub(crate) async fn within<T, E: std::fmt::Display>(
     limit: Duration,
-    request: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
+    request: impl std::future::Future<Output = Result<T, E>>,
 ) -> Result<T, String> {
     match tokio::time::timeout(limit, request).await {
         Ok(Ok(value)) => Ok(value),

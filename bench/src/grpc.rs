@@ -76,16 +76,19 @@ pub(crate) async fn connect(endpoints: &str, limit: Duration) -> Result<Kv, Stri
     Ok(KvClient::with_origin(Connection { sender }, origin))
 }
 
-/// Runs a request with a time limit, flattening both failures to text.
+/// [`crate::client::within`] for a tonic call: the message, or the status
+/// as text.
 pub(crate) async fn within<T>(
     limit: Duration,
     request: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
 ) -> Result<T, String> {
-    match tokio::time::timeout(limit, request).await {
-        Ok(Ok(response)) => Ok(response.into_inner()),
-        Ok(Err(status)) => Err(format!("{:?}: {}", status.code(), status.message())),
-        Err(_) => Err(format!("timed out after {limit:?}")),
-    }
+    let answer = async {
+        request
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| format!("{:?}: {}", status.code(), status.message()))
+    };
+    crate::client::within(limit, answer).await
 }
 
 /// The revision in a response header, or -1 when there is none.

@@ -16,7 +16,7 @@ use capstan_proto::internal::SnapshotPair;
 use prost::Message;
 
 use super::revision::REVISION_PREFIX;
-use super::state::META_APPLIED_INDEX;
+use super::state::{decode_i64, META_APPLIED_INDEX};
 use super::store::MvccStore;
 use super::Revision;
 use crate::error::{Result, StoreError};
@@ -137,12 +137,7 @@ fn applied_index_in(records: &[Pair]) -> Result<u64> {
     let Ok(at) = records.binary_search_by(|(key, _)| key.as_slice().cmp(META_APPLIED_INDEX)) else {
         return Ok(0);
     };
-    let bytes: [u8; 8] = records[at]
-        .1
-        .as_slice()
-        .try_into()
-        .map_err(|_| StoreError::Corrupt("meta applied_index".into()))?;
-    Ok(i64::from_be_bytes(bytes) as u64)
+    Ok(decode_i64(META_APPLIED_INDEX, &records[at].1)? as u64)
 }
 
 #[cfg(test)]

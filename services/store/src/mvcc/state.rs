@@ -39,15 +39,17 @@ pub struct RangeOutput {
 
 pub(crate) fn read_i64(backend: &dyn Backend, key: &[u8]) -> Result<Option<i64>> {
     match backend.get(Space::Mvcc, key)? {
-        Some(bytes) => {
-            let arr: [u8; 8] = bytes
-                .as_slice()
-                .try_into()
-                .map_err(|_| StoreError::Corrupt(format!("meta {key:?}")))?;
-            Ok(Some(i64::from_be_bytes(arr)))
-        }
+        Some(bytes) => decode_i64(key, &bytes).map(Some),
         None => Ok(None),
     }
+}
+
+/// The value of the meta record `key`.
+pub(super) fn decode_i64(key: &[u8], bytes: &[u8]) -> Result<i64> {
+    let arr: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| StoreError::Corrupt(format!("meta {key:?}")))?;
+    Ok(i64::from_be_bytes(arr))
 }
 
 pub(super) fn decode_revision(bytes: &[u8]) -> Result<StoredRevision> {
