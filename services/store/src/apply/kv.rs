@@ -53,7 +53,13 @@ pub fn put(view: &mut WriteView, lessor: &mut Lessor, req: &PutRequest) -> Resul
 }
 
 fn put_checked(view: &mut WriteView, lessor: &mut Lessor, req: &PutRequest) -> PutResponse {
-    let existing = view.get(&req.key).ok().flatten();
+    // The current value is read first only when the put keeps part of it;
+    // the put itself hands back the value it replaced.
+    let existing = if req.ignore_value || req.ignore_lease {
+        view.get(&req.key).ok().flatten()
+    } else {
+        None
+    };
     let value = match (&existing, req.ignore_value) {
         (Some(prev), true) => prev.value.clone(),
         _ => req.value.clone(),

@@ -16,6 +16,7 @@ mod dump;
 mod index;
 mod key_history;
 mod key_range;
+mod replace;
 mod revision;
 mod state;
 mod store;
@@ -23,8 +24,9 @@ mod write;
 
 pub use dump::Dumped;
 pub use key_range::KeyRange;
+pub use replace::Fill;
 pub use revision::Revision;
 pub use revision::REVISION_PREFIX;
 pub use state::{RangeOutput, META_APPLIED_INDEX, META_COMPACT_REV, META_CURRENT_REV};
-pub use store::{Fill, MvccStore};
+pub use store::MvccStore;
 pub use write::{Committed, WriteGroup, WriteView};

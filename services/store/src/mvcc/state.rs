@@ -11,7 +11,10 @@ use super::key_history::LiveMeta;
 use super::revision::REVISION_PREFIX;
 use super::{KeyRange, Revision};
 use crate::error::{Result, StoreError};
-use crate::storage::{Backend, Space};
+use crate::storage::{for_each_pair, Backend, Space};
+
+/// Revision records read at a time when the index is rebuilt.
+const LOAD_PAGE: usize = 16_384;
 
 /// The raft index of the last entry whose effects are in the MVCC space.
 /// Written in the same atomic batch as those effects.
@@ -58,17 +61,65 @@ pub(super) fn decode_revision(bytes: &[u8]) -> Result<StoredRevision> {
 
 /// Rebuilds the in-memory state from the backend's MVCC space.
 pub(super) fn load_state(backend: &dyn Backend) -> Result<State> {
-    let mut index = KeyIndex::default();
-    let mut last_main = 1;
+    let mut builder = StateBuilder::default();
     let start = [REVISION_PREFIX];
     let end = [REVISION_PREFIX + 1];
-    for (key, value) in backend.scan(Space::Mvcc, &start, Some(&end))? {
-        let rev = Revision::from_key(&key)
+    for_each_pair(
+        backend,
+        Space::Mvcc,
+        &start,
+        &end,
+        LOAD_PAGE,
+        |key, value| builder.add(&key, &value),
+    )?;
+    for meta in [META_CURRENT_REV, META_COMPACT_REV] {
+        if let Some(value) = backend.get(Space::Mvcc, meta)? {
+            builder.add(meta, &value)?;
+        }
+    }
+    Ok(builder.finish())
+}
+
+/// The in-memory state built from the MVCC space's records as they go by,
+/// revision records in revision order: at start-up from the backend, and
+/// while a snapshot is installed from the snapshot's records, so that an
+/// install need not read back everything it has just written.
+#[derive(Default)]
+pub(super) struct StateBuilder {
+    index: KeyIndex,
+    last: Option<Revision>,
+    current_rev: Option<i64>,
+    compact_rev: Option<i64>,
+}
+
+impl StateBuilder {
+    /// Takes in one record; those that are not revisions or revision
+    /// counters leave the state as it is.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if key.first() == Some(&REVISION_PREFIX) {
+            return self.add_revision(key, value);
+        }
+        if key == META_CURRENT_REV {
+            self.current_rev = Some(decode_i64(key, value)?);
+        } else if key == META_COMPACT_REV {
+            self.compact_rev = Some(decode_i64(key, value)?);
+        }
+        Ok(())
+    }
+
+    fn add_revision(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let rev = Revision::from_key(key)
             .ok_or_else(|| StoreError::Corrupt(format!("revision key {key:?}")))?;
-        let stored = decode_revision(&value)?;
+        if self.last.is_some_and(|last| rev <= last) {
+            return Err(StoreError::Corrupt(format!(
+                "revision {rev:?} out of order, after {:?}",
+                self.last
+            )));
+        }
+        let stored = decode_revision(value)?;
         let kv = stored.kv.unwrap_or_default();
         if stored.tombstone {
-            index.record_delete(&kv.key, rev);
+            self.index.record_delete(&kv.key, rev);
         } else {
             let meta = LiveMeta {
                 create_revision: kv.create_revision,
@@ -76,19 +127,22 @@ pub(super) fn load_state(backend: &dyn Backend) -> Result<State> {
                 version: kv.version,
                 lease: kv.lease,
             };
-            index.restore_put(&kv.key, rev, meta);
+            self.index.restore_put(&kv.key, rev, meta);
         }
-        last_main = rev.main;
+        self.last = Some(rev);
+        Ok(())
     }
-    let current_rev = read_i64(backend, META_CURRENT_REV)?
-        .unwrap_or(1)
-        .max(last_main);
-    let compact_rev = read_i64(backend, META_COMPACT_REV)?.unwrap_or(0);
-    Ok(State {
-        index,
-        current_rev,
-        compact_rev,
-    })
+
+    pub fn finish(self) -> State {
+        State {
+            index: self.index,
+            current_rev: self
+                .current_rev
+                .unwrap_or(1)
+                .max(self.last.map_or(1, |last| last.main)),
+            compact_rev: self.compact_rev.unwrap_or(0),
+        }
+    }
 }
 
 pub(super) fn check_read_revision(state: &State, at: i64) -> Result<i64> {

@@ -3,10 +3,8 @@
 
 use std::sync::Arc;
 
-use capstan_proto::internal::SnapshotPair;
 use capstan_proto::mvccpb::{event::EventType, Event, KeyValue};
 use parking_lot::RwLock;
-use prost::Message;
 
 use super::compactor::Compactor;
 use super::revision::REVISION_PREFIX;
@@ -17,11 +15,7 @@ use super::state::{
 use super::write::{WriteGroup, WriteView};
 use super::{KeyRange, Revision};
 use crate::error::{Result, StoreError};
-use crate::storage::{Backend, Space, WriteBatch};
-
-/// What [`MvccStore::replace_with`] hands its filler: puts a pair, or
-/// deletes a key if the value is None.
-pub type Fill<'a, E> = dyn FnMut(Vec<u8>, Option<Vec<u8>>) -> std::result::Result<(), E> + 'a;
+use crate::storage::{Backend, Space};
 
 pub struct MvccStore {
     pub(super) backend: Arc<dyn Backend>,
@@ -53,69 +47,13 @@ impl MvccStore {
     }
 
     /// Replaces the state with the one in the backend (after a restore).
-    fn reload(&self, state: &mut State) -> Result<()> {
-        *state = load_state(&*self.backend)?;
-        self.resume_compaction(state);
-        Ok(())
-    }
-
     /// The records loaded are all in the index, also those a compaction
     /// had not deleted yet (a restart cut it short, or it was under way
     /// when a snapshot was cut): compacting again deletes them.
-    fn resume_compaction(&self, state: &State) {
+    pub(super) fn resume_compaction(&self, state: &State) {
         if state.compact_rev > 0 {
             self.compactor.schedule(state.compact_rev);
         }
-    }
-
-    /// Replaces the whole MVCC space with a snapshot's data, atomically.
-    pub fn restore(&self, data: &[u8]) -> Result<()> {
-        let _removing = self.removals.write();
-        let mut state = self.state.write();
-        let mut batch = WriteBatch::default();
-        for (key, _) in self.backend.scan(Space::Mvcc, &[], None)? {
-            batch.delete(key);
-        }
-        let mut buf = data;
-        while !buf.is_empty() {
-            let pair = SnapshotPair::decode_length_delimited(&mut buf)?;
-            batch.put(pair.key, pair.value);
-        }
-        self.backend.write(Space::Mvcc, batch)?;
-        self.reload(&mut state)
-    }
-
-    /// Replaces the whole MVCC space with the pairs `fill` puts (a None
-    /// value deletes), written a batch at a time so that memory stays flat.
-    /// The old records are deleted in the first batch, with the first
-    /// pair: a caller that must notice a crash halfway puts a marker first
-    /// and deletes it last.
-    pub fn replace_with<E: From<StoreError>>(
-        &self,
-        fill: impl FnOnce(&mut Fill<'_, E>) -> std::result::Result<(), E>,
-    ) -> std::result::Result<(), E> {
-        const BATCH: usize = 4096;
-        let _removing = self.removals.write();
-        let mut state = self.state.write();
-        let mut batch = WriteBatch::default();
-        for (key, _) in self.backend.scan(Space::Mvcc, &[], None)? {
-            batch.delete(key);
-        }
-        fill(&mut |key, value| {
-            match value {
-                Some(value) => batch.put(key, value),
-                None => batch.delete(key),
-            }
-            // The first write carries every deletion and the first pair.
-            if batch.len() >= BATCH {
-                self.backend
-                    .write(Space::Mvcc, std::mem::take(&mut batch))?;
-            }
-            Ok(())
-        })?;
-        self.backend.write(Space::Mvcc, batch)?;
-        self.reload(&mut state)?;
-        Ok(())
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
@@ -312,9 +250,10 @@ impl MvccStore {
 #[cfg(test)]
 mod tests {
     use capstan_proto::internal::StoredRevision;
+    use prost::Message;
 
     use super::*;
-    use crate::storage::SledBackend;
+    use crate::storage::{SledBackend, WriteBatch};
 
     fn open(dir: &std::path::Path) -> MvccStore {
         MvccStore::open(Arc::new(SledBackend::reopen(dir))).unwrap()

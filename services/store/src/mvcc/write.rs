@@ -209,9 +209,13 @@ impl<'a> WriteView<'a> {
         value: Vec<u8>,
         lease: i64,
     ) -> Result<(KeyValue, Option<KeyValue>)> {
-        let prev = self.get(key)?;
+        let before = self.revision();
         let rev = self.next_revision();
-        let meta = self.group.state.index.record_put(key, rev, lease);
+        let (meta, replaced) = self.group.state.index.record_put(key, rev, lease, before);
+        let prev = match replaced {
+            Some(replaced) => self.kv_at(replaced)?,
+            None => None,
+        };
         let kv = KeyValue {
             key: key.to_vec(),
             create_revision: meta.create_revision,

@@ -24,6 +24,10 @@ pub enum Space {
     Mvcc,
 }
 
+/// Writes at least this many at once (a snapshot being installed) are
+/// handed to the engine straight away, not gathered in memory first.
+pub const LARGE_BATCH: usize = 16_384;
+
 /// One atomic group of writes to a single [`Space`].
 #[derive(Debug, Default)]
 pub struct WriteBatch {
@@ -51,6 +55,32 @@ impl WriteBatch {
 /// A key-value pair read from the backend.
 pub type Pair = (Vec<u8>, Vec<u8>);
 
+/// Calls `visit` with every pair of `space` in `[start, end)`, in key
+/// order, reading `page` pairs at a time: a whole space can be larger
+/// than memory, and one vector of it is moved again at every doubling.
+pub fn for_each_pair(
+    backend: &dyn Backend,
+    space: Space,
+    start: &[u8],
+    end: &[u8],
+    page: usize,
+    mut visit: impl FnMut(Vec<u8>, Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    let mut from = start.to_vec();
+    loop {
+        let pairs = backend.scan_limit(space, &from, Some(end), page)?;
+        let full = pairs.len() == page;
+        for (key, value) in pairs {
+            from.clone_from(&key);
+            from.push(0); // the next page starts right after this key
+            visit(key, value)?;
+        }
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
 /// An ordered, durable key-value engine.
 pub trait Backend: Send + Sync + 'static {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>>;
@@ -72,6 +102,13 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Applies `batch` atomically. Not durable until [`Backend::flush`].
     fn write(&self, space: Space, batch: WriteBatch) -> Result<()>;
+
+    /// Writes `pairs` one at a time, not atomically: for a bulk load the
+    /// engine takes pairs in key order faster that way than as one batch.
+    /// The caller must cope with a crash that cuts the load short (a
+    /// snapshot install marks itself and starts over). Writes made after
+    /// it are recovered only with it, as for [`Backend::write`].
+    fn load(&self, space: Space, pairs: Vec<Pair>) -> Result<()>;
 
     /// Makes every earlier write durable (fsync).
     fn flush(&self) -> Result<()>;

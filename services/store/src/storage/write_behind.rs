@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::{Backend, Pair, Space, WriteBatch};
+use super::{Backend, Pair, Space, WriteBatch, LARGE_BATCH};
 use crate::error::{Result, StoreError};
 
 /// The space whose writes are deferred (the others are written through).
@@ -36,8 +36,6 @@ const WRITE_INTERVAL: Duration = Duration::from_millis(10);
 const WAKE_AT: usize = 8_192;
 /// Pending writes at which a writer moves them itself, bounding memory.
 const WRITE_INLINE_AT: usize = 65_536;
-/// A batch this large (a snapshot being restored) goes straight through.
-const PASS_THROUGH_AT: usize = 16_384;
 
 /// A key's pending state: `None` is a deletion.
 type Changes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
@@ -248,7 +246,7 @@ impl Backend for WriteBehind {
     }
 
     fn write(&self, space: Space, batch: WriteBatch) -> Result<()> {
-        if space != DEFERRED || batch.len() >= PASS_THROUGH_AT {
+        if space != DEFERRED || batch.len() >= LARGE_BATCH {
             self.shared.move_pending()?;
             return self.shared.engine.write(space, batch);
         }
@@ -266,6 +264,11 @@ impl Backend for WriteBehind {
             self.shared.wake.notify_one();
         }
         Ok(())
+    }
+
+    fn load(&self, space: Space, pairs: Vec<Pair>) -> Result<()> {
+        self.shared.move_pending()?;
+        self.shared.engine.load(space, pairs)
     }
 
     fn flush(&self) -> Result<()> {
