@@ -68,7 +68,7 @@ fn put_checked(view: &mut WriteView, lessor: &mut Lessor, req: &PutRequest) -> P
         (Some(prev), true) => prev.lease,
         _ => req.lease,
     };
-    let (_, prev) = view
+    let prev = view
         .put(&req.key, value, lease)
         .expect("storage failure while applying a put");
     move_lease(

@@ -192,23 +192,21 @@ impl<'a> WriteView<'a> {
         rev
     }
 
-    fn record(&mut self, rev: Revision, kv: &KeyValue, tombstone: bool) {
+    /// Adds the record of `kv` at `rev` to the batch and hands `kv` back:
+    /// encoding it in place spares a copy of its key and value.
+    fn record(&mut self, rev: Revision, kv: KeyValue, tombstone: bool) -> KeyValue {
         let stored = StoredRevision {
-            kv: Some(kv.clone()),
+            kv: Some(kv),
             tombstone,
         };
         self.group
             .batch
             .put(rev.to_key().to_vec(), stored.encode_to_vec());
+        stored.kv.expect("set above")
     }
 
-    /// Writes `key`, returning the new pair and the one it replaced.
-    pub fn put(
-        &mut self,
-        key: &[u8],
-        value: Vec<u8>,
-        lease: i64,
-    ) -> Result<(KeyValue, Option<KeyValue>)> {
+    /// Writes `key`, returning the pair it replaced.
+    pub fn put(&mut self, key: &[u8], value: Vec<u8>, lease: i64) -> Result<Option<KeyValue>> {
         let before = self.revision();
         let rev = self.next_revision();
         let (meta, replaced) = self.group.state.index.record_put(key, rev, lease, before);
@@ -224,14 +222,14 @@ impl<'a> WriteView<'a> {
             value,
             lease,
         };
-        self.record(rev, &kv, false);
+        let kv = self.record(rev, kv, false);
         self.group.pending.insert(rev, kv.clone());
         self.events.push(Event {
             r#type: EventType::Put as i32,
-            kv: Some(kv.clone()),
+            kv: Some(kv),
             prev_kv: prev.clone(),
         });
-        Ok((kv, prev))
+        Ok(prev)
     }
 
     /// Deletes `key` if it is live, returning its last pair.
@@ -246,7 +244,7 @@ impl<'a> WriteView<'a> {
             mod_revision: rev.main,
             ..Default::default()
         };
-        self.record(rev, &tombstone, true);
+        let tombstone = self.record(rev, tombstone, true);
         self.events.push(Event {
             r#type: EventType::Delete as i32,
             kv: Some(tombstone),
