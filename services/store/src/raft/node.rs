@@ -228,6 +228,7 @@ impl Node {
                 self.raw.tick();
                 last_tick = Instant::now();
                 self.expire_stale_requests();
+                self.log.drop_unclaimed_snapshot();
             }
             self.issue_reads();
             if let Err(err) = self.on_ready() {

@@ -19,7 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use raft::eraftpb::{ConfState, Entry, EntryType, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError};
 
-use super::snapshot_cut::{LogPosition, SnapshotCutter};
+use super::snapshot_cut::{LogPosition, SnapshotCutter, UNCLAIMED_FOR};
 use super::wal::{Position, WalEntry, WalFile, WalRecord};
 use crate::error::{Result, StoreError};
 use crate::failpoints::Failpoints;
@@ -391,6 +391,13 @@ impl RaftLog {
         let mut snapshot = Snapshot::default();
         snapshot.set_metadata(meta);
         self.apply_snapshot(&snapshot)
+    }
+
+    /// Removes a finished snapshot cut nobody asked for in a while.
+    pub fn drop_unclaimed_snapshot(&self) {
+        if let Some(cutter) = &self.cutter {
+            cutter.drop_unclaimed(UNCLAIMED_FOR);
+        }
     }
 }
 
