@@ -55,6 +55,9 @@ impl WriteBatch {
 /// A key-value pair read from the backend.
 pub type Pair = (Vec<u8>, Vec<u8>);
 
+/// A key and its new value, borrowed; None deletes the key.
+pub type Change<'a> = (&'a [u8], Option<&'a [u8]>);
+
 /// Calls `visit` with every pair of `space` in `[start, end)`, in key
 /// order, reading `page` pairs at a time: a whole space can be larger
 /// than memory, and one vector of it is moved again at every doubling.
@@ -102,6 +105,19 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Applies `batch` atomically. Not durable until [`Backend::flush`].
     fn write(&self, space: Space, batch: WriteBatch) -> Result<()>;
+
+    /// [`Backend::write`] of changes read in place, for a caller that keeps
+    /// them: the engine copies each key and value once, into its own buffers.
+    fn write_from(
+        &self,
+        space: Space,
+        changes: &mut dyn Iterator<Item = Change<'_>>,
+    ) -> Result<()> {
+        let ops = changes
+            .map(|(key, value)| (key.to_vec(), value.map(<[u8]>::to_vec)))
+            .collect();
+        self.write(space, WriteBatch { ops })
+    }
 
     /// Writes `pairs` one at a time, not atomically: for a bulk load the
     /// engine takes pairs in key order faster that way than as one batch.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
-use super::{Backend, Pair, Space, WriteBatch};
+use super::{Backend, Change, Pair, Space, WriteBatch};
 use crate::error::{Result, StoreError};
 
 /// Pairs copied per batch while defragmenting.
@@ -210,8 +210,19 @@ impl Backend for SledBackend {
     }
 
     fn write(&self, space: Space, batch: WriteBatch) -> Result<()> {
+        // sled copies a value into a buffer of its own whether it is given
+        // a vector or a slice.
+        let mut changes = batch.ops.iter().map(|(k, v)| (k.as_slice(), v.as_deref()));
+        self.write_from(space, &mut changes)
+    }
+
+    fn write_from(
+        &self,
+        space: Space,
+        changes: &mut dyn Iterator<Item = Change<'_>>,
+    ) -> Result<()> {
         let mut sled_batch = sled::Batch::default();
-        for (key, value) in batch.ops {
+        for (key, value) in changes {
             match value {
                 Some(value) => sled_batch.insert(key, value),
                 None => sled_batch.remove(key),

@@ -142,10 +142,9 @@ impl Shared {
             pending.moving = Some(fresh.clone());
             fresh
         };
-        let batch = WriteBatch {
-            ops: moving.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        };
-        self.engine.write(DEFERRED, batch)?;
+        // Read in place: readers see `moving` until the engine has it.
+        let mut changes = moving.iter().map(|(k, v)| (k.as_slice(), v.as_deref()));
+        self.engine.write_from(DEFERRED, &mut changes)?;
         self.pending.write().moving = None;
         Ok(())
     }
