@@ -125,7 +125,12 @@ fn unframe<R: Message + Default>(body: &[u8]) -> Result<R, Status> {
 
 /// The call's failure if `headers` carry a grpc-status other than OK.
 fn failure(headers: &HeaderMap) -> Option<Status> {
-    let code = headers.get("grpc-status")?.to_str().ok()?.parse::<i32>().ok()?;
+    let code = headers
+        .get("grpc-status")?
+        .to_str()
+        .ok()?
+        .parse::<i32>()
+        .ok()?;
     if code == 0 {
         return None;
     }
