@@ -10,7 +10,7 @@ use super::revision::REVISION_PREFIX;
 use super::state::StateBuilder;
 use super::store::MvccStore;
 use crate::error::{Result, StoreError};
-use crate::storage::{Pair, Space, WriteBatch, LARGE_BATCH};
+use crate::storage::{for_each_pair, Pair, Space, WriteBatch, LARGE_BATCH};
 
 /// What [`MvccStore::replace_with`] hands its filler: puts a pair, or
 /// deletes a key if the value is None.
@@ -93,12 +93,22 @@ impl MvccStore {
         Ok(())
     }
 
-    /// A batch deleting every record of the MVCC space.
+    /// A batch deleting every record of the MVCC space, read a page at a
+    /// time so that only the keys are held (a member installing over a
+    /// large state it fell behind with).
     fn deleting_everything(&self) -> Result<WriteBatch> {
         let mut batch = WriteBatch::default();
-        for (key, _) in self.backend.scan(Space::Mvcc, &[], None)? {
-            batch.delete(key);
-        }
+        for_each_pair(
+            &*self.backend,
+            Space::Mvcc,
+            &[],
+            None,
+            LARGE_BATCH,
+            |key, _| {
+                batch.delete(key);
+                Ok(())
+            },
+        )?;
         Ok(batch)
     }
 }

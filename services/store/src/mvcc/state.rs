@@ -68,7 +68,7 @@ pub(super) fn load_state(backend: &dyn Backend) -> Result<State> {
         backend,
         Space::Mvcc,
         &start,
-        &end,
+        Some(&end),
         LOAD_PAGE,
         |key, value| builder.add(&key, &value),
     )?;

@@ -24,8 +24,9 @@ pub enum Space {
     Mvcc,
 }
 
-/// Writes at least this many at once (a snapshot being installed) are
-/// handed to the engine straight away, not gathered in memory first.
+/// Writes at least this many at once (the deletions that start a snapshot
+/// install, a restore) are handed to the engine straight away, not
+/// gathered in memory first; an install loads its pairs this many at a time.
 pub const LARGE_BATCH: usize = 16_384;
 
 /// One atomic group of writes to a single [`Space`].
@@ -65,13 +66,13 @@ pub fn for_each_pair(
     backend: &dyn Backend,
     space: Space,
     start: &[u8],
-    end: &[u8],
+    end: Option<&[u8]>,
     page: usize,
     mut visit: impl FnMut(Vec<u8>, Vec<u8>) -> Result<()>,
 ) -> Result<()> {
     let mut from = start.to_vec();
     loop {
-        let pairs = backend.scan_limit(space, &from, Some(end), page)?;
+        let pairs = backend.scan_limit(space, &from, end, page)?;
         let full = pairs.len() == page;
         for (key, value) in pairs {
             from.clone_from(&key);
