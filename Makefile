@@ -79,6 +79,8 @@ bench-short: deps
 	mkdir -p target/bench
 	./target/debug/capstan-bench --duration 1s --clients 1,8 --api-list-size 100 --api-cache-objects 200 --quiet \
 		--json target/bench/short.json --plot target/bench/short.svg --scale-keys 10000
+	./target/debug/capstan-bench --duration 1s --clients 1 --members 3 --workload store --watchers 0 \
+		--scale-keys 0 --quiet --json target/bench/short-3.json --plot target/bench/short-3.svg
 
 ## Long fault-injection runs: the fault suites (kill -9, SIGSTOP, partitions,
 ## one-way partitions, membership changes; histories checked for

@@ -34,6 +34,7 @@ mod client;
 mod compare;
 mod fanout;
 mod grpc;
+mod leader;
 mod plot;
 mod report;
 mod run_spec;
@@ -339,6 +340,9 @@ async fn run_workloads(
                     dead.push(server.kind);
                     continue;
                 }
+                if args.members > 1 {
+                    place_leader(server, checks, !args.quiet).await;
+                }
                 run_id += 1;
                 let spec = RunSpec {
                     server: server.kind,
@@ -379,6 +383,28 @@ async fn run_workloads(
         }
     }
     Ok(())
+}
+
+/// Puts the leader of a cluster on the first member, the one the timed
+/// clients talk to (see [`leader`]); a failure is a failed check, and the
+/// run goes on wherever the leader is.
+async fn place_leader(server: &ServerProcess, checks: &mut Checks, progress: bool) {
+    let limit = Duration::from_secs(10);
+    let placed = leader::lead_from_first(&server.endpoints(), limit).await;
+    if placed == Ok(false) {
+        return;
+    }
+    if placed.is_ok() && progress {
+        eprintln!("moved {}'s leader to the first member", server.kind);
+    }
+    let detail = placed
+        .clone()
+        .map_or_else(|err| err, |_| "moved".to_string());
+    checks.record(
+        format!("{}: the first member takes the lead", server.kind),
+        placed.is_ok(),
+        detail,
+    );
 }
 
 /// The scale run on one server: load and reads, then a kill -9 and a

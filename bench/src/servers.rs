@@ -207,11 +207,15 @@ impl ServerProcess {
     /// The endpoint etcd clients connect to.
     /// Comma-separated when the server is a cluster.
     pub fn endpoint(&self) -> String {
+        self.endpoints().join(",")
+    }
+
+    /// Every member's client URL, the first member's first.
+    pub fn endpoints(&self) -> Vec<String> {
         self.client_ports
             .iter()
             .map(|port| format!("http://127.0.0.1:{port}"))
-            .collect::<Vec<_>>()
-            .join(",")
+            .collect()
     }
 
     fn all_healthy(&self) -> Result<(), String> {
