@@ -98,4 +98,13 @@ fn assert_log_truncated(scrape: &str) {
         value.is_some_and(|v| v > floor),
         "{name} should be above {floor} after the log was truncated, is {value:?}"
     );
+    if !on_reference_etcd() {
+        // The log is cut only behind a durable state machine.
+        let name = "capstan_store_state_flush_duration_seconds_count";
+        let flushes = metric_value(scrape, name);
+        assert!(
+            flushes.is_some_and(|v| v >= 1.0),
+            "{name} should count the flushes before each cut, is {flushes:?}"
+        );
+    }
 }

@@ -35,14 +35,16 @@ pub struct StateGauges {
     pub leases: Gauge,
 }
 
-/// What the raft loop reports: how long each durable flush takes (etcd's
-/// WAL fsync and backend commit in one), how many entries a Ready carries
+/// What the raft loop reports: how long each log sync takes (etcd's WAL
+/// fsync) and each flush of the state machine before the log is cut
+/// (etcd's backend commit), how many entries a Ready carries
 /// (how well proposals are batched), and the log's bounds: snapshots
 /// received from a leader and installed, and where the log now starts after
 /// truncation (so operators and tests see catch-up and truncation happen).
 #[derive(Clone, Debug)]
 pub struct RaftMetrics {
     pub flush_seconds: Histogram,
+    pub state_flush_seconds: Histogram,
     pub entries_per_ready: Histogram,
     pub snapshot_receive_success: Counter,
     pub snapshots_applied: Counter,
@@ -53,6 +55,7 @@ impl Default for RaftMetrics {
     fn default() -> Self {
         RaftMetrics {
             flush_seconds: latency_histogram(),
+            state_flush_seconds: latency_histogram(),
             entries_per_ready: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
             snapshot_receive_success: Counter::default(),
             snapshots_applied: Counter::default(),
@@ -96,6 +99,11 @@ impl Metrics {
             "raft_flush_duration_seconds",
             "Time to make one raft Ready durable (one fsync)",
             raft.flush_seconds.clone(),
+        );
+        registry.register(
+            "state_flush_duration_seconds",
+            "Time to make the state machine durable before the raft log is cut",
+            raft.state_flush_seconds.clone(),
         );
         registry.register(
             "raft_entries_per_ready",

@@ -148,7 +148,7 @@ pub fn start_node(
     transport.set_feedback(tx.clone());
     transport.set_peers(peers);
     let persist = spawn_persister(log.clone(), tx.clone(), config.metrics.clone())?;
-    let flush_state = spawn_state_flusher(backend.clone(), tx.clone())?;
+    let flush_state = spawn_state_flusher(backend.clone(), tx.clone(), config.metrics.clone())?;
     let handle = RaftHandle {
         tx,
         status: status.clone(),

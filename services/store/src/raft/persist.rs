@@ -63,14 +63,19 @@ fn persist(log: RaftLog, requests: Receiver<u64>, node: Sender<NodeMsg>, metrics
 pub fn spawn_state_flusher(
     backend: Arc<dyn Backend>,
     node: Sender<NodeMsg>,
+    metrics: RaftMetrics,
 ) -> Result<Sender<u64>> {
     let (tx, rx) = mpsc::channel::<u64>();
     let flush = move || {
         while let Ok(upto) = rx.recv() {
+            let started = Instant::now();
             if let Err(err) = backend.flush() {
                 tracing::error!(%err, "cannot flush the state machine; stopping");
                 std::process::exit(2);
             }
+            metrics
+                .state_flush_seconds
+                .observe(started.elapsed().as_secs_f64());
             if node.send(NodeMsg::StateFlushed { upto }).is_err() {
                 return;
             }
