@@ -10,7 +10,7 @@ use super::revision::REVISION_PREFIX;
 use super::state::StateBuilder;
 use super::store::MvccStore;
 use crate::error::{Result, StoreError};
-use crate::storage::{for_each_pair, Pair, ParallelLoad, Space, WriteBatch, LARGE_BATCH};
+use crate::storage::{for_each_pair, Pair, Space, WriteBatch, LARGE_BATCH};
 
 /// What [`MvccStore::replace_with`] hands its filler: puts a pair, or
 /// deletes a key if the value is None.
@@ -41,33 +41,16 @@ impl MvccStore {
     /// with the first pair: a caller that must notice a crash halfway puts
     /// a marker first and deletes it last. The rest is loaded as it comes
     /// (see [`crate::storage::Backend::load`]), so memory stays flat, and
-    /// the index is built from the pairs on their way in while two threads
-    /// load them (see [`ParallelLoad`]).
+    /// the index is built from the pairs on their way in.
     pub fn replace_with<E: From<StoreError>>(
         &self,
         fill: impl FnOnce(&mut Fill<'_, E>) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         let _removing = self.removals.write();
         let mut state = self.state.write();
-        let first = self.deleting_everything()?;
-        let builder = std::thread::scope(|scope| self.fill_in(scope, first, fill))?;
-        *state = builder.finish();
-        self.resume_compaction(&state);
-        Ok(())
-    }
-
-    /// The body of [`Self::replace_with`]: the loaders live in `scope`.
-    fn fill_in<'scope, 'env, E: From<StoreError>>(
-        &'env self,
-        scope: &'scope std::thread::Scope<'scope, 'env>,
-        first: WriteBatch,
-        fill: impl FnOnce(&mut Fill<'_, E>) -> std::result::Result<(), E>,
-    ) -> std::result::Result<StateBuilder, E> {
-        let start = || ParallelLoad::start(scope, &*self.backend, Space::Mvcc);
-        let mut first = Some(first);
+        let mut first = Some(self.deleting_everything()?);
         let mut builder = StateBuilder::default();
         let mut loading: Vec<Pair> = Vec::new();
-        let mut loaders = Some(start());
         fill(&mut |key, value| {
             match &value {
                 Some(value) => builder.add(&key, value)?,
@@ -83,19 +66,17 @@ impl MvccStore {
                 batch.ops.push((key, value));
                 return Ok(self.backend.write(Space::Mvcc, batch)?);
             }
-            let load = loaders.get_or_insert_with(start);
             match value {
                 Some(value) => {
                     loading.push((key, value));
                     if loading.len() >= LARGE_BATCH {
-                        load.load(mem::take(&mut loading))?;
+                        self.backend.load(Space::Mvcc, mem::take(&mut loading))?;
                     }
                 }
                 None => {
                     // After everything put before it, as the caller's
                     // marker must be.
-                    load.load(mem::take(&mut loading))?;
-                    loaders.take().map_or(Ok(()), ParallelLoad::finish)?;
+                    self.backend.load(Space::Mvcc, mem::take(&mut loading))?;
                     let mut batch = WriteBatch::default();
                     batch.delete(key);
                     self.backend.write(Space::Mvcc, batch)?;
@@ -106,10 +87,10 @@ impl MvccStore {
         if let Some(batch) = first {
             self.backend.write(Space::Mvcc, batch)?;
         }
-        let mut load = loaders.unwrap_or_else(start);
-        load.load(loading)?;
-        load.finish()?;
-        Ok(builder)
+        self.backend.load(Space::Mvcc, loading)?;
+        *state = builder.finish();
+        self.resume_compaction(&state);
+        Ok(())
     }
 
     /// A batch deleting every record of the MVCC space, read a page at a

@@ -6,11 +6,9 @@
 //! The contract: a [`WriteBatch`] is applied atomically within one [`Space`],
 //! and nothing is durable until [`Backend::flush`] returns.
 
-mod parallel_load;
 mod sled_backend;
 mod write_behind;
 
-pub use parallel_load::ParallelLoad;
 pub use sled_backend::SledBackend;
 pub use write_behind::WriteBehind;
 
