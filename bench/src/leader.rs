@@ -14,9 +14,15 @@ use tokio::time::{sleep, Instant};
 
 use crate::client::within;
 
-/// One member's view: its own id and the leader it knows of (0: none).
-async fn status(endpoint: &str, limit: Duration) -> Result<(u64, u64), String> {
+/// A client of one member, with that member's status (see [`status`]).
+async fn connect(endpoint: &str, limit: Duration) -> Result<(Client, (u64, u64)), String> {
     let mut client = within(limit, Client::connect([endpoint], None)).await?;
+    let status = status(&mut client, limit).await?;
+    Ok((client, status))
+}
+
+/// The member's own id and the leader it knows of (0: none).
+async fn status(client: &mut Client, limit: Duration) -> Result<(u64, u64), String> {
     let status = within(limit, client.status()).await?;
     let member = status.header().map_or(0, |h| h.member_id());
     Ok((member, status.leader()))
@@ -28,23 +34,24 @@ pub(crate) async fn lead_from_first(endpoints: &[String], limit: Duration) -> Re
     let Some(first) = endpoints.first() else {
         return Ok(false);
     };
-    let (first_id, leader) = status(first, limit).await?;
+    let (mut first_client, (first_id, leader)) = connect(first, limit).await?;
     if leader == first_id {
         return Ok(false);
     }
-    let mut leader_endpoint = None;
-    for endpoint in endpoints {
-        if status(endpoint, limit).await?.0 == leader {
-            leader_endpoint = Some(endpoint);
+    let mut leader_client = None;
+    for endpoint in &endpoints[1..] {
+        let (client, (id, _)) = connect(endpoint, limit).await?;
+        if id == leader {
+            leader_client = Some(client);
+            break;
         }
     }
-    let leader_endpoint =
-        leader_endpoint.ok_or_else(|| format!("no member is the leader {leader:x}"))?;
-    let mut client = within(limit, Client::connect([leader_endpoint], None)).await?;
-    within(limit, client.move_leader(first_id)).await?;
+    let mut leader_client =
+        leader_client.ok_or_else(|| format!("no member is the leader {leader:x}"))?;
+    within(limit, leader_client.move_leader(first_id)).await?;
     let deadline = Instant::now() + limit;
     loop {
-        let (_, leader) = status(first, limit).await?;
+        let (_, leader) = status(&mut first_client, limit).await?;
         if leader == first_id {
             return Ok(true);
         }
