@@ -97,6 +97,7 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     ));
     let raft = start_node(
         node_config,
+        cluster.cluster_id.clone(),
         log,
         backend,
         applier,

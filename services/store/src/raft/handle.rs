@@ -10,6 +10,7 @@ use prost::Message;
 use tokio::sync::{oneshot, watch};
 use tokio::time::{timeout, Instant};
 
+use super::inbox::InboxSender;
 use crate::apply::ApplyOutcome;
 use crate::error::{Result, StoreError};
 
@@ -58,6 +59,17 @@ pub enum NodeMsg {
     StateFlushed {
         upto: u64,
     },
+    /// The runtime connected the direct link to `to` (`wire/dial.rs`).
+    LinkUp {
+        to: u64,
+        generation: u64,
+        stream: std::net::TcpStream,
+    },
+    /// Peer `from` dialed a direct link to this member (`wire/accept.rs`).
+    LinkFrom {
+        from: u64,
+        stream: std::net::TcpStream,
+    },
 }
 
 /// What the Ready loop publishes about the node, for status and headers.
@@ -91,7 +103,7 @@ const READ_INDEX_ATTEMPT: Duration = Duration::from_millis(500);
 
 #[derive(Clone)]
 pub struct RaftHandle {
-    pub(crate) tx: std::sync::mpsc::Sender<NodeMsg>,
+    pub(crate) tx: InboxSender,
     pub(crate) status: Arc<RaftStatus>,
     pub(crate) applied: watch::Receiver<u64>,
     pub(crate) next_id: Arc<AtomicU64>,
@@ -122,6 +134,13 @@ impl RaftHandle {
     pub fn step(&self, message: raft::eraftpb::Message) -> Result<()> {
         self.tx
             .send(NodeMsg::Step(Box::new(message)))
+            .map_err(|_| StoreError::Stopped)
+    }
+
+    /// Hands the Ready loop a direct link peer `from` dialed.
+    pub fn link_from(&self, from: u64, stream: std::net::TcpStream) -> Result<()> {
+        self.tx
+            .send(NodeMsg::LinkFrom { from, stream })
             .map_err(|_| StoreError::Stopped)
     }
 

@@ -11,6 +11,7 @@
 #![allow(clippy::field_reassign_with_default)]
 
 mod handle;
+mod inbox;
 mod logger;
 mod node;
 mod persist;
@@ -18,6 +19,7 @@ mod snapshot_cut;
 mod storage;
 mod transport;
 mod wal;
+pub mod wire;
 
 pub use handle::{RaftHandle, RaftStatus};
 pub use node::{start_node, NodeConfig};

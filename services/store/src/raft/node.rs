@@ -17,10 +17,10 @@
 
 mod answers;
 mod apply;
+mod peers;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -32,13 +32,16 @@ use raft::{Config, RawNode, ReadState, StateRole};
 use tokio::sync::{oneshot, watch};
 
 use super::handle::{NodeMsg, RaftHandle, RaftStatus};
+use super::inbox::{Inbox, Woken};
 use super::logger::raft_logger;
 use super::persist::{spawn_persister, spawn_state_flusher};
 use super::storage::RaftLog;
 use super::transport::Transport;
+use super::wire::DirectLinks;
 use crate::apply::{Applier, ApplyOutcome};
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
+use crate::member::ClusterId;
 use crate::storage::Backend;
 use answers::Waiter;
 
@@ -77,6 +80,10 @@ struct Node {
     applied_tx: watch::Sender<u64>,
     config: NodeConfig,
     transport: Arc<dyn Transport>,
+    /// Peers with plain URLs: the loop writes and reads their sockets.
+    links: DirectLinks,
+    /// Scratch space for the sockets one wait found ready.
+    socket_events: Vec<(mio::Token, bool, bool)>,
     waiters: HashMap<u64, Waiter>,
     answers: answers::Answers,
     /// For proposals made while leader: the log index each landed at. If a
@@ -99,8 +106,10 @@ struct Node {
 }
 
 /// Bootstraps the log if it is new, then starts the Ready loop thread.
+#[allow(clippy::too_many_arguments)]
 pub fn start_node(
     config: NodeConfig,
+    cluster_id: ClusterId,
     log: RaftLog,
     backend: Arc<dyn Backend>,
     applier: Applier,
@@ -140,13 +149,16 @@ pub fn start_node(
     status.applied.store(applied, Ordering::Release);
     status.last_index.store(log.last_index(), Ordering::Release);
     let (applied_tx, applied_rx) = watch::channel(applied);
-    let (tx, rx) = std::sync::mpsc::channel();
+    let (inbox, tx) =
+        Inbox::new().map_err(|err| StoreError::Storage(format!("raft inbox: {err}")))?;
+    let registry = (inbox.registry().try_clone())
+        .map_err(|err| StoreError::Storage(format!("raft inbox: {err}")))?;
+    let links = DirectLinks::new(config.member_id, cluster_id, tx.clone(), registry);
     let peers = match peer_list(&applier.members()?) {
         peers if peers.is_empty() => config.bootstrap_peers.clone(),
         peers => peers,
     };
     transport.set_feedback(tx.clone());
-    transport.set_peers(peers);
     let persist = spawn_persister(log.clone(), tx.clone(), config.metrics.clone())?;
     let flush_state = spawn_state_flusher(backend.clone(), tx.clone(), config.metrics.clone())?;
     let handle = RaftHandle {
@@ -156,7 +168,7 @@ pub fn start_node(
         next_id: Arc::new(AtomicU64::new(first_request_id(config.member_id))),
         request_timeout: config.request_timeout,
     };
-    let node = Node {
+    let mut node = Node {
         raw,
         log,
         backend,
@@ -166,6 +178,8 @@ pub fn start_node(
         applied_tx,
         config,
         transport,
+        links,
+        socket_events: Vec::new(),
         waiters: HashMap::new(),
         answers: answers::Answers::start(),
         proposal_index: HashMap::new(),
@@ -180,9 +194,10 @@ pub fn start_node(
         flushing: false,
     };
     node.report_log_start();
+    node.set_peers(peers);
     std::thread::Builder::new()
         .name("raft-ready-loop".into())
-        .spawn(move || node.run(rx))
+        .spawn(move || node.run(inbox))
         .map_err(|err| StoreError::Storage(format!("spawn raft thread: {err}")))?;
     Ok(handle)
 }
@@ -205,7 +220,7 @@ fn first_request_id(member_id: u64) -> u64 {
 }
 
 impl Node {
-    fn run(mut self, rx: Receiver<NodeMsg>) {
+    fn run(mut self, mut inbox: Inbox) {
         let mut last_tick = Instant::now();
         loop {
             // A Ready synced inline leaves raft with more to do at once
@@ -214,21 +229,27 @@ impl Node {
                 true => Duration::ZERO,
                 false => self.config.tick.saturating_sub(last_tick.elapsed()),
             };
-            match rx.recv_timeout(wait) {
-                Ok(msg) => {
-                    self.handle(msg);
-                    for msg in rx.try_iter().take(MAX_BATCH) {
-                        self.handle(msg);
-                    }
+            match inbox.wait(wait) {
+                Ok(Woken::Ready) => {}
+                Ok(Woken::Disconnected) => break,
+                Err(err) => {
+                    tracing::error!(%err, "the raft loop cannot poll; stopping");
+                    std::process::exit(2);
                 }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
             }
+            for _ in 0..MAX_BATCH {
+                match inbox.next_message() {
+                    Some(msg) => self.handle(msg),
+                    None => break,
+                }
+            }
+            self.on_sockets(&inbox);
             if last_tick.elapsed() >= self.config.tick {
                 self.raw.tick();
                 last_tick = Instant::now();
                 self.expire_stale_requests();
                 self.log.drop_unclaimed_snapshot();
+                self.check_links();
             }
             self.issue_reads();
             if let Err(err) = self.on_ready() {
@@ -285,6 +306,12 @@ impl Node {
                     std::process::exit(2);
                 }
             }
+            NodeMsg::LinkUp {
+                to,
+                generation,
+                stream,
+            } => self.links.link_up(to, generation, stream),
+            NodeMsg::LinkFrom { from, stream } => self.links.inbound(from, stream),
         }
     }
 
@@ -504,12 +531,6 @@ impl Node {
         self.role = role;
     }
 
-    fn send(&mut self, messages: Vec<raft::eraftpb::Message>) {
-        if !messages.is_empty() {
-            self.transport.send(messages);
-        }
-    }
-
     /// Replaces the state machine and the log with a leader's snapshot.
     fn install_snapshot(&mut self, snapshot: Snapshot) -> Result<()> {
         let meta = snapshot.get_metadata();
@@ -534,8 +555,7 @@ impl Node {
         self.applied = meta.index;
         self.config.metrics.snapshots_applied.inc();
         self.report_log_start();
-        self.transport
-            .set_peers(peer_list(&self.applier.members()?));
+        self.set_peers(peer_list(&self.applier.members()?));
         Ok(())
     }
 

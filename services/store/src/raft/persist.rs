@@ -14,10 +14,12 @@
 //! drops entries, so that long flush does not stall the loop either.
 
 use std::sync::mpsc::{self, Receiver, Sender};
+
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::handle::NodeMsg;
+use super::inbox::InboxSender;
 use super::storage::RaftLog;
 use crate::error::{Result, StoreError};
 use crate::metrics::RaftMetrics;
@@ -27,7 +29,7 @@ use crate::storage::Backend;
 /// and hard state are staged in `log`.
 pub fn spawn_persister(
     log: RaftLog,
-    node: Sender<NodeMsg>,
+    node: InboxSender,
     metrics: RaftMetrics,
 ) -> Result<Sender<u64>> {
     let (tx, rx) = mpsc::channel();
@@ -38,7 +40,7 @@ pub fn spawn_persister(
     Ok(tx)
 }
 
-fn persist(log: RaftLog, requests: Receiver<u64>, node: Sender<NodeMsg>, metrics: RaftMetrics) {
+fn persist(log: RaftLog, requests: Receiver<u64>, node: InboxSender, metrics: RaftMetrics) {
     while let Ok(first) = requests.recv() {
         let number = requests.try_iter().fold(first, u64::max);
         let started = Instant::now();
@@ -62,7 +64,7 @@ fn persist(log: RaftLog, requests: Receiver<u64>, node: Sender<NodeMsg>, metrics
 /// applied before the request is durable when it reports that index back.
 pub fn spawn_state_flusher(
     backend: Arc<dyn Backend>,
-    node: Sender<NodeMsg>,
+    node: InboxSender,
     metrics: RaftMetrics,
 ) -> Result<Sender<u64>> {
     let (tx, rx) = mpsc::channel::<u64>();

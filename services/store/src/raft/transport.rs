@@ -1,13 +1,14 @@
-//! Sending raft messages to peers over the gRPC peer service.
+//! Sending raft messages to peers over the gRPC peer service: snapshots to
+//! every peer, and the other messages to peers with `https://` URLs (plain
+//! peers get a direct link from the Ready loop, `wire/`).
 //!
-//! Each peer has a link: a bounded queue drained by its own task, which
+//! Each such peer has a link: a bounded queue drained by its own task, which
 //! keeps one client stream open and sends batches of whatever is queued.
 //! A full queue or a broken stream never blocks the Ready loop: messages are
 //! dropped (raft retransmits) and raft is told the peer is unreachable.
 //! Snapshots go on a stream of their own, in chunks.
 
 use std::collections::HashMap;
-use std::sync::mpsc::Sender as NodeSender;
 use std::time::Duration;
 
 use capstan_proto::peer::peer_client::PeerClient;
@@ -23,6 +24,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 
 use super::handle::NodeMsg;
+use super::inbox::InboxSender;
+use super::wire;
 use crate::member::ClusterId;
 
 /// Messages queued per peer before new ones are dropped.
@@ -35,7 +38,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// Where raft messages go. A single-member group needs none.
 pub trait Transport: Send + Sync + 'static {
     /// Where unreachable and snapshot reports go; set once the node runs.
-    fn set_feedback(&self, feedback: NodeSender<NodeMsg>);
+    fn set_feedback(&self, feedback: InboxSender);
     fn send(&self, messages: Vec<Message>);
     /// Replaces the set of peers (id → peer URLs) after a membership change.
     fn set_peers(&self, peers: Vec<(u64, Vec<String>)>);
@@ -43,14 +46,16 @@ pub trait Transport: Send + Sync + 'static {
 
 struct Link {
     urls: Vec<String>,
-    queue: mpsc::Sender<Message>,
+    /// None for a peer on a direct link: only its URLs are kept, for
+    /// snapshots.
+    queue: Option<mpsc::Sender<Message>>,
 }
 
 pub struct GrpcTransport {
     local_id: u64,
     cluster_id: ClusterId,
     runtime: tokio::runtime::Handle,
-    feedback: Mutex<Option<NodeSender<NodeMsg>>>,
+    feedback: Mutex<Option<InboxSender>>,
     links: Mutex<HashMap<u64, Link>>,
 }
 
@@ -72,6 +77,10 @@ impl GrpcTransport {
     }
 
     fn open_link(&self, to: u64, urls: Vec<String>) -> Link {
+        let direct = urls.first().and_then(|url| wire::plain_addr(url)).is_some();
+        if direct {
+            return Link { urls, queue: None };
+        }
         let (queue, rx) = mpsc::channel(LINK_QUEUE);
         let pump = LinkPump {
             to,
@@ -81,7 +90,10 @@ impl GrpcTransport {
             feedback: self.feedback.lock().clone(),
         };
         self.runtime.spawn(pump.run(rx));
-        Link { urls, queue }
+        Link {
+            urls,
+            queue: Some(queue),
+        }
     }
 
     fn send_snapshot(&self, message: Message) {
@@ -113,7 +125,7 @@ impl GrpcTransport {
 }
 
 impl Transport for GrpcTransport {
-    fn set_feedback(&self, feedback: NodeSender<NodeMsg>) {
+    fn set_feedback(&self, feedback: InboxSender) {
         *self.feedback.lock() = Some(feedback);
     }
 
@@ -125,8 +137,10 @@ impl Transport for GrpcTransport {
             }
             let to = message.to;
             let queued = match self.links.lock().get(&to) {
-                Some(link) => link.queue.try_send(message).is_ok(),
-                None => false,
+                Some(Link {
+                    queue: Some(queue), ..
+                }) => queue.try_send(message).is_ok(),
+                _ => false,
             };
             if !queued {
                 self.report(NodeMsg::Unreachable { to });
@@ -156,7 +170,7 @@ struct LinkPump {
     from: u64,
     cluster_id: ClusterId,
     url: String,
-    feedback: Option<NodeSender<NodeMsg>>,
+    feedback: Option<InboxSender>,
 }
 
 impl LinkPump {
@@ -293,9 +307,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_link_dropped_while_its_peer_is_down_stops() {
         let transport = GrpcTransport::new(1, ClusterId::new(1), tokio::runtime::Handle::current());
-        let (feedback, reports) = std::sync::mpsc::channel();
+        let (mut reports, feedback) = crate::raft::inbox::Inbox::new().unwrap();
         transport.set_feedback(feedback);
-        let down = format!("http://127.0.0.1:{}", closed_port());
+        // Plain URLs get direct links; this transport keeps https ones.
+        let down = format!("https://127.0.0.1:{}", closed_port());
         transport.set_peers(vec![(2, vec![down])]);
         let first = tokio::task::spawn_blocking(move || {
             let first = reports.recv_timeout(Duration::from_secs(30));

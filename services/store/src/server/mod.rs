@@ -41,6 +41,7 @@ use crate::lease::Lessor;
 use crate::member::Cluster;
 use crate::metrics::Metrics;
 use crate::mvcc::MvccStore;
+use crate::raft::wire::accept::{split_listener, Admit};
 use crate::raft::RaftHandle;
 use crate::watch::WatchHub;
 
@@ -231,10 +232,24 @@ pub async fn serve_peers(
     tls: Option<ServerTlsConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::result::Result<(), tonic::transport::Error> {
-    let incoming = no_delay(listener);
-    builder(tls)?
+    let service = peer::peer_server(ctx.clone());
+    if tls.is_some() {
+        let incoming = no_delay(listener);
+        return builder(tls)?
+            .tcp_nodelay(true)
+            .add_service(service)
+            .serve_with_incoming_shutdown(incoming, shutdown)
+            .await;
+    }
+    // Plain peers also dial direct raft links on this port (`raft::wire`).
+    let raft = ctx.raft.clone();
+    let admit: Admit = Arc::new(move |_from, cluster_id| {
+        peer::admit(&ctx, cluster_id).map_err(|status| status.message().to_string())
+    });
+    let incoming = split_listener(listener, admit, raft);
+    builder(None)?
         .tcp_nodelay(true)
-        .add_service(peer::peer_server(ctx))
+        .add_service(service)
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
 }

@@ -26,27 +26,30 @@ fn decode(bytes: &[u8]) -> Result<Message, Status> {
     Message::parse_from_bytes(bytes).map_err(|err| Status::invalid_argument(err.to_string()))
 }
 
+/// Accepts raft traffic only from this member's cluster; a member that
+/// does not know its cluster yet (it is joining) adopts the sender's.
+pub fn admit(ctx: &Context, cluster_id: u64) -> Result<(), Status> {
+    let cluster = &ctx.cluster;
+    let backend = &**ctx.mvcc.backend();
+    let same_cluster =
+        (cluster.cluster_id).adopt(cluster_id, backend, cluster.local_id, &cluster.name)?;
+    if !same_cluster {
+        return Err(Status::permission_denied(format!(
+            "message from cluster {:x}, this is {:x}",
+            cluster_id,
+            cluster.cluster_id.get()
+        )));
+    }
+    Ok(())
+}
+
 #[tonic::async_trait]
 impl Peer for PeerService {
     async fn raft(&self, request: Request<Streaming<RaftBatch>>) -> Result<Response<Ack>, Status> {
         let mut batches = request.into_inner();
         while let Some(batch) = batches.next().await {
             let batch = batch?;
-            let cluster = &self.0.cluster;
-            let backend = &**self.0.mvcc.backend();
-            let same_cluster = cluster.cluster_id.adopt(
-                batch.cluster_id,
-                backend,
-                cluster.local_id,
-                &cluster.name,
-            )?;
-            if !same_cluster {
-                return Err(Status::permission_denied(format!(
-                    "message from cluster {:x}, this is {:x}",
-                    batch.cluster_id,
-                    cluster.cluster_id.get()
-                )));
-            }
+            admit(&self.0, batch.cluster_id)?;
             for bytes in &batch.messages {
                 self.0.raft.step(decode(bytes)?)?;
             }

@@ -57,7 +57,7 @@ impl Node {
         for applied in batch.commit()? {
             if let Ok(ApplyOutcome::Members(members)) = &applied.result {
                 // A member's peer URLs may have changed (`member update`).
-                self.transport.set_peers(peer_list(members));
+                self.set_peers(peer_list(members));
             }
             if let Some(waiter) = self.waiters.remove(&applied.request_id) {
                 self.answers.push(waiter.done, applied.result);
@@ -115,7 +115,7 @@ impl Node {
                 record,
             )?;
         }
-        self.transport.set_peers(peer_list(&members));
+        self.set_peers(peer_list(&members));
         let id = context.map(|c| c.id);
         if let Some(waiter) = id.and_then(|id| self.waiters.remove(&id)) {
             let _ = waiter.done.send(Ok(ApplyOutcome::Members(members)));
