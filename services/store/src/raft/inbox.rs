@@ -27,7 +27,9 @@ struct Wake {
 /// Sends messages to the Ready loop, waking it if it sleeps.
 #[derive(Clone)]
 pub struct InboxSender {
-    tx: mpsc::Sender<NodeMsg>,
+    /// Always set; taken only by `drop`, so the channel is disconnected
+    /// before the loop is woken to find it so.
+    tx: Option<mpsc::Sender<NodeMsg>>,
     wake: Arc<Wake>,
 }
 
@@ -37,7 +39,8 @@ pub struct Stopped;
 
 impl InboxSender {
     pub fn send(&self, msg: NodeMsg) -> Result<(), Stopped> {
-        self.tx.send(msg).map_err(|_| Stopped)?;
+        let tx = self.tx.as_ref().ok_or(Stopped)?;
+        tx.send(msg).map_err(|_| Stopped)?;
         // Paired with `Inbox::wait`: the loop marks itself asleep before
         // its last look at the channel, so either it sees this message or
         // this sender sees the mark.
@@ -45,6 +48,18 @@ impl InboxSender {
             let _ = self.wake.waker.wake();
         }
         Ok(())
+    }
+}
+
+impl Drop for InboxSender {
+    /// The last sender going away ends the loop's wait: it then finds the
+    /// channel disconnected. (The inbox holds the other reference; no
+    /// clone can race this one if it is the last sender.)
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if Arc::strong_count(&self.wake) == 2 && self.wake.asleep.swap(false, Ordering::SeqCst) {
+            let _ = self.wake.waker.wake();
+        }
     }
 }
 
@@ -81,7 +96,8 @@ impl Inbox {
             events: Events::with_capacity(256),
             held: None,
         };
-        Ok((inbox, InboxSender { tx, wake }))
+        let sender = InboxSender { tx: Some(tx), wake };
+        Ok((inbox, sender))
     }
 
     pub fn registry(&self) -> &Registry {

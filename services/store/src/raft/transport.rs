@@ -316,7 +316,7 @@ mod tests {
             let first = reports.recv_timeout(Duration::from_secs(30));
             (first, reports)
         });
-        let (first, reports) = first.await.unwrap();
+        let (first, mut reports) = first.await.unwrap();
         assert!(matches!(first, Ok(NodeMsg::Unreachable { to: 2 })));
 
         // Once the link is gone and the transport dropped, the last sender of
