@@ -49,6 +49,9 @@ pub struct RaftMetrics {
     pub snapshot_receive_success: Counter,
     pub snapshots_applied: Counter,
     pub log_first_index: Gauge,
+    pub peer_sent_bytes: Counter,
+    pub peer_received_bytes: Counter,
+    pub peer_sent_failures: Counter,
 }
 
 impl Default for RaftMetrics {
@@ -60,6 +63,9 @@ impl Default for RaftMetrics {
             snapshot_receive_success: Counter::default(),
             snapshots_applied: Counter::default(),
             log_first_index: Gauge::default(),
+            peer_sent_bytes: Counter::default(),
+            peer_received_bytes: Counter::default(),
+            peer_sent_failures: Counter::default(),
         }
     }
 }
@@ -111,6 +117,7 @@ impl Metrics {
             raft.entries_per_ready.clone(),
         );
         register_log_metrics(&mut registry, &raft);
+        register_network_metrics(&mut registry, &raft);
         let state = StateGauges::default();
         let gauges: [(&str, &str, &Gauge); 10] = [
             ("revision", "Current MVCC revision", &state.revision),
@@ -194,6 +201,26 @@ fn register_log_metrics(registry: &mut Registry, raft: &RaftMetrics) {
         "raft_log_first_index",
         "Index of the first entry still in the raft log (grows with truncation)",
         raft.log_first_index.clone(),
+    );
+}
+
+/// etcd's names (`etcd_network_peer_sent_bytes_total`...), without its
+/// per-peer labels; they count the direct links' traffic (`raft::wire`).
+fn register_network_metrics(registry: &mut Registry, raft: &RaftMetrics) {
+    registry.register(
+        "network_peer_sent_bytes",
+        "Bytes of raft messages written to peers' direct links",
+        raft.peer_sent_bytes.clone(),
+    );
+    registry.register(
+        "network_peer_received_bytes",
+        "Bytes of raft messages read from peers' direct links",
+        raft.peer_received_bytes.clone(),
+    );
+    registry.register(
+        "network_peer_sent_failures",
+        "Batches of raft messages a direct link could not take (peer down or slow)",
+        raft.peer_sent_failures.clone(),
     );
 }
 

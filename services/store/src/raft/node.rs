@@ -14,10 +14,16 @@
 //! spares a lone client's request two thread hand-offs.
 //! The state machine is flushed only before the log is truncated (see
 //! `truncate_log`).
+//!
+//! Between turns the loop sleeps on its inbox (`inbox.rs`), which wakes it
+//! both for messages from other threads and for the sockets of its direct
+//! peer links (`wire/`): raft messages to and from plain-URL peers are
+//! written and read on this thread, with no hand-off to the async runtime.
 
 mod answers;
 mod apply;
 mod peers;
+mod reads;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,7 +34,7 @@ use capstan_proto::internal::{raft_request, MemberRecord, RaftRequest};
 use parking_lot::Mutex;
 use prost::Message as _;
 use raft::eraftpb::{Message, Snapshot};
-use raft::{Config, RawNode, ReadState, StateRole};
+use raft::{Config, RawNode, StateRole};
 use tokio::sync::{oneshot, watch};
 
 use super::handle::{NodeMsg, RaftHandle, RaftStatus};
@@ -153,7 +159,8 @@ pub fn start_node(
         Inbox::new().map_err(|err| StoreError::Storage(format!("raft inbox: {err}")))?;
     let registry = (inbox.registry().try_clone())
         .map_err(|err| StoreError::Storage(format!("raft inbox: {err}")))?;
-    let links = DirectLinks::new(config.member_id, cluster_id, tx.clone(), registry);
+    let metrics = config.metrics.clone();
+    let links = DirectLinks::new(config.member_id, cluster_id, tx.clone(), registry, metrics);
     let peers = match peer_list(&applier.members()?) {
         peers if peers.is_empty() => config.bootstrap_peers.clone(),
         peers => peers,
@@ -354,42 +361,6 @@ impl Node {
                 let _ = done.send(Err(StoreError::Storage(err.to_string())));
             }
         }
-    }
-
-    /// One ReadIndex round for every read that arrived since the last one.
-    fn issue_reads(&mut self) {
-        if self.pending_reads.is_empty() {
-            return;
-        }
-        // The leader keeps pending reads by context, so a context must be
-        // unique across members, not just here: member id, then a counter.
-        let mut ctx = self.config.member_id.to_be_bytes().to_vec();
-        ctx.extend_from_slice(&self.next_read_ctx.to_be_bytes());
-        self.next_read_ctx += 1;
-        self.raw.read_index(ctx.clone());
-        let readers = std::mem::take(&mut self.pending_reads);
-        self.inflight_reads.insert(ctx, (Instant::now(), readers));
-    }
-
-    fn answer_reads(&mut self, states: Vec<ReadState>) {
-        for state in states {
-            if let Some((_, readers)) = self.inflight_reads.remove(&state.request_ctx) {
-                self.answers.send_reads(state.index, readers);
-            }
-        }
-    }
-
-    /// Forgets requests whose callers have given up: dropped read rounds are
-    /// retried by the caller, and lost proposals have timed out.
-    fn expire_stale_requests(&mut self) {
-        let read_limit = Duration::from_secs(1);
-        self.inflight_reads
-            .retain(|_, (since, _)| since.elapsed() < read_limit);
-        let proposal_limit = self.config.request_timeout * 2;
-        self.waiters
-            .retain(|_, waiter| waiter.since.elapsed() < proposal_limit);
-        let waiters = &self.waiters;
-        self.proposal_index.retain(|_, id| waiters.contains_key(id));
     }
 
     fn on_ready(&mut self) -> Result<()> {

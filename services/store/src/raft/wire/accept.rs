@@ -94,7 +94,10 @@ async fn read_hello(stream: &mut TcpStream) -> io::Result<RaftBatch> {
     let mut magic = [0u8; MAGIC.len()];
     stream.read_exact(&mut magic).await?;
     if &magic != MAGIC {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "not a raft link"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a raft link",
+        ));
     }
     let mut varint = Vec::with_capacity(10);
     let len = loop {
@@ -106,7 +109,10 @@ async fn read_hello(stream: &mut TcpStream) -> io::Result<RaftBatch> {
         }
     };
     if len > MAX_HELLO {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "hello too large"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "hello too large",
+        ));
     }
     let mut body = vec![0u8; len];
     stream.read_exact(&mut body).await?;

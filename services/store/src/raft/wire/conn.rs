@@ -8,7 +8,7 @@ use std::time::Instant;
 use capstan_proto::peer::RaftBatch;
 use mio::net::TcpStream;
 
-use super::frame::{FrameReader, FrameError};
+use super::frame::{FrameError, FrameReader};
 
 /// Bytes read per `read` call at most.
 const READ_CHUNK: usize = 64 * 1024;
@@ -66,8 +66,9 @@ impl Conn {
         &mut self.out
     }
 
-    /// Writes what the socket takes without blocking.
-    pub fn flush(&mut self) -> Result<(), ConnError> {
+    /// Writes what the socket takes without blocking; returns how much.
+    pub fn flush(&mut self) -> Result<usize, ConnError> {
+        let before = self.written;
         while self.written < self.out.len() {
             match self.stream.write(&self.out[self.written..]) {
                 Ok(0) => return Err(ConnError::Closed),
@@ -75,24 +76,30 @@ impl Conn {
                     self.written += n;
                     self.last_progress = Instant::now();
                 }
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    return Ok(self.written - before)
+                }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(err) => return Err(err.into()),
             }
         }
+        let sent = self.written - before;
         self.out.clear();
         self.written = 0;
-        Ok(())
+        Ok(sent)
     }
 
-    /// Reads what has arrived, handing each whole batch to `on_batch`.
-    pub fn read(&mut self, mut on_batch: impl FnMut(RaftBatch)) -> Result<(), ConnError> {
+    /// Reads what has arrived, handing each whole batch to `on_batch`;
+    /// returns how many bytes came.
+    pub fn read(&mut self, mut on_batch: impl FnMut(RaftBatch)) -> Result<usize, ConnError> {
+        let mut total = 0;
         loop {
             let spare = self.reader.spare(READ_CHUNK);
             let room = spare.len();
             match self.stream.read(spare) {
                 Ok(0) => return Err(ConnError::Closed),
                 Ok(n) => {
+                    total += n;
                     self.reader.filled(n);
                     while let Some(batch) = self.reader.next_batch()? {
                         on_batch(batch);
@@ -101,10 +108,10 @@ impl Conn {
                     // bring a new readiness event (as tokio also assumes),
                     // so no read is spent to hear "would block".
                     if n < room {
-                        return Ok(());
+                        return Ok(total);
                     }
                 }
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(total),
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(err) => return Err(err.into()),
             }

@@ -49,7 +49,11 @@ impl Dial {
                 }
                 Err(err) => {
                     tracing::debug!(to = format!("{:x}", self.to), %err, "peer unreachable");
-                    if self.inbox.send(NodeMsg::Unreachable { to: self.to }).is_err() {
+                    if self
+                        .inbox
+                        .send(NodeMsg::Unreachable { to: self.to })
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -63,7 +67,9 @@ impl Dial {
         let connect = TcpStream::connect(&self.addr);
         let mut stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
+            })??;
         stream.set_nodelay(true)?;
         let mut hello = MAGIC.to_vec();
         let batch = RaftBatch {
@@ -90,8 +96,14 @@ mod tests {
 
     #[test]
     fn only_plain_urls_get_a_direct_link() {
-        assert_eq!(plain_addr("http://127.0.0.1:2380").as_deref(), Some("127.0.0.1:2380"));
-        assert_eq!(plain_addr("http://10.0.0.1:2380/").as_deref(), Some("10.0.0.1:2380"));
+        assert_eq!(
+            plain_addr("http://127.0.0.1:2380").as_deref(),
+            Some("127.0.0.1:2380")
+        );
+        assert_eq!(
+            plain_addr("http://10.0.0.1:2380/").as_deref(),
+            Some("10.0.0.1:2380")
+        );
         assert_eq!(plain_addr("https://127.0.0.1:2380"), None);
         assert_eq!(plain_addr("http://"), None);
     }

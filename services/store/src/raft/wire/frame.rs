@@ -121,7 +121,11 @@ mod tests {
         }
         for step in [1, 7, 300, bytes.len()] {
             let mut reader = FrameReader::default();
-            assert_eq!(feed(&mut reader, &bytes, step), sent, "cut every {step} bytes");
+            assert_eq!(
+                feed(&mut reader, &bytes, step),
+                sent,
+                "cut every {step} bytes"
+            );
         }
     }
 

@@ -30,6 +30,7 @@ use raft::eraftpb::{Message, MessageType};
 
 use super::inbox::{InboxSender, WAKE_TOKEN};
 use crate::member::ClusterId;
+use crate::metrics::RaftMetrics;
 use conn::Conn;
 pub use dial::plain_addr;
 use dial::Dial;
@@ -74,6 +75,7 @@ pub struct DirectLinks {
     slots: HashMap<Token, Slot>,
     next_token: usize,
     generation: u64,
+    metrics: RaftMetrics,
 }
 
 impl DirectLinks {
@@ -82,6 +84,7 @@ impl DirectLinks {
         cluster_id: ClusterId,
         inbox: InboxSender,
         registry: Registry,
+        metrics: RaftMetrics,
     ) -> DirectLinks {
         DirectLinks {
             local_id,
@@ -93,6 +96,7 @@ impl DirectLinks {
             slots: HashMap::new(),
             next_token: WAKE_TOKEN.0 + 1,
             generation: 0,
+            metrics,
         }
     }
 
@@ -232,8 +236,8 @@ impl DirectLinks {
     ) {
         let mut batches: Vec<(u64, Vec<Vec<u8>>)> = Vec::new();
         for message in messages {
-            let direct = self.handles(message.to)
-                && message.get_msg_type() != MessageType::MsgSnapshot;
+            let direct =
+                self.handles(message.to) && message.get_msg_type() != MessageType::MsgSnapshot;
             if !direct {
                 rest.push(message);
                 continue;
@@ -251,6 +255,7 @@ impl DirectLinks {
                 messages,
             };
             if !self.write(to, &batch) {
+                self.metrics.peer_sent_failures.inc();
                 unreachable.push(to);
             }
         }
@@ -273,7 +278,10 @@ impl DirectLinks {
         }
         put_frame(batch, conn.queue());
         match conn.flush() {
-            Ok(()) => true,
+            Ok(sent) => {
+                self.metrics.peer_sent_bytes.inc_by(sent as u64);
+                true
+            }
             Err(err) => {
                 self.break_link(to, &err.to_string());
                 false
@@ -321,7 +329,10 @@ impl DirectLinks {
                 if !readable {
                     return;
                 }
-                if let Err(why) = read_messages(conn, received) {
+                let read = read_messages(conn, received);
+                if let Ok(bytes) = read {
+                    self.metrics.peer_received_bytes.inc_by(bytes as u64);
+                } else if let Err(why) = read {
                     tracing::debug!(why, "inbound peer link closed");
                     if let Some(Slot::In(_, mut conn)) = self.slots.remove(&token) {
                         let _ = self.registry.deregister(&mut conn.stream);
@@ -337,7 +348,8 @@ impl DirectLinks {
             return Ok(());
         };
         if writable {
-            conn.flush().map_err(|e| e.to_string())?;
+            let sent = conn.flush().map_err(|e| e.to_string())?;
+            self.metrics.peer_sent_bytes.inc_by(sent as u64);
         }
         if readable {
             // Nothing is sent back on a link we dialed: a readable socket
@@ -366,17 +378,22 @@ impl DirectLinks {
     }
 }
 
-/// Reads a socket's batches and decodes their messages into `received`.
-fn read_messages(conn: &mut Conn, received: &mut Vec<Message>) -> Result<(), String> {
+/// Reads a socket's batches and decodes their messages into `received`;
+/// returns the bytes read.
+fn read_messages(conn: &mut Conn, received: &mut Vec<Message>) -> Result<usize, String> {
     let mut bad = None;
-    conn.read(|batch| {
-        for bytes in &batch.messages {
-            match Message::parse_from_bytes(bytes) {
-                Ok(message) => received.push(message),
-                Err(err) => bad = Some(err.to_string()),
+    let bytes = conn
+        .read(|batch| {
+            for bytes in &batch.messages {
+                match Message::parse_from_bytes(bytes) {
+                    Ok(message) => received.push(message),
+                    Err(err) => bad = Some(err.to_string()),
+                }
             }
-        }
-    })
-    .map_err(|e| e.to_string())?;
-    bad.map_or(Ok(()), Err)
+        })
+        .map_err(|e| e.to_string())?;
+    bad.map_or(Ok(bytes), Err)
 }
+
+#[cfg(test)]
+mod tests;
