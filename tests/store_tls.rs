@@ -287,6 +287,12 @@ fn members_replicate_over_peer_tls_and_survive_a_member_kill() {
         }
         if backend == Backend::Capstan {
             peer_port_refuses_a_client_without_certificate(&members[1], &certs);
+            // Raft's messages went over the direct links, through TLS.
+            let log = std::fs::read_to_string(&members[0].log).unwrap_or_default();
+            let tls_link = log
+                .lines()
+                .any(|line| line.contains("peer link up") && line.contains("tls=true"));
+            assert!(tls_link, "no TLS link came up:\n{log}");
         }
     }
 }

@@ -195,18 +195,22 @@ async fn listen(
 }
 
 /// The client and peer servers' TLS, read and checked before anything
-/// starts; how peers are dialed is set for the whole process.
+/// starts; how peers are dialed (gRPC and direct links) is set for the
+/// whole process.
 fn tls_configs(
     settings: &tls::TlsSettings,
 ) -> Result<(
     Option<tonic::transport::ServerTlsConfig>,
-    Option<tonic::transport::ServerTlsConfig>,
+    Option<Arc<tokio_rustls::rustls::ServerConfig>>,
 )> {
     settings.client.validate("")?;
     settings.peer.validate("peer-")?;
     let client = settings.client.server("")?;
-    let peer = settings.peer.server("peer-")?;
+    let peer = settings.peer.link_server("peer-")?;
     tls::set_peer_client(settings.peer.client("peer-")?);
+    if settings.peer.enabled() || !settings.peer.trusted_ca_file.is_empty() {
+        tls::set_link_client(settings.peer.link_client("peer-")?);
+    }
     Ok((client, peer))
 }
 

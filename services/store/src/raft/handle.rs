@@ -9,6 +9,7 @@ use capstan_proto::internal::{raft_request::Request, MemberRecord, RaftRequest};
 use prost::Message;
 use tokio::sync::{oneshot, watch};
 use tokio::time::{timeout, Instant};
+use tokio_rustls::rustls;
 
 use super::inbox::InboxSender;
 use crate::apply::ApplyOutcome;
@@ -64,11 +65,13 @@ pub enum NodeMsg {
         to: u64,
         generation: u64,
         stream: std::net::TcpStream,
+        tls: Option<Box<rustls::Connection>>,
     },
     /// Peer `from` dialed a direct link to this member (`wire/accept.rs`).
     LinkFrom {
         from: u64,
         stream: std::net::TcpStream,
+        tls: Option<Box<rustls::Connection>>,
     },
 }
 
@@ -138,9 +141,14 @@ impl RaftHandle {
     }
 
     /// Hands the Ready loop a direct link peer `from` dialed.
-    pub fn link_from(&self, from: u64, stream: std::net::TcpStream) -> Result<()> {
+    pub fn link_from(
+        &self,
+        from: u64,
+        stream: std::net::TcpStream,
+        tls: Option<Box<rustls::Connection>>,
+    ) -> Result<()> {
         self.tx
-            .send(NodeMsg::LinkFrom { from, stream })
+            .send(NodeMsg::LinkFrom { from, stream, tls })
             .map_err(|_| StoreError::Stopped)
     }
 

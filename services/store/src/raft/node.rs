@@ -317,8 +317,9 @@ impl Node {
                 to,
                 generation,
                 stream,
-            } => self.links.link_up(to, generation, stream),
-            NodeMsg::LinkFrom { from, stream } => self.links.inbound(from, stream),
+                tls,
+            } => self.links.link_up(to, generation, stream, tls),
+            NodeMsg::LinkFrom { from, stream, tls } => self.links.inbound(from, stream, tls),
         }
     }
 

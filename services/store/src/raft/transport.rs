@@ -1,6 +1,7 @@
 //! Sending raft messages to peers over the gRPC peer service: snapshots to
-//! every peer, and the other messages to peers with `https://` URLs (plain
-//! peers get a direct link from the Ready loop, `wire/`).
+//! every peer, and the other messages to peers without a direct link from
+//! the Ready loop (`wire/`): `https://` peers when the links have no TLS
+//! client (as in unit tests).
 //!
 //! Each such peer has a link: a bounded queue drained by its own task, which
 //! keeps one client stream open and sends batches of whatever is queued.
@@ -77,7 +78,10 @@ impl GrpcTransport {
     }
 
     fn open_link(&self, to: u64, urls: Vec<String>) -> Link {
-        let direct = urls.first().and_then(|url| wire::plain_addr(url)).is_some();
+        let direct = urls
+            .first()
+            .and_then(|url| wire::link_target(url))
+            .is_some();
         if direct {
             return Link { urls, queue: None };
         }

@@ -225,28 +225,21 @@ pub async fn serve(
         .await
 }
 
-/// Serves the peer service (raft traffic) on `listener` until `shutdown`.
+/// Serves the peer port on `listener` until `shutdown`: direct raft links
+/// go to the Ready loop (`raft::wire`), the rest to the peer gRPC service.
+/// TLS, when configured, is terminated here for both.
 pub async fn serve_peers(
     ctx: Arc<Context>,
     listener: tokio::net::TcpListener,
-    tls: Option<ServerTlsConfig>,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::result::Result<(), tonic::transport::Error> {
     let service = peer::peer_server(ctx.clone());
-    if tls.is_some() {
-        let incoming = no_delay(listener);
-        return builder(tls)?
-            .tcp_nodelay(true)
-            .add_service(service)
-            .serve_with_incoming_shutdown(incoming, shutdown)
-            .await;
-    }
-    // Plain peers also dial direct raft links on this port (`raft::wire`).
     let raft = ctx.raft.clone();
     let admit: Admit = Arc::new(move |_from, cluster_id| {
         peer::admit(&ctx, cluster_id).map_err(|status| status.message().to_string())
     });
-    let incoming = split_listener(listener, admit, raft);
+    let incoming = split_listener(listener, tls, admit, raft);
     builder(None)?
         .tcp_nodelay(true)
         .add_service(service)

@@ -7,6 +7,7 @@
 //! The files are read once at start; a missing or unreadable one stops
 //! start-up with a message naming the flag and the file.
 
+mod links;
 mod settings;
 
 use std::path::Path;
@@ -15,6 +16,7 @@ use std::sync::OnceLock;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
 
 use crate::error::{Result, StoreError};
+pub use links::{link_client, set_link_client, LINK_ALPN};
 pub use settings::{TlsFlags, TlsSettings};
 
 /// One side's files: what it presents and whom it trusts.

@@ -1,5 +1,6 @@
-//! Direct peer links: raft messages to and from peers with plain `http://`
-//! URLs, written and read by the Ready loop itself on non-blocking sockets.
+//! Direct peer links: raft messages to and from peers, written and read by
+//! the Ready loop itself on non-blocking sockets (through a rustls session
+//! for `https://` peers).
 //!
 //! Through gRPC (`transport.rs`) a message crossed from the loop's thread
 //! to the async runtime and back on each member: at one client on three
@@ -10,8 +11,8 @@
 //!
 //! Each member dials each peer once and sends on that link only; what it
 //! receives comes on the links its peers dialed. Connecting happens on the
-//! runtime (`dial.rs`), the listener's side in `accept.rs`. Snapshots and
-//! peers with `https://` URLs still go through gRPC.
+//! runtime (`dial.rs`), and so do the TLS handshakes; the listener's side
+//! is in `accept.rs`. Snapshots still go through gRPC.
 
 pub mod accept;
 mod conn;
@@ -27,13 +28,14 @@ use capstan_proto::peer::RaftBatch;
 use mio::{Interest, Registry, Token};
 use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
+use tokio_rustls::rustls;
 
 use super::inbox::{InboxSender, WAKE_TOKEN};
 use crate::member::ClusterId;
 use crate::metrics::RaftMetrics;
 use conn::Conn;
-pub use dial::plain_addr;
-use dial::Dial;
+pub use dial::link_target;
+use dial::{Dial, Target};
 use frame::put_frame;
 
 /// Bytes a connected link may have waiting for its socket; past that new
@@ -50,7 +52,7 @@ const STEADY: Duration = Duration::from_secs(5);
 const MAX_REDIAL_DELAY: Duration = Duration::from_secs(1);
 
 struct OutLink {
-    addr: String,
+    target: Target,
     generation: u64,
     wanted: Arc<AtomicBool>,
     conn: Option<(Token, Conn, Instant)>,
@@ -100,24 +102,25 @@ impl DirectLinks {
         }
     }
 
-    /// Keeps a link to every peer with a plain URL, replacing those whose
-    /// address changed and dropping those no longer listed.
+    /// Keeps a link to every peer whose first URL has a link target,
+    /// replacing those whose target changed and dropping those no longer
+    /// listed.
     pub fn set_peers(&mut self, peers: &[(u64, Vec<String>)]) {
-        let wanted: HashMap<u64, String> = peers
+        let wanted: HashMap<u64, Target> = peers
             .iter()
             .filter(|(id, _)| *id != self.local_id)
-            .filter_map(|(id, urls)| Some((*id, plain_addr(urls.first()?)?)))
+            .filter_map(|(id, urls)| Some((*id, link_target(urls.first()?)?)))
             .collect();
         let stale: Vec<u64> = (self.links.iter())
-            .filter(|(id, link)| wanted.get(id) != Some(&link.addr))
+            .filter(|(id, link)| wanted.get(id) != Some(&link.target))
             .map(|(id, _)| *id)
             .collect();
         for id in stale {
             self.drop_link(id);
         }
-        for (id, addr) in wanted {
+        for (id, target) in wanted {
             if !self.links.contains_key(&id) {
-                self.open_link(id, addr);
+                self.open_link(id, target);
             }
         }
     }
@@ -127,9 +130,9 @@ impl DirectLinks {
         self.links.contains_key(&to)
     }
 
-    fn open_link(&mut self, to: u64, addr: String) {
+    fn open_link(&mut self, to: u64, target: Target) {
         let link = OutLink {
-            addr,
+            target,
             generation: 0,
             wanted: Arc::new(AtomicBool::new(false)),
             conn: None,
@@ -163,7 +166,7 @@ impl DirectLinks {
             to,
             from: self.local_id,
             cluster_id: self.cluster_id.clone(),
-            addr: link.addr.clone(),
+            target: link.target.clone(),
             generation: link.generation,
             wanted: link.wanted.clone(),
             inbox: self.inbox.clone(),
@@ -179,21 +182,32 @@ impl DirectLinks {
 
     /// The runtime connected `to`; a socket for a link since replaced is
     /// dropped.
-    pub fn link_up(&mut self, to: u64, generation: u64, stream: std::net::TcpStream) {
+    pub fn link_up(
+        &mut self,
+        to: u64,
+        generation: u64,
+        stream: std::net::TcpStream,
+        tls: Option<Box<rustls::Connection>>,
+    ) {
         let Some(link) = self.links.get_mut(&to) else {
             return;
         };
         if link.generation != generation || link.conn.is_some() {
             return;
         }
-        let mut conn = Conn::new(mio::net::TcpStream::from_std(stream));
+        let mut conn = Conn::new(mio::net::TcpStream::from_std(stream), tls);
         let token = Token(self.next_token);
         self.next_token += 1;
         let interest = Interest::READABLE | Interest::WRITABLE;
         if let Err(err) = self.registry.register(&mut conn.stream, token, interest) {
             tracing::warn!(%err, "cannot watch a peer link");
-            return;
+            return self.dial(to);
         }
+        tracing::info!(
+            to = format!("{to:x}"),
+            tls = link.target.tls.is_some(),
+            "peer link up"
+        );
         conn.queue().append(&mut link.pending);
         link.conn = Some((token, conn, Instant::now()));
         self.slots.insert(token, Slot::Out(to));
@@ -201,7 +215,12 @@ impl DirectLinks {
 
     /// Peer `from` dialed us and the listener checked its hello. A link
     /// it dialed before is dead to it: that socket goes.
-    pub fn inbound(&mut self, from: u64, stream: std::net::TcpStream) {
+    pub fn inbound(
+        &mut self,
+        from: u64,
+        stream: std::net::TcpStream,
+        tls: Option<Box<rustls::Connection>>,
+    ) {
         let older: Vec<Token> = (self.slots.iter())
             .filter(|(_, slot)| matches!(slot, Slot::In(id, _) if *id == from))
             .map(|(token, _)| *token)
@@ -211,13 +230,12 @@ impl DirectLinks {
                 let _ = self.registry.deregister(&mut conn.stream);
             }
         }
-        let mut conn = Conn::new(mio::net::TcpStream::from_std(stream));
+        let mut conn = Conn::new(mio::net::TcpStream::from_std(stream), tls);
         let token = Token(self.next_token);
         self.next_token += 1;
-        match self
-            .registry
-            .register(&mut conn.stream, token, Interest::READABLE)
-        {
+        // Writable too: a TLS session may owe the dialer records.
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        match self.registry.register(&mut conn.stream, token, interest) {
             Ok(()) => {
                 self.slots.insert(token, Slot::In(from, conn));
             }
@@ -326,16 +344,24 @@ impl DirectLinks {
                 }
             }
             Some(Slot::In(_, conn)) => {
-                if !readable {
-                    return;
+                let mut handled = Ok(0);
+                if writable {
+                    handled = conn.flush().map(|_| 0).map_err(|e| e.to_string());
                 }
-                let read = read_messages(conn, received);
-                if let Ok(bytes) = read {
-                    self.metrics.peer_received_bytes.inc_by(bytes as u64);
-                } else if let Err(why) = read {
-                    tracing::debug!(why, "inbound peer link closed");
-                    if let Some(Slot::In(_, mut conn)) = self.slots.remove(&token) {
-                        let _ = self.registry.deregister(&mut conn.stream);
+                // Read on any event: a TLS session handed over may hold
+                // records it read before the socket was watched.
+                if handled.is_ok() {
+                    handled = read_messages(conn, received);
+                }
+                match handled {
+                    Ok(bytes) => {
+                        self.metrics.peer_received_bytes.inc_by(bytes as u64);
+                    }
+                    Err(why) => {
+                        tracing::debug!(why, "inbound peer link closed");
+                        if let Some(Slot::In(_, mut conn)) = self.slots.remove(&token) {
+                            let _ = self.registry.deregister(&mut conn.stream);
+                        }
                     }
                 }
             }
@@ -397,3 +423,5 @@ fn read_messages(conn: &mut Conn, received: &mut Vec<Message>) -> Result<usize, 
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;

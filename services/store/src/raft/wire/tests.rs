@@ -47,9 +47,10 @@ fn turn(inbox: &mut Inbox, links: &mut DirectLinks, received: &mut Vec<Message>)
             to,
             generation,
             stream,
+            tls,
         } = msg
         {
-            links.link_up(to, generation, stream);
+            links.link_up(to, generation, stream, tls);
         }
     }
     let mut events = Vec::new();
@@ -148,7 +149,7 @@ fn an_inbound_link_is_read_and_a_newer_one_from_the_same_peer_replaces_it() {
         (client, server)
     };
     let (mut first, server) = dial();
-    links.inbound(2, server);
+    links.inbound(2, server, None);
     let mut bytes = Vec::new();
     for term in [5, 6] {
         let batch = RaftBatch {
@@ -173,7 +174,7 @@ fn an_inbound_link_is_read_and_a_newer_one_from_the_same_peer_replaces_it() {
     assert_eq!(terms, vec![5, 6]);
 
     let (_second, server) = dial();
-    links.inbound(2, server);
+    links.inbound(2, server, None);
     let mut buf = [0u8; 1];
     assert_eq!(
         first.read(&mut buf).unwrap(),
