@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use mio::{Events, Poll, Registry, Token, Waker};
 
-use super::handle::NodeMsg;
+use super::node_msg::NodeMsg;
 
 /// The poller's token for "a message is waiting"; sockets use others.
 pub const WAKE_TOKEN: Token = Token(0);

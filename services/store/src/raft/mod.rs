@@ -14,6 +14,7 @@ mod handle;
 mod inbox;
 mod logger;
 mod node;
+mod node_msg;
 mod persist;
 mod snapshot_cut;
 mod storage;

@@ -37,9 +37,10 @@ use raft::eraftpb::{Message, Snapshot};
 use raft::{Config, RawNode, StateRole};
 use tokio::sync::{oneshot, watch};
 
-use super::handle::{NodeMsg, RaftHandle, RaftStatus};
+use super::handle::{RaftHandle, RaftStatus};
 use super::inbox::{Inbox, Woken};
 use super::logger::raft_logger;
+use super::node_msg::NodeMsg;
 use super::persist::{spawn_persister, spawn_state_flusher};
 use super::storage::RaftLog;
 use super::transport::Transport;

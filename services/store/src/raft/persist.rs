@@ -18,8 +18,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::handle::NodeMsg;
 use super::inbox::InboxSender;
+use super::node_msg::NodeMsg;
 use super::storage::RaftLog;
 use crate::error::{Result, StoreError};
 use crate::metrics::RaftMetrics;

@@ -24,8 +24,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 
-use super::handle::NodeMsg;
 use super::inbox::InboxSender;
+use super::node_msg::NodeMsg;
 use super::wire;
 use crate::member::ClusterId;
 

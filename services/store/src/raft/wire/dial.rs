@@ -18,8 +18,8 @@ use tokio_rustls::TlsConnector;
 
 use super::frame::{put_frame, MAGIC};
 use crate::member::ClusterId;
-use crate::raft::handle::NodeMsg;
 use crate::raft::inbox::InboxSender;
+use crate::raft::node_msg::NodeMsg;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);

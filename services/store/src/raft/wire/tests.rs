@@ -11,8 +11,8 @@ use super::frame::{put_frame, FrameReader, MAGIC};
 use super::DirectLinks;
 use crate::member::ClusterId;
 use crate::metrics::RaftMetrics;
-use crate::raft::handle::NodeMsg;
 use crate::raft::inbox::Inbox;
+use crate::raft::node_msg::NodeMsg;
 use capstan_proto::peer::RaftBatch;
 use protobuf::Message as _;
 
