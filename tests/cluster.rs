@@ -70,6 +70,15 @@ async fn writes_on_any_member_are_read_linearizably_on_every_member() {
     }
     let revision = wait_converged(&cluster.urls(), Duration::from_secs(10)).await;
     assert_eq!(revision, 4);
+    // Raft's messages went over the direct links: every member wrote and
+    // read some (a leader sends appends, followers answer them).
+    for member in &cluster.members {
+        for counter in ["sent", "received"] {
+            let name = format!("network_peer_{counter}_bytes_total");
+            let bytes = member.gauge(&name).unwrap_or(0);
+            assert!(bytes > 0, "{}: {name} is {bytes}", member.name);
+        }
+    }
 }
 
 /// Rounds of leader kills: `CAPSTAN_CHAOS_ROUNDS` (`make chaos`), else 1.

@@ -207,21 +207,26 @@ fn register_log_metrics(registry: &mut Registry, raft: &RaftMetrics) {
 /// etcd's names (`etcd_network_peer_sent_bytes_total`...), without its
 /// per-peer labels; they count the direct links' traffic (`raft::wire`).
 fn register_network_metrics(registry: &mut Registry, raft: &RaftMetrics) {
-    registry.register(
-        "network_peer_sent_bytes",
-        "Bytes of raft messages written to peers' direct links",
-        raft.peer_sent_bytes.clone(),
-    );
-    registry.register(
-        "network_peer_received_bytes",
-        "Bytes of raft messages read from peers' direct links",
-        raft.peer_received_bytes.clone(),
-    );
-    registry.register(
-        "network_peer_sent_failures",
-        "Batches of raft messages a direct link could not take (peer down or slow)",
-        raft.peer_sent_failures.clone(),
-    );
+    let counters: [(&str, &str, &Counter); 3] = [
+        (
+            "network_peer_sent_bytes",
+            "Bytes of raft messages written to peers' direct links",
+            &raft.peer_sent_bytes,
+        ),
+        (
+            "network_peer_received_bytes",
+            "Bytes of raft messages read from peers' direct links",
+            &raft.peer_received_bytes,
+        ),
+        (
+            "network_peer_sent_failures",
+            "Batches of raft messages a direct link could not take (peer down or slow)",
+            &raft.peer_sent_failures,
+        ),
+    ];
+    for (name, help, counter) in counters {
+        registry.register(name, help, counter.clone());
+    }
 }
 
 impl Default for Metrics {
