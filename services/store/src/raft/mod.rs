@@ -10,6 +10,7 @@
 // assigning to a default value rather than with struct literals.
 #![allow(clippy::field_reassign_with_default)]
 
+mod backoff;
 mod handle;
 mod inbox;
 mod logger;

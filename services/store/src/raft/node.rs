@@ -17,8 +17,9 @@
 //!
 //! Between turns the loop sleeps on its inbox (`inbox.rs`), which wakes it
 //! both for messages from other threads and for the sockets of its direct
-//! peer links (`wire/`): raft messages to and from plain-URL peers are
-//! written and read on this thread, with no hand-off to the async runtime.
+//! peer links (`wire/`): raft messages to and from peers (in plain text
+//! or TLS) are written and read on this thread, with no hand-off to the
+//! async runtime.
 
 mod answers;
 mod apply;
@@ -87,7 +88,7 @@ struct Node {
     applied_tx: watch::Sender<u64>,
     config: NodeConfig,
     transport: Arc<dyn Transport>,
-    /// Peers with plain URLs: the loop writes and reads their sockets.
+    /// The direct peer links: the loop writes and reads their sockets.
     links: DirectLinks,
     /// Scratch space for the sockets one wait found ready.
     socket_events: Vec<(mio::Token, bool, bool)>,

@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 
+use super::backoff::Backoff;
 use super::inbox::InboxSender;
 use super::node_msg::NodeMsg;
 use super::wire;
@@ -34,7 +35,6 @@ const LINK_QUEUE: usize = 4096;
 /// Messages sent in one batch at most.
 const MAX_BATCH: usize = 512;
 const SNAPSHOT_CHUNK: usize = 1024 * 1024;
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Where raft messages go. A single-member group needs none.
 pub trait Transport: Send + Sync + 'static {
@@ -179,11 +179,11 @@ struct LinkPump {
 
 impl LinkPump {
     async fn run(self, mut rx: mpsc::Receiver<Message>) {
-        let mut backoff = Duration::from_millis(50);
+        let mut backoff = Backoff::default();
         loop {
             match connect(&self.url).await {
                 Ok(channel) => {
-                    backoff = Duration::from_millis(50);
+                    backoff.reset();
                     if !self.stream(channel, &mut rx).await {
                         return; // the transport dropped this link
                     }
@@ -201,8 +201,7 @@ impl LinkPump {
             if let Some(feedback) = &self.feedback {
                 let _ = feedback.send(NodeMsg::Unreachable { to: self.to });
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
+            tokio::time::sleep(backoff.pause()).await;
         }
     }
 

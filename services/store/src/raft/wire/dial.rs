@@ -18,11 +18,11 @@ use tokio_rustls::TlsConnector;
 
 use super::frame::{put_frame, MAGIC};
 use crate::member::ClusterId;
+use crate::raft::backoff::Backoff;
 use crate::raft::inbox::InboxSender;
 use crate::raft::node_msg::NodeMsg;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Who dials whom, and where the socket goes.
 pub struct Dial {
@@ -39,7 +39,7 @@ pub struct Dial {
 
 impl Dial {
     pub async fn run(self) {
-        let mut backoff = Duration::from_millis(50);
+        let mut backoff = Backoff::default();
         while self.wanted.load(Ordering::Acquire) {
             match self.open().await {
                 Ok((stream, tls)) => {
@@ -63,8 +63,7 @@ impl Dial {
                     }
                 }
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
+            tokio::time::sleep(backoff.pause()).await;
         }
     }
 

@@ -30,6 +30,7 @@ use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
 use tokio_rustls::rustls;
 
+use super::backoff::Backoff;
 use super::inbox::{InboxSender, WAKE_TOKEN};
 use crate::member::ClusterId;
 use crate::metrics::RaftMetrics;
@@ -49,7 +50,6 @@ const STALL_LIMIT: Duration = Duration::from_secs(3);
 /// A link that broke sooner than this after it came up is redialed only
 /// after a pause that doubles each time (a peer refusing our hello).
 const STEADY: Duration = Duration::from_secs(5);
-const MAX_REDIAL_DELAY: Duration = Duration::from_secs(1);
 
 struct OutLink {
     target: Target,
@@ -58,7 +58,8 @@ struct OutLink {
     conn: Option<(Token, Conn, Instant)>,
     /// Frames queued while the link connects.
     pending: Vec<u8>,
-    redial_delay: Duration,
+    /// Pauses before redialing a link that keeps breaking.
+    redial: Backoff,
 }
 
 enum Slot {
@@ -137,10 +138,10 @@ impl DirectLinks {
             wanted: Arc::new(AtomicBool::new(false)),
             conn: None,
             pending: Vec::new(),
-            redial_delay: Duration::ZERO,
+            redial: Backoff::default(),
         };
         self.links.insert(to, link);
-        self.dial(to);
+        self.dial(to, Duration::ZERO);
     }
 
     fn drop_link(&mut self, to: u64) {
@@ -153,8 +154,8 @@ impl DirectLinks {
         }
     }
 
-    /// Starts connecting `to`'s link, after its redial pause.
-    fn dial(&mut self, to: u64) {
+    /// Starts connecting `to`'s link after `delay`.
+    fn dial(&mut self, to: u64, delay: Duration) {
         self.generation += 1;
         let Some(link) = self.links.get_mut(&to) else {
             return;
@@ -171,7 +172,6 @@ impl DirectLinks {
             wanted: link.wanted.clone(),
             inbox: self.inbox.clone(),
         };
-        let delay = link.redial_delay;
         if let Some(runtime) = &self.runtime {
             runtime.spawn(async move {
                 tokio::time::sleep(delay).await;
@@ -201,7 +201,8 @@ impl DirectLinks {
         let interest = Interest::READABLE | Interest::WRITABLE;
         if let Err(err) = self.registry.register(&mut conn.stream, token, interest) {
             tracing::warn!(%err, "cannot watch a peer link");
-            return self.dial(to);
+            let delay = link.redial.pause();
+            return self.dial(to, delay);
         }
         tracing::info!(
             to = format!("{to:x}"),
@@ -312,16 +313,17 @@ impl DirectLinks {
         let Some(link) = self.links.get_mut(&to) else {
             return;
         };
+        let mut delay = link.redial.pause();
         if let Some((token, mut conn, since)) = link.conn.take() {
             tracing::debug!(to = format!("{to:x}"), why, "peer link broke");
             let _ = self.registry.deregister(&mut conn.stream);
             self.slots.remove(&token);
-            link.redial_delay = match since.elapsed() >= STEADY {
-                true => Duration::ZERO,
-                false => (link.redial_delay * 2).clamp(Duration::from_millis(50), MAX_REDIAL_DELAY),
-            };
+            if since.elapsed() >= STEADY {
+                link.redial.reset();
+                delay = Duration::ZERO;
+            }
         }
-        self.dial(to);
+        self.dial(to, delay);
     }
 
     /// Handles a socket the poller found ready: writes what waits, reads
