@@ -62,7 +62,8 @@ fuzz: deps
 ## the store workloads on 3-member clusters of each. Each run's results go
 ## to target/bench: run.json and run-3.json (the last runs; the ones before
 ## are kept as previous*.json and compared with) and store.svg and
-## store-3.svg, pictures.
+## store-3.svg, pictures. What a run shows goes in RESULTS.md (a row at the
+## top of its area's table: date, commit, command).
 bench: deps
 	$(CARGO) build --release --bins
 	mkdir -p target/bench

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Custom resources at scale: what issue 11 asks the note to report.
+"""Custom resources at scale; what a run shows goes in RESULTS.md.
 
 Against a running server's plain-HTTP port (`capstan --insecure-port P`):
 the time from creating a CRD to its first 200, N creates of its objects
