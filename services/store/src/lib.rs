@@ -1,13 +1,22 @@
 //! `capstan-store`: one member of Capstan's revisioned key-value store.
 //!
 //! Layers, bottom up — each only uses the ones below it:
-//! - [`failpoints`]: fault injection for tests, off by default;
+//! - [`error`], [`failpoints`], [`metrics`], [`config`], [`tls`]: the
+//!   member's errors, fault injection for tests, metrics, settings;
 //! - [`storage`]: the durable ordered key-value backend (sled behind a trait);
 //! - [`mvcc`]: revisions, the key index, historical reads, compaction;
-//! - [`lease`] and [`watch`]: lease table and clock; watchers fed by MVCC events;
+//! - [`lease`], [`watch`], [`snapshot`]: lease table and clock; watchers fed
+//!   by MVCC events; the state machine dumped to and loaded from a file;
+//! - [`membership`]: who this member is, and the member list the state
+//!   machine keeps;
 //! - [`apply`]: etcd request semantics applied from committed raft entries;
-//! - [`raft`]: the raft-rs node, its persistent log and the Ready loop;
-//! - [`server`] and [`jobs`]: the etcd v3 gRPC API and the leader's background work.
+//!   [`backup`]: etcd's snapshot file format, both ways;
+//! - [`raft_log`]: the raft log (memory and the `raft.wal` file) and the
+//!   threads that make it durable;
+//! - [`transport`]: raft messages to and from peers (direct links, gRPC);
+//! - [`raft`]: the raft-rs node and the Ready loop that drives it;
+//! - [`server`] and [`jobs`]: the etcd v3 gRPC API and the peer port; the
+//!   member's background work.
 
 pub mod apply;
 pub mod backup;
@@ -16,14 +25,16 @@ pub mod error;
 pub mod failpoints;
 pub mod jobs;
 pub mod lease;
-pub mod member;
+pub mod membership;
 pub mod metrics;
 pub mod mvcc;
 pub mod raft;
+pub mod raft_log;
 pub mod server;
 pub mod snapshot;
 pub mod storage;
 pub mod tls;
+pub mod transport;
 pub mod watch;
 
 use std::future::Future;
@@ -38,11 +49,13 @@ use crate::config::{split_urls, StoreConfig};
 use crate::error::{Result, StoreError};
 use crate::failpoints::Failpoints;
 use crate::lease::Lessor;
-use crate::member::Cluster;
+use crate::membership::identity::Cluster;
 use crate::mvcc::MvccStore;
-use crate::raft::{start_node, GrpcTransport, NodeConfig, RaftLog};
+use crate::raft::{start_node, NodeConfig, NodeParts};
+use crate::raft_log::RaftLog;
 use crate::server::{Context, Limits, Quota};
 use crate::storage::{Backend, SledBackend, WriteBehind};
+use crate::transport::GrpcTransport;
 use crate::watch::WatchHub;
 
 /// How long open connections may take to close when the member stops.
@@ -54,57 +67,31 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(7);
 /// Opens the member's state and starts its raft loop and background jobs.
 /// The returned context serves requests; see [`run`] for the whole member.
 pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
-    std::fs::create_dir_all(&config.data_dir)
-        .map_err(|err| StoreError::Storage(format!("{}: {err}", config.data_dir.display())))?;
-    let engine = SledBackend::open(&config.data_dir.join("db"))?;
-    let backend: Arc<dyn Backend> = Arc::new(WriteBehind::new(engine)?);
-    let cluster = Cluster::bootstrap(config, &*backend)?;
-    let failpoints = config
-        .experimental_enable_failpoints
-        .then(|| Arc::new(Failpoints::default()));
-    let mut log = RaftLog::open(&config.data_dir.join("raft.wal"))?;
-    if let Some(failpoints) = &failpoints {
-        tracing::warn!("failpoints enabled (--experimental-enable-failpoints)");
-        log = log.with_failpoints(failpoints.clone());
-    }
-    log.import_legacy(&*backend)?;
-    let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
-    let mvcc = Arc::new(MvccStore::open(backend.clone())?);
-    let snap_dir = snapshot::dir(&config.data_dir);
-    snapshot::resume_interrupted_install(&mvcc)?;
-    snapshot::clean(&snap_dir)?;
-    if new_cluster {
-        if !config.restore_snapshot.is_empty() {
-            backup::restore(Path::new(&config.restore_snapshot), &mvcc)?;
-        }
-        bootstrap_new_cluster(&cluster, &log, &mvcc)?;
-    }
+    let disk = open_disk(config)?;
+    let mvcc = disk.mvcc;
     let mut lessor = Lessor::new(config.min_lease_ttl());
     restore_leases(&mvcc, &mut lessor)?;
     let lessor = Arc::new(Mutex::new(lessor));
     let hub = WatchHub::new(mvcc.clone(), config.max_request_bytes as usize);
     hub.start(config.progress_notify_interval());
-    let applied = mvcc.applied_index()?;
-    let log = log.with_state_machine(mvcc.clone(), &snap_dir);
-    let metrics = metrics::Metrics::new();
-    let node_config = node_config(config, &cluster, &metrics);
     let alarms = Arc::new(Alarms::load(&**mvcc.backend())?);
-    let applier = Applier::new(mvcc.clone(), lessor.clone(), hub.clone(), alarms.clone());
-    let transport = Arc::new(GrpcTransport::new(
-        cluster.local_id,
-        cluster.cluster_id.clone(),
-        tokio::runtime::Handle::current(),
-    ));
-    let raft = start_node(
-        node_config,
-        cluster.cluster_id.clone(),
-        log,
-        backend,
-        applier,
-        lessor.clone(),
-        transport,
-        applied,
-    )?;
+    let metrics = metrics::Metrics::new();
+    let cluster = disk.cluster;
+    let parts = NodeParts {
+        cluster_id: cluster.cluster_id.clone(),
+        log: (disk.log).with_state_machine(mvcc.clone(), &snapshot::dir(&config.data_dir)),
+        backend: mvcc.backend().clone(),
+        applier: Applier::new(mvcc.clone(), lessor.clone(), hub.clone(), alarms.clone()),
+        lessor: lessor.clone(),
+        transport: Arc::new(GrpcTransport::new(
+            cluster.local_id,
+            cluster.cluster_id.clone(),
+            tokio::runtime::Handle::current(),
+        )),
+        applied: mvcc.applied_index()?,
+    };
+    let applied = parts.applied;
+    let raft = start_node(node_config(config, &cluster, &metrics), parts)?;
     tracing::info!(
         member = format!("{:x}", cluster.local_id),
         cluster = format!("{:x}", cluster.cluster_id.get()),
@@ -125,13 +112,55 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         },
         metrics,
         peers: Default::default(),
-        failpoints,
+        failpoints: disk.failpoints,
         data_dir: config.data_dir.clone(),
         alarms,
         quota: Quota::from_setting(config.quota_backend_bytes),
     });
     spawn_jobs(&ctx, config)?;
     Ok(ctx)
+}
+
+/// What a member finds in its data directory, made consistent: a crash's
+/// leftovers finished or removed, a new cluster's first state written.
+struct Disk {
+    cluster: Cluster,
+    log: RaftLog,
+    mvcc: Arc<MvccStore>,
+    failpoints: Option<Arc<Failpoints>>,
+}
+
+fn open_disk(config: &StoreConfig) -> Result<Disk> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|err| StoreError::Storage(format!("{}: {err}", config.data_dir.display())))?;
+    let engine = SledBackend::open(&config.data_dir.join("db"))?;
+    let backend: Arc<dyn Backend> = Arc::new(WriteBehind::new(engine)?);
+    let cluster = Cluster::bootstrap(config, &*backend)?;
+    let failpoints = config
+        .experimental_enable_failpoints
+        .then(|| Arc::new(Failpoints::default()));
+    let mut log = RaftLog::open(&config.data_dir.join("raft.wal"))?;
+    if let Some(failpoints) = &failpoints {
+        tracing::warn!("failpoints enabled (--experimental-enable-failpoints)");
+        log = log.with_failpoints(failpoints.clone());
+    }
+    log.import_legacy(&*backend)?;
+    let new_cluster = !log.is_initialized() && config.initial_cluster_state == "new";
+    let mvcc = Arc::new(MvccStore::open(backend)?);
+    snapshot::resume_interrupted_install(&mvcc)?;
+    snapshot::clean(&snapshot::dir(&config.data_dir))?;
+    if new_cluster {
+        if !config.restore_snapshot.is_empty() {
+            backup::restore(Path::new(&config.restore_snapshot), &mvcc)?;
+        }
+        bootstrap_new_cluster(&cluster, &log, &mvcc)?;
+    }
+    Ok(Disk {
+        cluster,
+        log,
+        mvcc,
+        failpoints,
+    })
 }
 
 fn node_config(config: &StoreConfig, cluster: &Cluster, metrics: &metrics::Metrics) -> NodeConfig {
@@ -167,8 +196,8 @@ fn spawn_jobs(ctx: &Arc<Context>, config: &StoreConfig) -> Result<()> {
 /// begins after index 1 with the initial voters. A member that joins later
 /// starts empty and receives all of it in the leader's snapshot.
 fn bootstrap_new_cluster(cluster: &Cluster, log: &RaftLog, mvcc: &MvccStore) -> Result<()> {
-    apply::members::write_initial_members(&**mvcc.backend(), &cluster.initial_records())?;
-    mvcc.write().finish(raft::BOOTSTRAP_INDEX)?;
+    membership::records::write_initial_members(&**mvcc.backend(), &cluster.initial_records())?;
+    mvcc.write().finish(raft_log::BOOTSTRAP_INDEX)?;
     // The state machine is durable before the log says it is initialised,
     // or a crash in between would leave a log the state machine is behind.
     mvcc.backend().flush()?;

@@ -205,7 +205,7 @@ fn register_log_metrics(registry: &mut Registry, raft: &RaftMetrics) {
 }
 
 /// etcd's names (`etcd_network_peer_sent_bytes_total`...), without its
-/// per-peer labels; they count the direct links' traffic (`raft::wire`).
+/// per-peer labels; they count the direct links' traffic (`transport::links`).
 fn register_network_metrics(registry: &mut Registry, raft: &RaftMetrics) {
     let counters: [(&str, &str, &Counter); 3] = [
         (

@@ -11,20 +11,31 @@ use capstan_proto::internal::raft_request::Request;
 use capstan_proto::internal::RaftRequest;
 use prost::Message;
 
-use super::{Applied, Applier};
+use super::applier::Applier;
+use super::outcome::Applied;
 use crate::error::Result;
 use crate::mvcc::{Committed, WriteGroup};
 
 pub struct ApplyBatch<'a> {
-    pub(super) applier: &'a Applier,
+    applier: &'a Applier,
     /// Open until committed; holds the MVCC write lock meanwhile.
-    pub(super) group: Option<WriteGroup<'a>>,
+    group: Option<WriteGroup<'a>>,
     /// Revisions written but not yet announced to the watchers.
-    pub(super) committed: Vec<Committed>,
-    pub(super) outcomes: Vec<Applied>,
+    committed: Vec<Committed>,
+    outcomes: Vec<Applied>,
 }
 
-impl ApplyBatch<'_> {
+impl<'a> ApplyBatch<'a> {
+    /// Starts applying a run of committed entries as one backend batch.
+    pub fn new(applier: &'a Applier) -> ApplyBatch<'a> {
+        ApplyBatch {
+            applier,
+            group: None,
+            committed: Vec::new(),
+            outcomes: Vec::new(),
+        }
+    }
+
     /// Applies the entry at raft `index` (no data: a new leader's empty
     /// entry, which only advances the applied index). Returns the request
     /// id it carried; its outcome comes from [`ApplyBatch::commit`].
@@ -50,7 +61,7 @@ impl ApplyBatch<'_> {
         }
         let group = match self.group.take() {
             Some(group) => group,
-            None => self.applier.mvcc.write_group(),
+            None => self.applier.mvcc().write_group(),
         };
         let mut view = group.view();
         let result = inner.map(|request| self.applier.dispatch(&mut view, request));
@@ -83,9 +94,7 @@ impl ApplyBatch<'_> {
         self.write_group()?;
         for committed in self.committed.drain(..) {
             if !committed.events.is_empty() {
-                self.applier
-                    .hub
-                    .notify(committed.revision, committed.events);
+                (self.applier.hub()).notify(committed.revision, committed.events);
             }
         }
         Ok(std::mem::take(&mut self.outcomes))

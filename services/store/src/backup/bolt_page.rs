@@ -5,7 +5,7 @@
 
 use std::hash::Hasher;
 
-use super::BackupError;
+use super::error::BackupError;
 
 /// The page size etcd's database has on Linux (the OS page size).
 pub const PAGE_SIZE: usize = 4096;

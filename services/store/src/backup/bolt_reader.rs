@@ -9,7 +9,7 @@ use super::bolt_page::{
     le_u32, le_u64, Meta, PageHeader, BRANCH, BUCKET_HEADER, BUCKET_LEAF_FLAG, ELEMENT, LEAF,
     PAGE_HEADER, PAGE_SIZE,
 };
-use super::BackupError;
+use super::error::BackupError;
 
 /// Where a bucket's pairs are: a tree of pages, or one page inside its
 /// parent's value (bbolt keeps small buckets inline).

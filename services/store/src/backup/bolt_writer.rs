@@ -16,7 +16,7 @@ use super::bolt_page::{
     bucket_value, freelist_page, Meta, PageHeader, BRANCH, BUCKET_LEAF_FLAG, ELEMENT, LEAF,
     PAGE_HEADER, PAGE_SIZE,
 };
-use super::BackupError;
+use super::error::BackupError;
 
 /// The first page after the metas and the free list.
 const FIRST_DATA_PAGE: u64 = 3;

@@ -12,11 +12,11 @@ use capstan_proto::mvccpb::KeyValue;
 use prost::Message;
 
 use super::bolt_writer::BoltWriter;
+use super::error::BackupError;
 use super::etcd_layout::{self as etcd, Lease};
-use super::BackupError;
 use crate::apply::alarms::{parse_key as parse_alarm_key, ALARM_PREFIX};
-use crate::apply::members::MEMBER_PREFIX;
 use crate::apply::LEASE_PREFIX;
+use crate::membership::records::MEMBER_PREFIX;
 use crate::mvcc::{MvccStore, Revision, META_APPLIED_INDEX, META_COMPACT_REV, REVISION_PREFIX};
 
 /// Pairs of the small buckets, sorted as bbolt wants them.

@@ -9,8 +9,8 @@ use capstan_proto::mvccpb::KeyValue;
 use prost::Message;
 
 use super::bolt_reader::BoltReader;
+use super::error::BackupError;
 use super::etcd_layout::{self as etcd, Lease};
-use super::BackupError;
 use crate::apply::lease_key;
 use crate::mvcc::{Revision, META_COMPACT_REV, META_CURRENT_REV};
 

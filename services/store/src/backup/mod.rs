@@ -12,6 +12,7 @@
 mod bolt_page;
 mod bolt_reader;
 mod bolt_writer;
+mod error;
 mod etcd_layout;
 mod export;
 mod import;
@@ -26,37 +27,12 @@ use crate::error::{Result, StoreError};
 use crate::mvcc::MvccStore;
 
 pub use bolt_reader::BoltReader;
+pub use error::BackupError;
 
 const DIGEST_LEN: u64 = 32;
 /// etcdctl takes a file whose length is 32 past a multiple of 512 to end
 /// with a digest (a bbolt file is made of pages).
 const ALIGN: u64 = 512;
-
-/// What can go wrong reading or writing a backup.
-#[derive(Debug, thiserror::Error)]
-pub enum BackupError {
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("a record does not decode: {0}")]
-    Decode(#[from] prost::DecodeError),
-    #[error("keys out of order in a bucket at {0:?}")]
-    Unsorted(Vec<u8>),
-    #[error("a pair outside any bucket")]
-    NoBucket,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl From<BackupError> for StoreError {
-    fn from(err: BackupError) -> StoreError {
-        match err {
-            BackupError::Store(err) => err,
-            other => StoreError::Storage(format!("snapshot: {other}")),
-        }
-    }
-}
 
 /// A backup on its way out, as a stream of chunks: the database is
 /// written to an unnamed temporary file first (the MVCC space is read a

@@ -7,7 +7,7 @@ use std::time::Duration;
 use capstan_proto::internal::raft_request::Request;
 use capstan_proto::internal::MemberRecord;
 
-use crate::apply::members;
+use crate::membership::records;
 use crate::server::Context;
 
 pub async fn publish_attributes(ctx: Arc<Context>) {
@@ -19,7 +19,7 @@ pub async fn publish_attributes(ctx: Arc<Context>) {
     };
     let mut delay = Duration::from_millis(100);
     loop {
-        let recorded = members::find(&**ctx.mvcc.backend(), update.id)
+        let recorded = records::find(&**ctx.mvcc.backend(), update.id)
             .ok()
             .flatten();
         let current = recorded

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 
+use super::revision::Revision;
 use super::state::State;
-use super::Revision;
 use crate::error::{Result, StoreError};
 use crate::storage::{Backend, Space, WriteBatch};
 

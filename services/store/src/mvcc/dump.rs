@@ -15,10 +15,9 @@
 use capstan_proto::internal::SnapshotPair;
 use prost::Message;
 
-use super::revision::REVISION_PREFIX;
+use super::revision::{Revision, REVISION_PREFIX};
 use super::state::{decode_i64, META_APPLIED_INDEX};
 use super::store::MvccStore;
-use super::Revision;
 use crate::error::{Result, StoreError};
 use crate::storage::{Pair, Space};
 

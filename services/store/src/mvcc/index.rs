@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use super::key_history::{KeyHistory, LiveMeta};
-use super::{KeyRange, Revision};
+use super::key_range::KeyRange;
+use super::revision::Revision;
 
 #[derive(Debug, Default)]
 pub struct KeyIndex {

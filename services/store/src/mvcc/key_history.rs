@@ -6,7 +6,7 @@
 //! 5 (nothing to keep alive), leaving `7`; compacting at 4 instead would keep 4,
 //! the version visible at the compaction point.
 
-use super::Revision;
+use super::revision::Revision;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {

@@ -8,8 +8,8 @@ use prost::Message;
 
 use super::index::KeyIndex;
 use super::key_history::LiveMeta;
-use super::revision::REVISION_PREFIX;
-use super::{KeyRange, Revision};
+use super::key_range::KeyRange;
+use super::revision::{Revision, REVISION_PREFIX};
 use crate::error::{Result, StoreError};
 use crate::storage::{for_each_pair, Backend, Space};
 

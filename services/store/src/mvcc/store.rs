@@ -7,13 +7,13 @@ use capstan_proto::mvccpb::{event::EventType, Event, KeyValue};
 use parking_lot::RwLock;
 
 use super::compactor::Compactor;
-use super::revision::REVISION_PREFIX;
+use super::key_range::KeyRange;
+use super::revision::{Revision, REVISION_PREFIX};
 use super::state::{
     check_read_revision, collect_revisions, decode_revision, load_state, read_i64, RangeOutput,
     State, META_APPLIED_INDEX,
 };
 use super::write::{WriteGroup, WriteView};
-use super::{KeyRange, Revision};
 use crate::error::{Result, StoreError};
 use crate::storage::{Backend, Space};
 

@@ -12,11 +12,12 @@ use prost::Message;
 
 use super::compactor::Compactor;
 use super::key_history::LiveMeta;
+use super::key_range::KeyRange;
+use super::revision::Revision;
 use super::state::{
     check_read_revision, collect_revisions, decode_revision, RangeOutput, State,
     META_APPLIED_INDEX, META_COMPACT_REV, META_CURRENT_REV,
 };
-use super::{KeyRange, Revision};
 use crate::error::{Result, StoreError};
 use crate::storage::{Backend, Space, WriteBatch};
 

@@ -9,12 +9,12 @@ use capstan_proto::internal::{raft_request::Request, MemberRecord, RaftRequest};
 use prost::Message;
 use tokio::sync::{oneshot, watch};
 use tokio::time::{timeout, Instant};
-use tokio_rustls::rustls;
 
 use super::inbox::InboxSender;
 use super::node_msg::NodeMsg;
 use crate::apply::ApplyOutcome;
 use crate::error::{Result, StoreError};
+use crate::transport::Feedback;
 
 /// What the Ready loop publishes about the node, for status and headers.
 #[derive(Debug, Default)]
@@ -81,16 +81,10 @@ impl RaftHandle {
             .map_err(|_| StoreError::Stopped)
     }
 
-    /// Hands the Ready loop a direct link peer `from` dialed.
-    pub fn link_from(
-        &self,
-        from: u64,
-        stream: std::net::TcpStream,
-        tls: Option<Box<rustls::Connection>>,
-    ) -> Result<()> {
-        self.tx
-            .send(NodeMsg::LinkFrom { from, stream, tls })
-            .map_err(|_| StoreError::Stopped)
+    /// Where the peer port's listener hands the Ready loop the direct
+    /// links its peers dial.
+    pub fn peer_feedback(&self) -> Feedback {
+        self.tx.peer_feedback()
     }
 
     /// Proposes a membership change and waits until this member applied it.

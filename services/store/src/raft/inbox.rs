@@ -1,6 +1,6 @@
 //! The Ready loop's inbox: one place the loop sleeps on, for messages from
-//! other threads (clients' proposals, the persist thread's reports) and for
-//! the sockets of its direct peer links (`wire/`) at once.
+//! other threads (clients' proposals, the disk threads' reports) and for
+//! the sockets of its direct peer links (`transport::links`) at once.
 //!
 //! Messages go through a channel; a sender wakes the loop's poller only
 //! when the loop says it is about to sleep, so a busy loop costs its
@@ -15,9 +15,13 @@ use std::time::Duration;
 use mio::{Events, Poll, Registry, Token, Waker};
 
 use super::node_msg::NodeMsg;
+use crate::transport::links::FIRST_TOKEN;
+use crate::transport::{Feedback, LoopStopped};
 
-/// The poller's token for "a message is waiting"; sockets use others.
+/// The poller's token for "a message is waiting"; the links' sockets use
+/// the tokens from `FIRST_TOKEN` on.
 pub const WAKE_TOKEN: Token = Token(0);
+const _: () = assert!(WAKE_TOKEN.0 < FIRST_TOKEN.0);
 
 struct Wake {
     asleep: AtomicBool,
@@ -33,14 +37,10 @@ pub struct InboxSender {
     wake: Arc<Wake>,
 }
 
-/// The loop is gone.
-#[derive(Debug)]
-pub struct Stopped;
-
 impl InboxSender {
-    pub fn send(&self, msg: NodeMsg) -> Result<(), Stopped> {
-        let tx = self.tx.as_ref().ok_or(Stopped)?;
-        tx.send(msg).map_err(|_| Stopped)?;
+    pub fn send(&self, msg: NodeMsg) -> Result<(), LoopStopped> {
+        let tx = self.tx.as_ref().ok_or(LoopStopped)?;
+        tx.send(msg).map_err(|_| LoopStopped)?;
         // Paired with `Inbox::wait`: the loop marks itself asleep before
         // its last look at the channel, so either it sees this message or
         // this sender sees the mark.
@@ -48,6 +48,12 @@ impl InboxSender {
             let _ = self.wake.waker.wake();
         }
         Ok(())
+    }
+
+    /// The transport's way to this inbox.
+    pub fn peer_feedback(&self) -> Feedback {
+        let sender = self.clone();
+        std::sync::Arc::new(move |event| sender.send(NodeMsg::Peer(event)))
     }
 }
 
@@ -143,25 +149,6 @@ impl Inbox {
         self.held.take().or_else(|| self.rx.try_recv().ok())
     }
 
-    /// Waits for the next message alone (for tests of its senders).
-    #[cfg(test)]
-    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<NodeMsg, mpsc::RecvTimeoutError> {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            if let Some(msg) = self.next_message() {
-                return Ok(msg);
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return Err(mpsc::RecvTimeoutError::Timeout);
-            }
-            match self.wait(left) {
-                Ok(Woken::Ready) => {}
-                _ => return Err(mpsc::RecvTimeoutError::Disconnected),
-            }
-        }
-    }
-
     /// The sockets the last wait found ready: (token, readable, writable).
     pub fn socket_events(&self, into: &mut Vec<(Token, bool, bool)>) {
         into.clear();
@@ -189,14 +176,14 @@ mod tests {
             inbox
         });
         std::thread::sleep(Duration::from_millis(50));
-        sender.send(NodeMsg::Unreachable { to: 7 }).ok().unwrap();
+        sender.send(NodeMsg::StateFlushed { upto: 7 }).ok().unwrap();
         woken
             .recv_timeout(Duration::from_secs(60))
             .expect("the loop slept through the message");
         let mut inbox = sleeper.join().unwrap();
         assert!(matches!(
             inbox.next_message(),
-            Some(NodeMsg::Unreachable { to: 7 })
+            Some(NodeMsg::StateFlushed { upto: 7 })
         ));
         assert!(inbox.next_message().is_none());
         drop(sender);
@@ -209,11 +196,11 @@ mod tests {
     #[test]
     fn a_message_queued_before_the_wait_is_not_slept_on() {
         let (mut inbox, sender) = Inbox::new().unwrap();
-        sender.send(NodeMsg::Unreachable { to: 3 }).ok().unwrap();
+        sender.send(NodeMsg::StateFlushed { upto: 3 }).ok().unwrap();
         inbox.wait(Duration::from_secs(30)).unwrap();
         assert!(matches!(
             inbox.next_message(),
-            Some(NodeMsg::Unreachable { to: 3 })
+            Some(NodeMsg::StateFlushed { upto: 3 })
         ));
     }
 }

@@ -2,14 +2,15 @@
 //!
 //! Each turn it takes every queued proposal and read request (so one Ready —
 //! and one fsync — covers many client requests), ticks the clock, and handles
-//! the Ready with raft-rs's asynchronous persistence: send messages, apply
-//! committed entries (those are durable on a quorum, this member included),
-//! stage new entries and hard state in the log, hand the sync to the persist
-//! thread (`persist.rs`) and advance. While that fdatasync runs, the loop
-//! builds and stages the next Ready. When the persist thread reports a Ready
-//! durable, the loop tells raft (`on_persist_ready`) and only then sends that
-//! Ready's persisted messages (a follower's acknowledgements, votes); the
-//! entries it made committable are applied and answered in a later Ready.
+//! the Ready with raft-rs's asynchronous persistence: send messages, hand
+//! committed entries to the applier (those are durable on a quorum, this
+//! member included), stage new entries and hard state in the log, hand the
+//! sync to the log's sync thread (`raft_log::spawn_log_sync`) and advance.
+//! While that fdatasync runs, the loop builds and stages the next Ready.
+//! When the sync thread reports a Ready durable, the loop tells raft
+//! (`on_persist_ready`) and only then sends that Ready's persisted messages
+//! (a follower's acknowledgements, votes); the entries it made committable
+//! are applied and answered in a later Ready.
 //! A small Ready with no sync under way is synced on the loop itself, which
 //! spares a lone client's request two thread hand-offs.
 //! The state machine is flushed only before the log is truncated (see
@@ -17,40 +18,38 @@
 //!
 //! Between turns the loop sleeps on its inbox (`inbox.rs`), which wakes it
 //! both for messages from other threads and for the sockets of its direct
-//! peer links (`wire/`): raft messages to and from peers (in plain text
-//! or TLS) are written and read on this thread, with no hand-off to the
-//! async runtime.
+//! peer links (`transport::links`): raft messages to and from peers (in
+//! plain text or TLS) are written and read on this thread, with no
+//! hand-off to the async runtime.
 
 mod answers;
-mod apply;
+mod committed;
 mod peers;
 mod reads;
+pub(super) mod start;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use capstan_proto::internal::{raft_request, MemberRecord, RaftRequest};
 use parking_lot::Mutex;
 use prost::Message as _;
 use raft::eraftpb::{Message, Snapshot};
-use raft::{Config, RawNode, StateRole};
+use raft::{RawNode, StateRole};
 use tokio::sync::{oneshot, watch};
 
-use super::handle::{RaftHandle, RaftStatus};
+use super::handle::RaftStatus;
 use super::inbox::{Inbox, Woken};
-use super::logger::raft_logger;
 use super::node_msg::NodeMsg;
-use super::persist::{spawn_persister, spawn_state_flusher};
-use super::storage::RaftLog;
-use super::transport::Transport;
-use super::wire::DirectLinks;
 use crate::apply::{Applier, ApplyOutcome};
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
-use crate::member::ClusterId;
+use crate::raft_log::RaftLog;
 use crate::storage::Backend;
+use crate::transport::links::DirectLinks;
+use crate::transport::Transport;
 use answers::Waiter;
 
 /// How the Ready loop is set up.
@@ -103,112 +102,19 @@ struct Node {
     next_read_ctx: u64,
     applied: u64,
     role: StateRole,
-    /// Ready numbers go here once staged; the persist thread syncs them.
-    persist: std::sync::mpsc::Sender<u64>,
+    disk: DiskThreads,
     /// Messages that may go only once their Ready is durable, by number.
     unpersisted: VecDeque<(u64, Vec<Message>)>,
-    /// Applied indexes go here to be made durable in the state machine.
-    flush_state: std::sync::mpsc::Sender<u64>,
     /// A state flush is under way; the log is truncated when it ends.
     flushing: bool,
 }
 
-/// Bootstraps the log if it is new, then starts the Ready loop thread.
-#[allow(clippy::too_many_arguments)]
-pub fn start_node(
-    config: NodeConfig,
-    cluster_id: ClusterId,
-    log: RaftLog,
-    backend: Arc<dyn Backend>,
-    applier: Applier,
-    lessor: Arc<Mutex<Lessor>>,
-    transport: Arc<dyn Transport>,
-    applied: u64,
-) -> Result<RaftHandle> {
-    // An entry is applied only once committed, so the commit index is at
-    // least the applied one even if its own write was lost in a crash.
-    log.finish_interrupted_snapshot(&*backend, applied)?;
-    log.set_commit(applied)?;
-    let raft_config = Config {
-        id: config.member_id,
-        election_tick: config.election_ticks,
-        heartbeat_tick: config.heartbeat_ticks,
-        applied,
-        check_quorum: true,
-        pre_vote: true,
-        max_size_per_msg: 1024 * 1024,
-        max_inflight_msgs: 256,
-        max_uncommitted_size: 128 * 1024 * 1024,
-        ..Default::default()
-    };
-    raft_config
-        .validate()
-        .map_err(|err| StoreError::Config(format!("raft: {err}")))?;
-    let mut raw = RawNode::new(&raft_config, log.clone(), &raft_logger())
-        .map_err(|err| StoreError::Storage(format!("raft node: {err}")))?;
-    if log.conf_state().voters == [config.member_id] {
-        // Alone in the group: no one to wait for, take the lead at once.
-        let _ = raw.campaign();
-    }
-    let status = Arc::new(RaftStatus {
-        member_id: config.member_id,
-        ..Default::default()
-    });
-    status.applied.store(applied, Ordering::Release);
-    status.last_index.store(log.last_index(), Ordering::Release);
-    let (applied_tx, applied_rx) = watch::channel(applied);
-    let (inbox, tx) =
-        Inbox::new().map_err(|err| StoreError::Storage(format!("raft inbox: {err}")))?;
-    let registry = (inbox.registry().try_clone())
-        .map_err(|err| StoreError::Storage(format!("raft inbox: {err}")))?;
-    let metrics = config.metrics.clone();
-    let links = DirectLinks::new(config.member_id, cluster_id, tx.clone(), registry, metrics);
-    let peers = match peer_list(&applier.members()?) {
-        peers if peers.is_empty() => config.bootstrap_peers.clone(),
-        peers => peers,
-    };
-    transport.set_feedback(tx.clone());
-    let persist = spawn_persister(log.clone(), tx.clone(), config.metrics.clone())?;
-    let flush_state = spawn_state_flusher(backend.clone(), tx.clone(), config.metrics.clone())?;
-    let handle = RaftHandle {
-        tx,
-        status: status.clone(),
-        applied: applied_rx,
-        next_id: Arc::new(AtomicU64::new(first_request_id(config.member_id))),
-        request_timeout: config.request_timeout,
-    };
-    let mut node = Node {
-        raw,
-        log,
-        backend,
-        applier,
-        lessor,
-        status,
-        applied_tx,
-        config,
-        transport,
-        links,
-        socket_events: Vec::new(),
-        waiters: HashMap::new(),
-        answers: answers::Answers::start(),
-        proposal_index: HashMap::new(),
-        pending_reads: Vec::new(),
-        inflight_reads: HashMap::new(),
-        next_read_ctx: 0,
-        applied,
-        role: StateRole::Follower,
-        persist,
-        unpersisted: VecDeque::new(),
-        flush_state,
-        flushing: false,
-    };
-    node.report_log_start();
-    node.set_peers(peers);
-    std::thread::Builder::new()
-        .name("raft-ready-loop".into())
-        .spawn(move || node.run(inbox))
-        .map_err(|err| StoreError::Storage(format!("spawn raft thread: {err}")))?;
-    Ok(handle)
+/// The threads that wait on the disk for the loop, and how to ask them.
+struct DiskThreads {
+    /// Ready numbers go here once staged; the log's sync thread syncs them.
+    log_sync: std::sync::mpsc::Sender<u64>,
+    /// Applied indexes go here to be made durable in the state machine.
+    flush_state: std::sync::mpsc::Sender<u64>,
 }
 
 fn peer_list(members: &[MemberRecord]) -> Vec<(u64, Vec<String>)> {
@@ -216,16 +122,6 @@ fn peer_list(members: &[MemberRecord]) -> Vec<(u64, Vec<String>)> {
         .iter()
         .map(|m| (m.id, m.peer_urls.clone()))
         .collect()
-}
-
-/// Request ids are unique per member and per process start: the member's id
-/// in the top bits, the start time below, then a counter.
-fn first_request_id(member_id: u64) -> u64 {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    ((member_id & 0xffff) << 48) | ((millis & 0xff_ffff_ffff) << 8)
 }
 
 impl Node {
@@ -302,8 +198,7 @@ impl Node {
                     tracing::debug!(%err, "raft rejected a peer message");
                 }
             }
-            NodeMsg::Unreachable { to } => self.raw.report_unreachable(to),
-            NodeMsg::SnapshotReport { to, status } => self.raw.report_snapshot(to, status),
+            NodeMsg::Peer(event) => self.on_peer_event(event),
             NodeMsg::TransferLeader { to } => self.raw.transfer_leader(to),
             NodeMsg::LearnerInSync { id, done } => {
                 let _ = done.send(self.learner_in_sync(id));
@@ -315,13 +210,6 @@ impl Node {
                     std::process::exit(2);
                 }
             }
-            NodeMsg::LinkUp {
-                to,
-                generation,
-                stream,
-                tls,
-            } => self.links.link_up(to, generation, stream, tls),
-            NodeMsg::LinkFrom { from, stream, tls } => self.links.inbound(from, stream, tls),
         }
     }
 
@@ -379,7 +267,7 @@ impl Node {
             self.install_snapshot(ready.snapshot().clone())?;
         }
         self.answer_reads(ready.take_read_states());
-        self.apply(ready.take_committed_entries())?;
+        self.hand_on_committed(ready.take_committed_entries())?;
         let staged = !ready.entries().is_empty() || ready.hs().is_some();
         if !ready.entries().is_empty() {
             let entries = ready.entries().len() as f64;
@@ -387,7 +275,7 @@ impl Node {
         }
         // raft reads appended entries back through `Storage` from
         // `advance_append_async` on, so they go in before it; they are
-        // durable once the persist thread reports this Ready's number.
+        // durable once the sync thread reports this Ready's number.
         self.log.append(ready.entries())?;
         if let Some(hard_state) = ready.hs() {
             self.log.set_hard_state(hard_state)?;
@@ -399,27 +287,8 @@ impl Node {
         if !ready.snapshot().is_empty() {
             return self.finish_synchronously(ready);
         }
-        let persisted = ready.take_persisted_messages();
+        let inline = self.start_sync(&mut ready)?;
         let number = ready.number();
-        let inline = ready.must_sync() && self.sync_inline(ready.entries().len());
-        if inline {
-            self.sync_now()?;
-            self.send(persisted);
-        } else if ready.must_sync() {
-            self.unpersisted.push_back((number, persisted));
-            if self.persist.send(number).is_err() {
-                return Err(StoreError::Storage(
-                    "the raft log sync thread stopped".into(),
-                ));
-            }
-        } else if let Some((_, waiting)) = self.unpersisted.back_mut() {
-            // Nothing of this Ready needs a sync of its own (a new commit
-            // index rides with the next one), but its messages keep their
-            // order behind those of a Ready still being synced.
-            waiting.extend(persisted);
-        } else {
-            self.send(persisted);
-        }
         self.raw.advance_append_async(ready);
         if inline {
             self.raw.on_persist_ready(number);
@@ -432,11 +301,39 @@ impl Node {
         Ok(())
     }
 
-    /// Whether to sync a Ready on this thread rather than the persist
+    /// Makes a staged Ready durable, on this thread (returns true) or the
+    /// log's sync thread, and sends its persisted messages once that is
+    /// done: at once after an inline sync, on the sync thread's report
+    /// otherwise.
+    fn start_sync(&mut self, ready: &mut raft::Ready) -> Result<bool> {
+        let persisted = ready.take_persisted_messages();
+        let inline = ready.must_sync() && self.sync_inline(ready.entries().len());
+        if inline {
+            self.sync_now()?;
+            self.send(persisted);
+        } else if ready.must_sync() {
+            self.unpersisted.push_back((ready.number(), persisted));
+            if self.disk.log_sync.send(ready.number()).is_err() {
+                return Err(StoreError::Storage(
+                    "the raft log sync thread stopped".into(),
+                ));
+            }
+        } else if let Some((_, waiting)) = self.unpersisted.back_mut() {
+            // Nothing of this Ready needs a sync of its own (a new commit
+            // index rides with the next one), but its messages keep their
+            // order behind those of a Ready still being synced.
+            waiting.extend(persisted);
+        } else {
+            self.send(persisted);
+        }
+        Ok(inline)
+    }
+
+    /// Whether to sync a Ready on this thread rather than the log sync
     /// thread's. Under light load (a Ready of a few entries, no sync under
     /// way) the hand-off costs more than it hides: two thread wake-ups per
     /// Ready, on the path of every single-client request. Under load the
-    /// persist thread lets the loop build the next Ready during the sync.
+    /// sync thread lets the loop build the next Ready during the sync.
     fn sync_inline(&self, entries: usize) -> bool {
         self.unpersisted.is_empty() && entries <= INLINE_SYNC_ENTRIES
     }
@@ -467,13 +364,13 @@ impl Node {
             self.status.commit.fetch_max(commit, Ordering::AcqRel);
         }
         self.send(light.take_messages());
-        self.apply(light.take_committed_entries())?;
+        self.hand_on_committed(light.take_committed_entries())?;
         self.raw.advance_apply();
         self.publish_progress();
         Ok(())
     }
 
-    /// The persist thread made Readies up to `number` durable: raft may
+    /// The log's sync thread made Readies up to `number` durable: raft may
     /// count their entries as this member's, and their messages may go.
     fn on_persisted(&mut self, number: u64) {
         self.raw.on_persist_ready(number);
@@ -559,7 +456,7 @@ impl Node {
             return Ok(());
         }
         self.flushing = true;
-        self.flush_state
+        (self.disk.flush_state)
             .send(applied)
             .map_err(|_| StoreError::Storage("the state flush thread stopped".into()))
     }

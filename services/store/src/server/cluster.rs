@@ -14,10 +14,11 @@ use capstan_proto::peer::LearnerInSyncRequest;
 use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2};
 use tonic::{Request, Response, Status};
 
-use super::Context;
-use crate::apply::{members, ApplyOutcome};
+use super::context::Context;
+use crate::apply::ApplyOutcome;
 use crate::error::{Result, StoreError};
-use crate::member::{member_id, to_wire};
+use crate::membership::identity::{member_id, to_wire};
+use crate::membership::records;
 
 pub struct ClusterService(pub Arc<Context>);
 
@@ -32,7 +33,7 @@ fn single_change(kind: ConfChangeType, node_id: u64) -> ConfChangeV2 {
 
 impl ClusterService {
     fn members(&self) -> Result<Vec<MemberRecord>> {
-        members::load_members(&**self.0.mvcc.backend())
+        records::load_members(&**self.0.mvcc.backend())
     }
 
     fn wire_members(&self) -> Result<Vec<Member>> {
@@ -151,7 +152,7 @@ impl ClusterService {
         if self.0.raft.status().is_leader() {
             return self.0.raft.learner_in_sync(id).await;
         }
-        let mut leader = super::forward::leader_client(&self.0)?;
+        let mut leader = self.0.leader_client()?;
         let answer = leader
             .learner_in_sync(LearnerInSyncRequest { member_id: id })
             .await

@@ -8,8 +8,6 @@ use capstan_proto::peer::peer_client::PeerClient;
 use parking_lot::Mutex;
 use tonic::transport::Channel;
 
-use super::Context;
-use crate::apply::members;
 use crate::error::{Result, StoreError};
 
 /// Lazily connected channels to peers, by peer URL.
@@ -19,6 +17,11 @@ pub struct PeerChannels {
 }
 
 impl PeerChannels {
+    /// A client for the peer service at `url`.
+    pub fn client(&self, url: &str) -> Result<PeerClient<Channel>> {
+        Ok(PeerClient::new(self.channel(url)?))
+    }
+
     fn channel(&self, url: &str) -> Result<Channel> {
         let mut channels = self.channels.lock();
         if let Some(channel) = channels.get(url) {
@@ -32,15 +35,4 @@ impl PeerChannels {
         channels.insert(url.to_string(), channel.clone());
         Ok(channel)
     }
-}
-
-/// A client for the current leader's peer service.
-pub fn leader_client(ctx: &Context) -> Result<PeerClient<Channel>> {
-    let leader = ctx.raft.status().leader();
-    if leader == 0 {
-        return Err(StoreError::NoLeader);
-    }
-    let record = members::find(&**ctx.mvcc.backend(), leader)?.ok_or(StoreError::NoLeader)?;
-    let url = record.peer_urls.first().ok_or(StoreError::NoLeader)?;
-    Ok(PeerClient::new(ctx.peers.channel(url)?))
 }

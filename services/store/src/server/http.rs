@@ -10,7 +10,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 
-use super::Context;
+use super::context::Context;
 
 pub fn add_routes(router: Router, ctx: Arc<Context>) -> Router {
     let http = Router::new()

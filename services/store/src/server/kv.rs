@@ -11,9 +11,9 @@ use capstan_proto::etcdserverpb::{
 use capstan_proto::internal::raft_request::Request;
 use tonic::{Request as GrpcRequest, Response, Status};
 
-use super::Context;
+use super::context::Context;
+use super::validate;
 use crate::apply::range::execute_range;
-use crate::apply::validate;
 use crate::error::Result;
 
 pub struct KvService(pub Arc<Context>);

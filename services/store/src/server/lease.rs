@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request as GrpcRequest, Response, Status, Streaming};
 
-use super::{forward, Context};
+use super::context::Context;
 use crate::error::{Result, StoreError};
 use crate::lease::{LeaseInfo, MAX_LEASE_TTL};
 use capstan_proto::peer::{LeaseRenewRequest, LeaseTimeToLiveRequest as PeerTtlRequest};
@@ -106,7 +106,7 @@ impl LeaseService {
 /// Asks the leader, whose clock is the only one that runs, for a lease's
 /// remaining time.
 async fn leader_time_to_live(ctx: &Context, id: i64) -> Result<Option<LeaseInfo>> {
-    let mut client = forward::leader_client(ctx)?;
+    let mut client = ctx.leader_client()?;
     let response = client
         .lease_time_to_live(PeerTtlRequest { id })
         .await
@@ -128,7 +128,7 @@ async fn keep_alive(ctx: &Context, id: i64) -> Result<LeaseKeepAliveResponse> {
     let ttl = if ctx.raft.status().is_leader() {
         ctx.lessor.lock().renew(id).unwrap_or(0)
     } else {
-        let mut client = forward::leader_client(ctx)?;
+        let mut client = ctx.leader_client()?;
         let response = client
             .lease_renew(LeaseRenewRequest { id })
             .await

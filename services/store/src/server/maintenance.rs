@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use super::Context;
+use super::context::Context;
 use crate::backup::BackupStream;
 use crate::error::StoreError;
 
@@ -190,7 +190,7 @@ impl Maintenance for MaintenanceService {
             if !ctx.raft.status().is_leader() {
                 return Err(StoreError::NotLeader);
             }
-            let members = crate::apply::members::load_members(&**ctx.mvcc.backend())?;
+            let members = crate::membership::records::load_members(&**ctx.mvcc.backend())?;
             if !members.iter().any(|m| m.id == target && !m.is_learner) {
                 return Err(StoreError::BadLeaderTransferee);
             }

@@ -14,7 +14,7 @@ use protobuf::Message as _;
 use raft::eraftpb::Message;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::Context;
+use super::context::Context;
 
 pub struct PeerService(pub Arc<Context>);
 

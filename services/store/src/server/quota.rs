@@ -5,18 +5,15 @@
 //! request's cost reaches the quota, and the member raises the NOSPACE
 //! alarm through raft, so every member refuses such requests until
 //! `etcdctl alarm disarm` (after `compact` and `defrag` freed space).
+//! The check itself is `Context::check_quota` (`context.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use capstan_proto::etcdserverpb::alarm_request::AlarmAction;
 use capstan_proto::etcdserverpb::request_op::Request as Op;
-use capstan_proto::etcdserverpb::{AlarmRequest, AlarmResponse, AlarmType, TxnRequest};
+use capstan_proto::etcdserverpb::TxnRequest;
 use capstan_proto::internal::raft_request::Request;
 
-use super::Context;
-use crate::apply::alarms::grows_database;
-use crate::error::{Result, StoreError};
 use crate::storage::Backend;
 
 /// etcd's `DefaultQuotaBytes`.
@@ -62,13 +59,13 @@ impl Quota {
         self.limit
     }
 
-    /// Whether the database has room for `request` (etcd's
+    /// Whether the database has room for a request of this cost (etcd's
     /// `backendQuota.Available`).
-    pub fn available(&self, backend: &dyn Backend, request: &Request) -> bool {
+    pub fn available(&self, backend: &dyn Backend, cost: u64) -> bool {
         let Some(limit) = self.limit else {
             return true;
         };
-        self.size(backend) + cost(request) < limit
+        self.size(backend) + cost < limit
     }
 
     /// The database's size, measured again by one caller once the last
@@ -94,8 +91,10 @@ impl Quota {
     }
 }
 
-/// What a request adds to the database, as etcd estimates it.
-fn cost(request: &Request) -> u64 {
+/// What a request adds to the database, as etcd estimates it: zero for
+/// exactly the requests that do not grow it (every put costs at least
+/// `KV_OVERHEAD`, a lease grant `LEASE_OVERHEAD`).
+pub fn cost(request: &Request) -> u64 {
     match request {
         Request::Put(put) => KV_OVERHEAD + (put.key.len() + put.value.len()) as u64,
         Request::Txn(txn) => txn_cost(txn),
@@ -116,38 +115,6 @@ fn txn_cost(txn: &TxnRequest) -> u64 {
             .sum()
     };
     branch(&txn.success).max(branch(&txn.failure))
-}
-
-impl Context {
-    /// Refuses a request that would grow a database that is full, or
-    /// whose NOSPACE alarm is raised; on the first refusal this member
-    /// raises the alarm through raft (and waits for it, as etcd does).
-    pub async fn check_quota(&self, request: &Request) -> Result<()> {
-        if !grows_database(request) {
-            return Ok(());
-        }
-        if self.alarms.no_space() {
-            return Err(StoreError::NoSpace);
-        }
-        if self.quota.available(&**self.mvcc.backend(), request) {
-            return Ok(());
-        }
-        let member = self.cluster.local_id;
-        tracing::warn!(
-            quota = self.quota.limit(),
-            size = self.mvcc.backend().size_on_disk(),
-            "database space exceeded; raising the NOSPACE alarm"
-        );
-        let raise = AlarmRequest {
-            action: AlarmAction::Activate as i32,
-            member_id: member,
-            alarm: AlarmType::Nospace as i32,
-        };
-        if let Err(err) = self.propose::<AlarmResponse>(Request::Alarm(raise)).await {
-            tracing::warn!(%err, "raising the NOSPACE alarm failed");
-        }
-        Err(StoreError::NoSpace)
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::time::Instant;
 use tonic::metadata::MetadataMap;
 use tonic::Status;
 
-use super::Context;
+use super::context::Context;
 use crate::error::StoreError;
 
 const KEY: &str = "hasleader";

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::Context;
+use super::context::Context;
 use crate::mvcc::KeyRange;
 use crate::watch::WatchFilter;
 

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use capstan_proto::internal::SnapshotPair;
 use prost::Message;
 
-use super::{open, SnapshotFile};
+use super::file::{open, SnapshotFile};
 use crate::error::{Result, StoreError};
 use crate::mvcc::{MvccStore, META_APPLIED_INDEX};
 use crate::storage::Space;

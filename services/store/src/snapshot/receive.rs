@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 use tokio::io::AsyncWriteExt;
 
-use super::{io_error, SnapshotFile};
+use super::file::{io_error, SnapshotFile};
 use crate::error::{Result, StoreError};
 
 /// The file a snapshot is being received into; removed if dropped before

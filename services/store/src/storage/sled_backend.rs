@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
-use super::{Backend, Change, Pair, Space, WriteBatch};
+use super::backend::{Backend, Change, Pair, Space, WriteBatch};
 use crate::error::{Result, StoreError};
 
 /// Pairs copied per batch while defragmenting.

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::{Backend, Pair, Space, WriteBatch, LARGE_BATCH};
+use super::backend::{Backend, Pair, Space, WriteBatch, LARGE_BATCH};
 use crate::error::{Result, StoreError};
 
 /// The space whose writes are deferred (the others are written through).

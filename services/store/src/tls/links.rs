@@ -1,6 +1,7 @@
 //! rustls configurations for the peer port when it serves TLS: the server
 //! side, which also terminates the peer gRPC service's connections, and
-//! the client side the Ready loop's direct links dial with (`raft::wire`).
+//! the client side the Ready loop's direct links dial with
+//! (`transport::links`).
 //! Both come from the same `--peer-*` files and mean what they mean for
 //! gRPC: the member's certificate on both sides, the trusted CA for the
 //! other end, and a client certificate required with
@@ -13,7 +14,8 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore, ServerConfig};
 
-use super::{read, Side};
+use super::pem::read;
+use crate::config::tls::Side;
 use crate::error::{Result, StoreError};
 
 /// What a direct link asks for in the handshake (ALPN); gRPC asks "h2".

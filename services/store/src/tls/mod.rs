@@ -4,50 +4,24 @@
 //! signed; the `--peer-*` flags do the same for raft traffic, and a member
 //! dials `https://` peer URLs with its peer certificate as the client's.
 //!
-//! The files are read once at start; a missing or unreadable one stops
-//! start-up with a message naming the flag and the file.
+//! The flags themselves are settings (`config::tls`); here they become
+//! tonic's and rustls's configurations. The files are read once at start;
+//! a missing or unreadable one stops start-up with a message naming the
+//! flag and the file.
 
 mod links;
-mod settings;
+mod pem;
 
-use std::path::Path;
 use std::sync::OnceLock;
 
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
 
-use crate::error::{Result, StoreError};
+pub use crate::config::tls::{Side, TlsFlags, TlsSettings};
+use crate::error::Result;
 pub use links::{link_client, set_link_client, LINK_ALPN};
-pub use settings::{TlsFlags, TlsSettings};
-
-/// One side's files: what it presents and whom it trusts.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Side {
-    pub cert_file: String,
-    pub key_file: String,
-    pub trusted_ca_file: String,
-    pub client_cert_auth: bool,
-}
+use pem::read;
 
 impl Side {
-    pub fn enabled(&self) -> bool {
-        !self.cert_file.is_empty()
-    }
-
-    /// Refuses half a configuration before anything is served.
-    pub fn validate(&self, prefix: &str) -> Result<()> {
-        if self.cert_file.is_empty() != self.key_file.is_empty() {
-            return Err(StoreError::Config(format!(
-                "--{prefix}cert-file and --{prefix}key-file must be given together"
-            )));
-        }
-        if self.client_cert_auth && self.trusted_ca_file.is_empty() {
-            return Err(StoreError::Config(format!(
-                "--{prefix}client-cert-auth needs --{prefix}trusted-ca-file"
-            )));
-        }
-        Ok(())
-    }
-
     /// The server side, or None for plain HTTP.
     pub fn server(&self, prefix: &str) -> Result<Option<ServerTlsConfig>> {
         if !self.enabled() {
@@ -82,17 +56,6 @@ impl Side {
         }
         Ok(config)
     }
-}
-
-fn read(flag: &str, path: &str) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(Path::new(path))
-        .map_err(|err| StoreError::Config(format!("--{flag} {path}: {err}")))?;
-    if !String::from_utf8_lossy(&bytes).contains("-----BEGIN") {
-        return Err(StoreError::Config(format!(
-            "--{flag} {path}: not a PEM file"
-        )));
-    }
-    Ok(bytes)
 }
 
 /// How this member dials its peers, set once at start (the peer links

@@ -15,7 +15,7 @@ use parking_lot::{Condvar, Mutex};
 use tokio::sync::mpsc::{self, error::TrySendError};
 
 use super::batch::ResponseBatch;
-use super::WatchFilter;
+use super::filter::WatchFilter;
 use crate::error::StoreError;
 use crate::mvcc::MvccStore;
 

@@ -6,6 +6,7 @@ use raft::eraftpb::Message;
 
 use super::Node;
 use crate::raft::inbox::Inbox;
+use crate::transport::PeerEvent;
 
 impl Node {
     pub(super) fn send(&mut self, messages: Vec<Message>) {
@@ -25,6 +26,21 @@ impl Node {
     pub(super) fn set_peers(&mut self, peers: Vec<(u64, Vec<String>)>) {
         self.links.set_peers(&peers);
         self.transport.set_peers(peers);
+    }
+
+    /// What the transport reported.
+    pub(super) fn on_peer_event(&mut self, event: PeerEvent) {
+        match event {
+            PeerEvent::Unreachable { to } => self.raw.report_unreachable(to),
+            PeerEvent::SnapshotReport { to, status } => self.raw.report_snapshot(to, status),
+            PeerEvent::LinkUp {
+                to,
+                generation,
+                stream,
+                tls,
+            } => self.links.link_up(to, generation, stream, tls),
+            PeerEvent::LinkFrom { from, stream, tls } => self.links.inbound(from, stream, tls),
+        }
     }
 
     /// Reads and writes the sockets the last wait found ready, and steps

@@ -17,10 +17,9 @@ use tokio_rustls::rustls::{self, ClientConfig};
 use tokio_rustls::TlsConnector;
 
 use super::frame::{put_frame, MAGIC};
-use crate::member::ClusterId;
-use crate::raft::backoff::Backoff;
-use crate::raft::inbox::InboxSender;
-use crate::raft::node_msg::NodeMsg;
+use crate::membership::identity::ClusterId;
+use crate::transport::backoff::Backoff;
+use crate::transport::interface::{Feedback, PeerEvent};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -34,7 +33,7 @@ pub struct Dial {
     pub generation: u64,
     /// Cleared by the loop when the link is dropped or replaced.
     pub wanted: Arc<AtomicBool>,
-    pub inbox: InboxSender,
+    pub feedback: Feedback,
 }
 
 impl Dial {
@@ -43,22 +42,18 @@ impl Dial {
         while self.wanted.load(Ordering::Acquire) {
             match self.open().await {
                 Ok((stream, tls)) => {
-                    let up = NodeMsg::LinkUp {
+                    let up = PeerEvent::LinkUp {
                         to: self.to,
                         generation: self.generation,
                         stream,
                         tls,
                     };
-                    let _ = self.inbox.send(up);
+                    let _ = (self.feedback)(up);
                     return;
                 }
                 Err(err) => {
                     tracing::debug!(to = format!("{:x}", self.to), %err, "peer unreachable");
-                    if self
-                        .inbox
-                        .send(NodeMsg::Unreachable { to: self.to })
-                        .is_err()
-                    {
+                    if (self.feedback)(PeerEvent::Unreachable { to: self.to }).is_err() {
                         return;
                     }
                 }

@@ -6,8 +6,8 @@ use std::path::Path;
 use clap::Args;
 use serde::Deserialize;
 
-use super::Side;
-use crate::config::ConfigError;
+use crate::error::{Result, StoreError};
+use capstan_telemetry::settings::ConfigError;
 
 /// etcd's TLS flags.
 #[derive(Debug, Default, Clone, Args)]
@@ -50,6 +50,36 @@ struct Layered {
     peer_client_cert_auth: bool,
 }
 
+/// One side's files: what it presents and whom it trusts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Side {
+    pub cert_file: String,
+    pub key_file: String,
+    pub trusted_ca_file: String,
+    pub client_cert_auth: bool,
+}
+
+impl Side {
+    pub fn enabled(&self) -> bool {
+        !self.cert_file.is_empty()
+    }
+
+    /// Refuses half a configuration before anything is served.
+    pub fn validate(&self, prefix: &str) -> Result<()> {
+        if self.cert_file.is_empty() != self.key_file.is_empty() {
+            return Err(StoreError::Config(format!(
+                "--{prefix}cert-file and --{prefix}key-file must be given together"
+            )));
+        }
+        if self.client_cert_auth && self.trusted_ca_file.is_empty() {
+            return Err(StoreError::Config(format!(
+                "--{prefix}client-cert-auth needs --{prefix}trusted-ca-file"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The client side and the peer side.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TlsSettings {
@@ -58,7 +88,10 @@ pub struct TlsSettings {
 }
 
 impl TlsSettings {
-    pub fn load(flags: &TlsFlags, file: Option<&Path>) -> Result<TlsSettings, ConfigError> {
+    pub fn load(
+        flags: &TlsFlags,
+        file: Option<&Path>,
+    ) -> std::result::Result<TlsSettings, ConfigError> {
         let mut defaults = config::Config::builder();
         for key in ["cert_file", "key_file", "trusted_ca_file"] {
             defaults = defaults

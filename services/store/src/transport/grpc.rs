@@ -1,6 +1,6 @@
 //! Sending raft messages to peers over the gRPC peer service: snapshots to
 //! every peer, and the other messages to peers without a direct link from
-//! the Ready loop (`wire/`): `https://` peers when the links have no TLS
+//! the Ready loop (`links/`): `https://` peers when the links have no TLS
 //! client (as in unit tests).
 //!
 //! Each such peer has a link: a bounded queue drained by its own task, which
@@ -25,25 +25,15 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 
 use super::backoff::Backoff;
-use super::inbox::InboxSender;
-use super::node_msg::NodeMsg;
-use super::wire;
-use crate::member::ClusterId;
+use super::interface::{Feedback, PeerEvent, Transport};
+use super::links;
+use crate::membership::identity::ClusterId;
 
 /// Messages queued per peer before new ones are dropped.
 const LINK_QUEUE: usize = 4096;
 /// Messages sent in one batch at most.
 const MAX_BATCH: usize = 512;
 const SNAPSHOT_CHUNK: usize = 1024 * 1024;
-
-/// Where raft messages go. A single-member group needs none.
-pub trait Transport: Send + Sync + 'static {
-    /// Where unreachable and snapshot reports go; set once the node runs.
-    fn set_feedback(&self, feedback: InboxSender);
-    fn send(&self, messages: Vec<Message>);
-    /// Replaces the set of peers (id → peer URLs) after a membership change.
-    fn set_peers(&self, peers: Vec<(u64, Vec<String>)>);
-}
 
 struct Link {
     urls: Vec<String>,
@@ -56,7 +46,7 @@ pub struct GrpcTransport {
     local_id: u64,
     cluster_id: ClusterId,
     runtime: tokio::runtime::Handle,
-    feedback: Mutex<Option<InboxSender>>,
+    feedback: Mutex<Option<Feedback>>,
     links: Mutex<HashMap<u64, Link>>,
 }
 
@@ -71,16 +61,16 @@ impl GrpcTransport {
         }
     }
 
-    fn report(&self, msg: NodeMsg) {
+    fn report(&self, event: PeerEvent) {
         if let Some(feedback) = self.feedback.lock().as_ref() {
-            let _ = feedback.send(msg);
+            let _ = feedback(event);
         }
     }
 
     fn open_link(&self, to: u64, urls: Vec<String>) -> Link {
         let direct = urls
             .first()
-            .and_then(|url| wire::link_target(url))
+            .and_then(|url| links::link_target(url))
             .is_some();
         if direct {
             return Link { urls, queue: None };
@@ -122,14 +112,14 @@ impl GrpcTransport {
                 }
             };
             if let Some(feedback) = feedback {
-                let _ = feedback.send(NodeMsg::SnapshotReport { to, status });
+                let _ = feedback(PeerEvent::SnapshotReport { to, status });
             }
         });
     }
 }
 
 impl Transport for GrpcTransport {
-    fn set_feedback(&self, feedback: InboxSender) {
+    fn set_feedback(&self, feedback: Feedback) {
         *self.feedback.lock() = Some(feedback);
     }
 
@@ -147,7 +137,7 @@ impl Transport for GrpcTransport {
                 _ => false,
             };
             if !queued {
-                self.report(NodeMsg::Unreachable { to });
+                self.report(PeerEvent::Unreachable { to });
             }
         }
     }
@@ -174,7 +164,7 @@ struct LinkPump {
     from: u64,
     cluster_id: ClusterId,
     url: String,
-    feedback: Option<InboxSender>,
+    feedback: Option<Feedback>,
 }
 
 impl LinkPump {
@@ -199,7 +189,7 @@ impl LinkPump {
                 return;
             }
             if let Some(feedback) = &self.feedback {
-                let _ = feedback.send(NodeMsg::Unreachable { to: self.to });
+                let _ = feedback(PeerEvent::Unreachable { to: self.to });
             }
             tokio::time::sleep(backoff.pause()).await;
         }
@@ -310,7 +300,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_link_dropped_while_its_peer_is_down_stops() {
         let transport = GrpcTransport::new(1, ClusterId::new(1), tokio::runtime::Handle::current());
-        let (mut reports, feedback) = crate::raft::inbox::Inbox::new().unwrap();
+        let (reported, reports) = std::sync::mpsc::channel();
+        let feedback: Feedback = std::sync::Arc::new(move |event| {
+            reported
+                .send(event)
+                .map_err(|_| crate::transport::interface::LoopStopped)
+        });
         transport.set_feedback(feedback);
         // Plain URLs get direct links; this transport keeps https ones.
         let down = format!("https://127.0.0.1:{}", closed_port());
@@ -319,8 +314,8 @@ mod tests {
             let first = reports.recv_timeout(Duration::from_secs(30));
             (first, reports)
         });
-        let (first, mut reports) = first.await.unwrap();
-        assert!(matches!(first, Ok(NodeMsg::Unreachable { to: 2 })));
+        let (first, reports) = first.await.unwrap();
+        assert!(matches!(first, Ok(PeerEvent::Unreachable { to: 2 })));
 
         // Once the link is gone and the transport dropped, the last sender of
         // reports goes with the pump's task: the channel disconnects.

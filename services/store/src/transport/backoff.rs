@@ -1,6 +1,6 @@
 //! The pause before dialing a peer again: 50 ms, doubling to at most 1 s,
 //! back to the start once a connection held. Shared by the gRPC links
-//! (`transport.rs`) and the direct links (`wire/`).
+//! (`grpc.rs`) and the direct links (`links/`).
 
 use std::time::Duration;
 

@@ -1,5 +1,7 @@
-//! Applying committed entries, for the Ready loop: runs of normal entries
-//! as one backend batch, membership changes one by one between them.
+//! The Ready loop's step that hands committed entries on to the applier
+//! (`crate::apply`): runs of normal entries as one backend batch, membership
+//! changes one by one between them (raft's configuration first, then the
+//! member records); then their proposers are answered.
 
 use prost::Message as _;
 use protobuf::Message as _;
@@ -9,13 +11,13 @@ use raft_proto::ConfChangeI;
 use capstan_proto::internal::{raft_request, RaftRequest};
 
 use super::{peer_list, Node};
-use crate::apply::ApplyOutcome;
+use crate::apply::{ApplyBatch, ApplyOutcome};
 use crate::error::{Result, StoreError};
 
 impl Node {
-    /// Applies committed entries: each run of normal entries as one backend
-    /// batch, membership changes one by one between them.
-    pub(super) fn apply(&mut self, entries: Vec<Entry>) -> Result<()> {
+    /// Hands committed entries to the applier: each run of normal entries
+    /// as one backend batch, membership changes one by one between them.
+    pub(super) fn hand_on_committed(&mut self, entries: Vec<Entry>) -> Result<()> {
         let mut rest = &entries[..];
         while let Some(first) = rest.first() {
             let normal = rest
@@ -23,7 +25,7 @@ impl Node {
                 .take_while(|e| e.get_entry_type() == EntryType::EntryNormal)
                 .count();
             if normal > 0 {
-                self.apply_normal(&rest[..normal])?;
+                self.hand_on_normal(&rest[..normal])?;
                 rest = &rest[normal..];
                 continue;
             }
@@ -31,12 +33,12 @@ impl Node {
                 EntryType::EntryConfChange => {
                     let change = ConfChange::parse_from_bytes(&first.data)
                         .map_err(|err| StoreError::Corrupt(err.to_string()))?;
-                    self.apply_conf_change(first, &change)?
+                    self.hand_on_conf_change(first, &change)?
                 }
                 _ => {
                     let change = ConfChangeV2::parse_from_bytes(&first.data)
                         .map_err(|err| StoreError::Corrupt(err.to_string()))?;
-                    self.apply_conf_change(first, &change)?
+                    self.hand_on_conf_change(first, &change)?
                 }
             };
             self.settle_proposal(first.index, applied_id);
@@ -46,10 +48,10 @@ impl Node {
         Ok(())
     }
 
-    /// Applies normal entries in one backend batch, then answers their
+    /// Has normal entries applied in one backend batch, then answers their
     /// proposers.
-    fn apply_normal(&mut self, entries: &[Entry]) -> Result<()> {
-        let mut batch = self.applier.batch();
+    fn hand_on_normal(&mut self, entries: &[Entry]) -> Result<()> {
+        let mut batch = ApplyBatch::new(&self.applier);
         let mut ids = Vec::with_capacity(entries.len());
         for entry in entries {
             ids.push((entry.index, batch.apply(entry.index, &entry.data)?));
@@ -82,7 +84,8 @@ impl Node {
         }
     }
 
-    fn apply_conf_change(
+    /// Changes raft's configuration, then has the member records follow.
+    fn hand_on_conf_change(
         &mut self,
         entry: &Entry,
         change: &impl ConfChangeI,
@@ -94,7 +97,7 @@ impl Node {
                 // An invalid change (e.g. removing the last voter) is skipped
                 // the same way on every member; the entry still counts as applied.
                 tracing::warn!(%err, "membership change rejected");
-                let mut batch = self.applier.batch();
+                let mut batch = ApplyBatch::new(&self.applier);
                 batch.apply(entry.index, &[])?;
                 batch.commit()?;
                 return Ok(None);

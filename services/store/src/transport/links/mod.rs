@@ -2,12 +2,14 @@
 //! the Ready loop itself on non-blocking sockets (through a rustls session
 //! for `https://` peers).
 //!
-//! Through gRPC (`transport.rs`) a message crossed from the loop's thread
+//! Through gRPC (`grpc.rs`) a message crossed from the loop's thread
 //! to the async runtime and back on each member: at one client on three
 //! members that was about two thirds of the cluster's CPU per linearizable
 //! read, most of it threads waking each other. Here the loop writes a
 //! Ready's messages to the peer's socket and steps what arrives on its own
-//! sockets, woken by the same poller as its inbox (`inbox.rs`).
+//! sockets, woken by the same poller as its inbox (`raft/inbox.rs`): the
+//! loop hands the links that poller's registry, and the links number their
+//! sockets from [`FIRST_TOKEN`] on.
 //!
 //! Each member dials each peer once and sends on that link only; what it
 //! receives comes on the links its peers dialed. Connecting happens on the
@@ -31,13 +33,17 @@ use raft::eraftpb::{Message, MessageType};
 use tokio_rustls::rustls;
 
 use super::backoff::Backoff;
-use super::inbox::{InboxSender, WAKE_TOKEN};
-use crate::member::ClusterId;
+use super::interface::Feedback;
+use crate::membership::identity::ClusterId;
 use crate::metrics::RaftMetrics;
 use conn::Conn;
 pub use dial::link_target;
 use dial::{Dial, Target};
 use frame::put_frame;
+
+/// The poller's first token for a link's socket; those below are the
+/// poller owner's own.
+pub const FIRST_TOKEN: Token = Token(1);
 
 /// Bytes a connected link may have waiting for its socket; past that new
 /// messages are dropped and raft hears the peer is unreachable.
@@ -72,7 +78,7 @@ pub struct DirectLinks {
     local_id: u64,
     cluster_id: ClusterId,
     runtime: Option<tokio::runtime::Handle>,
-    inbox: InboxSender,
+    feedback: Feedback,
     registry: Registry,
     links: HashMap<u64, OutLink>,
     slots: HashMap<Token, Slot>,
@@ -85,7 +91,7 @@ impl DirectLinks {
     pub fn new(
         local_id: u64,
         cluster_id: ClusterId,
-        inbox: InboxSender,
+        feedback: Feedback,
         registry: Registry,
         metrics: RaftMetrics,
     ) -> DirectLinks {
@@ -93,11 +99,11 @@ impl DirectLinks {
             local_id,
             cluster_id,
             runtime: tokio::runtime::Handle::try_current().ok(),
-            inbox,
+            feedback,
             registry,
             links: HashMap::new(),
             slots: HashMap::new(),
-            next_token: WAKE_TOKEN.0 + 1,
+            next_token: FIRST_TOKEN.0,
             generation: 0,
             metrics,
         }
@@ -170,7 +176,7 @@ impl DirectLinks {
             target: link.target.clone(),
             generation: link.generation,
             wanted: link.wanted.clone(),
-            inbox: self.inbox.clone(),
+            feedback: self.feedback.clone(),
         };
         if let Some(runtime) = &self.runtime {
             runtime.spawn(async move {

@@ -1,18 +1,21 @@
 //! Direct links over real loopback sockets, driven the way the Ready loop
-//! drives them: wait on the inbox, hand it what arrived.
+//! drives them: wait on a poller, hand the links what it found and what
+//! their feedback reported.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mio::{Events, Poll};
 use raft::eraftpb::{Message, MessageType};
 
 use super::frame::{put_frame, FrameReader, MAGIC};
 use super::DirectLinks;
-use crate::member::ClusterId;
+use crate::membership::identity::ClusterId;
 use crate::metrics::RaftMetrics;
-use crate::raft::inbox::Inbox;
-use crate::raft::node_msg::NodeMsg;
+use crate::transport::interface::{LoopStopped, PeerEvent};
 use capstan_proto::peer::RaftBatch;
 use protobuf::Message as _;
 
@@ -28,36 +31,56 @@ fn heartbeat(to: u64, term: u64) -> Message {
     message
 }
 
-fn links(inbox: &Inbox, sender: crate::raft::inbox::InboxSender) -> DirectLinks {
-    let registry = inbox.registry().try_clone().unwrap();
-    DirectLinks::new(
-        1,
-        ClusterId::new(9),
-        sender,
-        registry,
-        RaftMetrics::default(),
-    )
+/// What a Ready loop has for the links: a poller, and what they reported.
+struct Inbox {
+    poll: Poll,
+    reports: mpsc::Receiver<PeerEvent>,
 }
 
-/// One turn of the loop: messages for the links, then their sockets.
+fn links() -> (Inbox, DirectLinks) {
+    let poll = Poll::new().unwrap();
+    let registry = poll.registry().try_clone().unwrap();
+    let (reported, reports) = mpsc::channel();
+    let feedback = Arc::new(move |event| reported.send(event).map_err(|_| LoopStopped));
+    let links = DirectLinks::new(
+        1,
+        ClusterId::new(9),
+        feedback,
+        registry,
+        RaftMetrics::default(),
+    );
+    (Inbox { poll, reports }, links)
+}
+
+/// One turn of the loop: reports for the links, then their sockets.
 fn turn(inbox: &mut Inbox, links: &mut DirectLinks, received: &mut Vec<Message>) {
-    inbox.wait(Duration::from_millis(20)).unwrap();
-    while let Some(msg) = inbox.next_message() {
-        if let NodeMsg::LinkUp {
+    let mut events = Events::with_capacity(64);
+    inbox
+        .poll
+        .poll(&mut events, Some(Duration::from_millis(20)))
+        .unwrap();
+    while let Ok(event) = inbox.reports.try_recv() {
+        if let PeerEvent::LinkUp {
             to,
             generation,
             stream,
             tls,
-        } = msg
+        } = event
         {
             links.link_up(to, generation, stream, tls);
         }
     }
-    let mut events = Vec::new();
-    inbox.socket_events(&mut events);
     let mut unreachable = Vec::new();
-    for (token, readable, writable) in events {
-        links.on_event(token, readable, writable, received, &mut unreachable);
+    for event in events.iter() {
+        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+        let writable = event.is_writable();
+        links.on_event(
+            event.token(),
+            readable,
+            writable,
+            received,
+            &mut unreachable,
+        );
     }
 }
 
@@ -95,8 +118,7 @@ fn messages_sent_before_and_after_the_link_is_up_arrive_in_order() {
     let _entered = runtime.enter();
     let peer = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", peer.local_addr().unwrap());
-    let (mut inbox, sender) = Inbox::new().unwrap();
-    let mut links = links(&inbox, sender);
+    let (mut inbox, mut links) = links();
     links.set_peers(&[(1, vec!["http://127.0.0.1:1".into()]), (2, vec![url])]);
     assert!(links.handles(2) && !links.handles(1), "a link to itself");
 
@@ -138,8 +160,7 @@ fn messages_sent_before_and_after_the_link_is_up_arrive_in_order() {
 
 #[test]
 fn an_inbound_link_is_read_and_a_newer_one_from_the_same_peer_replaces_it() {
-    let (mut inbox, sender) = Inbox::new().unwrap();
-    let mut links = links(&inbox, sender);
+    let (mut inbox, mut links) = links();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let dial = || {
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();

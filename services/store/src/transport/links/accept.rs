@@ -25,8 +25,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use super::frame::MAGIC;
-use crate::raft::RaftHandle;
 use crate::tls::LINK_ALPN;
+use crate::transport::interface::{Feedback, PeerEvent};
 
 /// How long a new connection may take to say what it is.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -48,7 +48,7 @@ pub fn split_listener(
     listener: TcpListener,
     tls: Option<Arc<ServerConfig>>,
     admit: Admit,
-    raft: RaftHandle,
+    feedback: Feedback,
 ) -> ReceiverStream<io::Result<PeerStream>> {
     let (others, rx) = mpsc::channel(64);
     let acceptor = tls.map(TlsAcceptor::from);
@@ -64,7 +64,7 @@ pub fn split_listener(
                     let sorting = Sorting {
                         others: others.clone(),
                         admit: admit.clone(),
-                        raft: raft.clone(),
+                        feedback: feedback.clone(),
                     };
                     tokio::spawn(sorting.sort(stream, acceptor.clone()));
                 }
@@ -83,7 +83,7 @@ pub fn split_listener(
 struct Sorting {
     others: mpsc::Sender<io::Result<PeerStream>>,
     admit: Admit,
-    raft: RaftHandle,
+    feedback: Feedback,
 }
 
 impl Sorting {
@@ -146,7 +146,8 @@ impl Sorting {
     fn hand_over(&self, from: u64, stream: TcpStream, tls: Option<rustls::Connection>) {
         match stream.into_std() {
             Ok(stream) => {
-                let _ = self.raft.link_from(from, stream, tls.map(Box::new));
+                let tls = tls.map(Box::new);
+                let _ = (self.feedback)(PeerEvent::LinkFrom { from, stream, tls });
             }
             Err(err) => tracing::warn!(%err, "cannot hand over a peer link"),
         }

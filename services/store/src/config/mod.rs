@@ -7,6 +7,8 @@ use std::time::Duration;
 use clap::Parser;
 use serde::Deserialize;
 
+pub mod tls;
+
 /// Command-line flags. Every flag is optional so that unset flags fall
 /// through to the environment, the file and the defaults.
 #[derive(Debug, Default, Parser)]
@@ -88,7 +90,7 @@ pub struct Flags {
     #[arg(long)]
     pub experimental_enable_failpoints: bool,
     #[command(flatten)]
-    pub tls: crate::tls::TlsFlags,
+    pub tls: tls::TlsFlags,
 }
 
 /// The settled configuration.
@@ -115,104 +117,22 @@ pub struct StoreConfig {
     pub log_level: String,
     pub restore_snapshot: String,
     pub experimental_enable_failpoints: bool,
-    /// Loaded beside the rest (see `tls::settings`).
+    /// Loaded beside the rest (see `tls.rs`).
     #[serde(skip)]
-    pub tls: crate::tls::TlsSettings,
+    pub tls: tls::TlsSettings,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
 
 impl StoreConfig {
+    /// Defaults, then the file, then `CAPSTAN_*` variables, then flags;
+    /// then what derives from those, checked.
     pub fn load(flags: &Flags) -> Result<Self, ConfigError> {
-        let defaults = config::Config::builder()
-            .set_default("name", "default")?
-            .set_default("data_dir", "default.capstan")?
-            .set_default("listen_client_urls", "http://127.0.0.1:2379")?
-            .set_default("advertise_client_urls", "")?
-            .set_default("listen_peer_urls", "http://127.0.0.1:2380")?
-            .set_default("initial_advertise_peer_urls", "")?
-            .set_default("initial_cluster", "")?
-            .set_default("initial_cluster_state", "new")?
-            .set_default("initial_cluster_token", "capstan-cluster")?
-            .set_default("snapshot_count", 10_000)?
-            .set_default("auto_compaction_retention", "0")?
-            .set_default("auto_compaction_mode", "periodic")?
-            .set_default("heartbeat_interval", 100)?
-            .set_default("election_timeout", 1000)?
-            .set_default("max_request_bytes", 1_572_864)?
-            .set_default("max_txn_ops", 128)?
-            .set_default("quota_backend_bytes", 0)?
-            .set_default("watch_progress_notify_interval", "10m")?
-            .set_default("log_level", "info")?
-            .set_default("restore_snapshot", "")?
-            .set_default("experimental_enable_failpoints", false)?;
-        let overrides: [(&str, Option<String>); 21] = [
-            (
-                "restore_snapshot",
-                flags
-                    .restore_snapshot
-                    .as_ref()
-                    .map(|p| p.display().to_string()),
-            ),
-            ("name", flags.name.clone()),
-            (
-                "data_dir",
-                flags.data_dir.as_ref().map(|p| p.display().to_string()),
-            ),
-            ("listen_client_urls", flags.listen_client_urls.clone()),
-            ("advertise_client_urls", flags.advertise_client_urls.clone()),
-            ("listen_peer_urls", flags.listen_peer_urls.clone()),
-            (
-                "initial_advertise_peer_urls",
-                flags.initial_advertise_peer_urls.clone(),
-            ),
-            ("initial_cluster", flags.initial_cluster.clone()),
-            ("initial_cluster_state", flags.initial_cluster_state.clone()),
-            ("initial_cluster_token", flags.initial_cluster_token.clone()),
-            (
-                "snapshot_count",
-                flags.snapshot_count.map(|v| v.to_string()),
-            ),
-            (
-                "auto_compaction_retention",
-                flags.auto_compaction_retention.clone(),
-            ),
-            ("auto_compaction_mode", flags.auto_compaction_mode.clone()),
-            (
-                "heartbeat_interval",
-                flags.heartbeat_interval.map(|v| v.to_string()),
-            ),
-            (
-                "election_timeout",
-                flags.election_timeout.map(|v| v.to_string()),
-            ),
-            (
-                "max_request_bytes",
-                flags.max_request_bytes.map(|v| v.to_string()),
-            ),
-            ("max_txn_ops", flags.max_txn_ops.map(|v| v.to_string())),
-            (
-                "quota_backend_bytes",
-                flags.quota_backend_bytes.map(|v| v.to_string()),
-            ),
-            (
-                "watch_progress_notify_interval",
-                flags.watch_progress_notify_interval.clone(),
-            ),
-            ("log_level", flags.log_level.clone()),
-            (
-                "experimental_enable_failpoints",
-                flags
-                    .experimental_enable_failpoints
-                    .then(|| "true".to_string()),
-            ),
-        ];
-        let mut config: StoreConfig = capstan_telemetry::settings::load_layered(
-            defaults,
-            flags.config_file.as_deref(),
-            &overrides,
-        )?;
-        config.tls = crate::tls::TlsSettings::load(&flags.tls, flags.config_file.as_deref())?;
+        let file = flags.config_file.as_deref();
+        let overrides = flag_overrides(flags);
+        let mut config: StoreConfig =
+            capstan_telemetry::settings::load_layered(defaults()?, file, &overrides)?;
+        config.tls = tls::TlsSettings::load(&flags.tls, file)?;
         config.fill_derived_defaults();
         config.validate()?;
         Ok(config)
@@ -313,6 +233,77 @@ impl StoreConfig {
             }),
         }
     }
+}
+
+/// etcd's defaults, where etcd has the setting.
+fn defaults() -> Result<config::ConfigBuilder<config::builder::DefaultState>, ConfigError> {
+    Ok(config::Config::builder()
+        .set_default("name", "default")?
+        .set_default("data_dir", "default.capstan")?
+        .set_default("listen_client_urls", "http://127.0.0.1:2379")?
+        .set_default("advertise_client_urls", "")?
+        .set_default("listen_peer_urls", "http://127.0.0.1:2380")?
+        .set_default("initial_advertise_peer_urls", "")?
+        .set_default("initial_cluster", "")?
+        .set_default("initial_cluster_state", "new")?
+        .set_default("initial_cluster_token", "capstan-cluster")?
+        .set_default("snapshot_count", 10_000)?
+        .set_default("auto_compaction_retention", "0")?
+        .set_default("auto_compaction_mode", "periodic")?
+        .set_default("heartbeat_interval", 100)?
+        .set_default("election_timeout", 1000)?
+        .set_default("max_request_bytes", 1_572_864)?
+        .set_default("max_txn_ops", 128)?
+        .set_default("quota_backend_bytes", 0)?
+        .set_default("watch_progress_notify_interval", "10m")?
+        .set_default("log_level", "info")?
+        .set_default("restore_snapshot", "")?
+        .set_default("experimental_enable_failpoints", false)?)
+}
+
+/// The settings given as flags, by the name the other layers use.
+fn flag_overrides(flags: &Flags) -> Vec<(&'static str, Option<String>)> {
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let number = |n: Option<u64>| n.map(|n| n.to_string());
+    let f = flags;
+    vec![
+        ("restore_snapshot", path(&f.restore_snapshot)),
+        ("name", f.name.clone()),
+        ("data_dir", path(&f.data_dir)),
+        ("listen_client_urls", f.listen_client_urls.clone()),
+        ("advertise_client_urls", f.advertise_client_urls.clone()),
+        ("listen_peer_urls", f.listen_peer_urls.clone()),
+        (
+            "initial_advertise_peer_urls",
+            f.initial_advertise_peer_urls.clone(),
+        ),
+        ("initial_cluster", f.initial_cluster.clone()),
+        ("initial_cluster_state", f.initial_cluster_state.clone()),
+        ("initial_cluster_token", f.initial_cluster_token.clone()),
+        ("snapshot_count", number(f.snapshot_count)),
+        (
+            "auto_compaction_retention",
+            f.auto_compaction_retention.clone(),
+        ),
+        ("auto_compaction_mode", f.auto_compaction_mode.clone()),
+        ("heartbeat_interval", number(f.heartbeat_interval)),
+        ("election_timeout", number(f.election_timeout)),
+        ("max_request_bytes", number(f.max_request_bytes)),
+        ("max_txn_ops", number(f.max_txn_ops)),
+        (
+            "quota_backend_bytes",
+            f.quota_backend_bytes.map(|n| n.to_string()),
+        ),
+        (
+            "watch_progress_notify_interval",
+            f.watch_progress_notify_interval.clone(),
+        ),
+        ("log_level", f.log_level.clone()),
+        (
+            "experimental_enable_failpoints",
+            f.experimental_enable_failpoints.then(|| "true".to_string()),
+        ),
+    ]
 }
 
 /// How automatic compaction bounds history.

@@ -4,6 +4,7 @@
 
 use capstan_proto::internal::MemberRecord;
 use prost::Message;
+use raft::eraftpb::ConfChangeType;
 
 use crate::error::Result;
 use crate::mvcc::WriteView;
@@ -88,12 +89,31 @@ pub fn update_peer_urls(
     })
 }
 
-pub fn add_member(view: &mut WriteView, record: &MemberRecord) {
-    view.put_record(member_key(record.id), record.encode_to_vec());
-}
-
-pub fn remove_member(view: &mut WriteView, id: u64) {
-    view.delete_record(member_key(id));
+/// Records a committed membership change of `node_id`: a removal drops
+/// its record; an addition or a promotion writes `record`, as a learner or
+/// a voter (a promotion keeps what the member published).
+pub fn apply_change(
+    view: &mut WriteView,
+    backend: &dyn Backend,
+    kind: ConfChangeType,
+    node_id: u64,
+    record: Option<&MemberRecord>,
+) -> Result<()> {
+    match (kind, record) {
+        (ConfChangeType::RemoveNode, _) => view.delete_record(member_key(node_id)),
+        (_, Some(record)) => {
+            let mut record = record.clone();
+            record.is_learner = kind == ConfChangeType::AddLearnerNode;
+            if let Some(existing) = find(backend, node_id)? {
+                record.name = existing.name;
+                record.client_urls = existing.client_urls;
+                record.peer_urls = existing.peer_urls;
+            }
+            view.put_record(member_key(record.id), record.encode_to_vec());
+        }
+        (_, None) => {}
+    }
+    Ok(())
 }
 
 pub fn find(backend: &dyn Backend, id: u64) -> Result<Option<MemberRecord>> {

@@ -1,6 +1,6 @@
 //! The threads beside the Ready loop that wait on the disk.
 //!
-//! The log's persist thread makes what the Ready loop staged durable (one
+//! The log's sync thread makes what the Ready loop staged durable (one
 //! write and one fdatasync) while the loop builds the next Ready, and
 //! reports the Ready number that is now on disk.
 //!
@@ -14,33 +14,34 @@
 //! drops entries, so that long flush does not stall the loop either.
 
 use std::sync::mpsc::{self, Receiver, Sender};
-
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::inbox::InboxSender;
-use super::node_msg::NodeMsg;
 use super::storage::RaftLog;
 use crate::error::{Result, StoreError};
 use crate::metrics::RaftMetrics;
 use crate::storage::Backend;
 
-/// Starts the thread; send it a Ready's number once that Ready's entries
-/// and hard state are staged in `log`.
-pub fn spawn_persister(
+/// Tells the Ready loop what is now durable (a Ready's number, an applied
+/// index); false once the loop is gone, which ends the thread.
+pub type Report = Box<dyn Fn(u64) -> bool + Send>;
+
+/// Starts the log's sync thread; send it a Ready's number once that
+/// Ready's entries and hard state are staged in `log`.
+pub fn spawn_log_sync(
     log: RaftLog,
-    node: InboxSender,
+    persisted: Report,
     metrics: RaftMetrics,
 ) -> Result<Sender<u64>> {
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("raft-log-sync".into())
-        .spawn(move || persist(log, rx, node, metrics))
+        .spawn(move || persist(log, rx, persisted, metrics))
         .map_err(|err| StoreError::Storage(format!("spawn raft log sync thread: {err}")))?;
     Ok(tx)
 }
 
-fn persist(log: RaftLog, requests: Receiver<u64>, node: InboxSender, metrics: RaftMetrics) {
+fn persist(log: RaftLog, requests: Receiver<u64>, persisted: Report, metrics: RaftMetrics) {
     while let Ok(first) = requests.recv() {
         let number = requests.try_iter().fold(first, u64::max);
         let started = Instant::now();
@@ -53,7 +54,7 @@ fn persist(log: RaftLog, requests: Receiver<u64>, node: InboxSender, metrics: Ra
         metrics
             .flush_seconds
             .observe(started.elapsed().as_secs_f64());
-        if node.send(NodeMsg::Persisted { number }).is_err() {
+        if !persisted(number) {
             return;
         }
     }
@@ -64,7 +65,7 @@ fn persist(log: RaftLog, requests: Receiver<u64>, node: InboxSender, metrics: Ra
 /// applied before the request is durable when it reports that index back.
 pub fn spawn_state_flusher(
     backend: Arc<dyn Backend>,
-    node: InboxSender,
+    flushed: Report,
     metrics: RaftMetrics,
 ) -> Result<Sender<u64>> {
     let (tx, rx) = mpsc::channel::<u64>();
@@ -78,7 +79,7 @@ pub fn spawn_state_flusher(
             metrics
                 .state_flush_seconds
                 .observe(started.elapsed().as_secs_f64());
-            if node.send(NodeMsg::StateFlushed { upto }).is_err() {
+            if !flushed(upto) {
                 return;
             }
         }

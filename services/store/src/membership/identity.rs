@@ -55,7 +55,7 @@ pub fn member_id(peer_urls: &[String], cluster_token: &str) -> u64 {
 }
 
 /// This member's place in the cluster. The live member list is in the
-/// state machine (`apply::members`); `initial_members` is what
+/// state machine (`records.rs`); `initial_members` is what
 /// `--initial-cluster` said, used once to bootstrap a new cluster.
 #[derive(Debug, Clone)]
 pub struct Cluster {
