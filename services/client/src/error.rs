@@ -21,18 +21,10 @@ pub enum Error {
     /// key) that do not make a configuration.
     #[error("connection settings: {0}")]
     Settings(String),
-    /// A request to the API failed, or a client could not be built.
+    /// A request to the API failed, or a client could not be built
+    /// (boxed: kube's error is large).
     #[error(transparent)]
-    Kube(#[from] kube::Error),
-    /// The leader-election Lease could not be read or written.
-    #[error("leader election on Lease {lease}: {source}")]
-    LeaderElection {
-        /// `namespace/name` of the Lease.
-        lease: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
+    Kube(Box<kube::Error>),
     /// The health and metrics server could not listen.
     #[error("serve health and metrics on {address}: {source}")]
     Serve {
@@ -42,6 +34,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl From<kube::Error> for Error {
+    fn from(error: kube::Error) -> Error {
+        Error::Kube(Box::new(error))
+    }
 }
 
 /// This crate's results.

@@ -233,8 +233,9 @@ impl Informers {
 }
 
 fn watcher_config(options: &InformerOptions) -> watcher::Config {
-    let mut config = watcher::Config::default();
-    config.label_selector = options.label_selector.clone();
-    config.field_selector = options.field_selector.clone();
-    config
+    watcher::Config {
+        label_selector: options.label_selector.clone(),
+        field_selector: options.field_selector.clone(),
+        ..watcher::Config::default()
+    }
 }
