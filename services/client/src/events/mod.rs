@@ -171,3 +171,6 @@ fn truncate(mut message: String) -> String {
     }
     message
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, StreamBody};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::objects::{Change, ChangeType, Collection};
 use super::selectors::Selectors;
@@ -27,6 +28,9 @@ const WATCH_BUFFER: usize = 1000;
 struct Watcher {
     collection: Collection,
     sender: mpsc::Sender<(Instant, Arc<Change>)>,
+    /// Cancelled when the watch is cut: its stream ends at once, events
+    /// still in a delay are lost, as on a dropped connection.
+    cut: CancellationToken,
 }
 
 /// The open watches.
@@ -40,13 +44,20 @@ impl Watchers {
     pub(super) fn notify(&mut self, change: &Arc<Change>) {
         let now = Instant::now();
         self.open.retain(|w| {
-            w.collection != change.collection || w.sender.try_send((now, change.clone())).is_ok()
+            let kept = w.collection != change.collection
+                || w.sender.try_send((now, change.clone())).is_ok();
+            if !kept {
+                w.cut.cancel();
+            }
+            kept
         });
     }
 
     /// Ends every watch, as a dropped connection would.
     pub(super) fn close_all(&mut self) {
-        self.open.clear();
+        for watcher in self.open.drain(..) {
+            watcher.cut.cancel();
+        }
     }
 
     /// How many watches are open.
@@ -102,9 +113,19 @@ pub(super) fn open(
     synthetic: Vec<Value>,
 ) -> ResponseBody {
     let (sender, receiver) = mpsc::channel(WATCH_BUFFER);
-    watchers.open.push(Watcher { collection, sender });
+    let cut = CancellationToken::new();
+    watchers.open.push(Watcher {
+        collection,
+        sender,
+        cut: cut.clone(),
+    });
     let (out, body) = stream_body();
-    tokio::spawn(forward(spec, receiver, initial, synthetic, out));
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = forward(spec, receiver, initial, synthetic, out) => {}
+            _ = cut.cancelled() => {}
+        }
+    });
     body
 }
 

@@ -66,10 +66,12 @@ pub(super) fn create(objects: &mut Objects, request: &ApiRequest, body: &[u8]) -
     let name = match (meta["name"].as_str(), meta["generateName"].as_str()) {
         (Some(name), _) if !name.is_empty() => name.to_string(),
         (_, Some(prefix)) if !prefix.is_empty() => generated_name(prefix),
-        _ => return Err(ApiError::invalid(format!(
+        _ => {
+            return Err(ApiError::invalid(format!(
             "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
             request.qualified_resource()
-        ))),
+        )))
+        }
     };
     let collection = collection(request);
     let key = key(request.namespace.as_deref(), &name);
