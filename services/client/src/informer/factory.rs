@@ -196,7 +196,10 @@ impl Informers {
                 return informer.clone();
             }
         }
-        let resource = format!("{}/{}", K::group(dyntype), K::plural(dyntype));
+        let resource = match K::group(dyntype).as_ref() {
+            "" => K::plural(dyntype).into_owned(),
+            group => format!("{group}/{}", K::plural(dyntype)),
+        };
         let informer = Informer {
             shared: Arc::new(Shared::new(&resource)),
         };

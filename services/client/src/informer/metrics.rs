@@ -1,5 +1,5 @@
-//! Informer metrics, labelled by resource (`group/plural`: bounded by
-//! the types a process watches).
+//! Informer metrics, labelled by resource (`plural` for the core group,
+//! `group/plural` otherwise: bounded by the types a process watches).
 
 use std::sync::OnceLock;
 
