@@ -15,3 +15,4 @@
 pub mod config;
 pub mod framework;
 pub mod model;
+pub mod plugins;

@@ -134,8 +134,16 @@ pub trait PreScorePlugin {
 pub trait ScorePlugin {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
 
-    /// Brings the scores of all feasible nodes into 0..=MAX_NODE_SCORE.
-    fn normalize(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) {}
+    /// Brings the scores of all feasible nodes (`nodes`, in the same order)
+    /// into 0..=MAX_NODE_SCORE.
+    fn normalize(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+        _scores: &mut [i64],
+    ) {
+    }
 }
 
 pub trait ReservePlugin {

@@ -270,7 +270,7 @@ impl Framework {
                     .score(state, pod, node)
                     .map_err(|s| s.with_plugin(name))?;
             }
-            plugin.normalize(state, pod, &mut scores);
+            plugin.normalize(state, pod, nodes, &mut scores);
             for (total, score) in totals.iter_mut().zip(&scores) {
                 if !(0..=MAX_NODE_SCORE).contains(score) {
                     return Err(Status::error(format!(

@@ -15,6 +15,8 @@ pub struct Snapshot {
     with_affinity: Vec<usize>,
     /// Nodes holding a pod with required anti-affinity.
     with_required_anti_affinity: Vec<usize>,
+    /// How many nodes have each image (ImageLocality's spread).
+    pub image_nodes: Arc<HashMap<String, usize>>,
     /// The cache generation this snapshot reflects.
     pub generation: u64,
 }
@@ -33,7 +35,15 @@ impl Snapshot {
 
     /// For tests: a snapshot of owned `NodeInfo`s.
     pub fn from_infos(nodes: Vec<NodeInfo>) -> Snapshot {
-        Snapshot::new(nodes.into_iter().map(Arc::new).collect(), 1)
+        let mut image_nodes = HashMap::new();
+        for node in &nodes {
+            for image in node.images.keys() {
+                *image_nodes.entry(image.clone()).or_insert(0) += 1;
+            }
+        }
+        let mut snapshot = Snapshot::new(nodes.into_iter().map(Arc::new).collect(), 1);
+        snapshot.image_nodes = Arc::new(image_nodes);
+        snapshot
     }
 
     /// Rebuilds the name index and the affinity lists after the node list changed.

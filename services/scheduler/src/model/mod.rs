@@ -10,7 +10,7 @@ pub mod taint;
 
 pub mod testing;
 
-pub use node_info::{normalized_image_name, ImageState, NodeInfo};
+pub use node_info::{normalized_image_name, NodeInfo};
 pub use pod_info::{pod_key, AffinityTerm, HostPort, PodInfo, WeightedTerm};
 pub use resource::Resource;
 pub use selector::{labels_of, LabelMatcher, Labels};

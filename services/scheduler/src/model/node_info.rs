@@ -11,14 +11,6 @@ use super::pod_info::{HostPort, PodInfo};
 use super::resource::Resource;
 use super::selector::{labels_of, Labels};
 
-/// An image on some nodes: its size and how many nodes have it (for
-/// ImageLocality's spread factor).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImageState {
-    pub size: i64,
-    pub num_nodes: usize,
-}
-
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
     pub node: Arc<Node>,
@@ -32,28 +24,28 @@ pub struct NodeInfo {
     pub requested: Resource,
     pub non_zero_requested: Resource,
     pub allocatable: Resource,
-    /// Images on this node by normalized name, with cluster-wide node counts.
-    pub images: HashMap<String, ImageState>,
+    /// Images on this node: size by normalized name.
+    pub images: HashMap<String, i64>,
     pub generation: u64,
 }
 
 impl NodeInfo {
     pub fn new(node: Arc<Node>, generation: u64) -> NodeInfo {
-        let allocatable =
-            Resource::from_list(node.status.as_ref().and_then(|s| s.allocatable.as_ref()));
-        NodeInfo {
-            name: node.metadata.name.clone().unwrap_or_default(),
-            node,
+        let mut info = NodeInfo {
+            name: String::new(),
+            node: node.clone(),
             pods: Vec::new(),
             pods_with_affinity: Vec::new(),
             pods_with_required_anti_affinity: Vec::new(),
             used_ports: Vec::new(),
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
-            allocatable,
+            allocatable: Resource::default(),
             images: HashMap::new(),
             generation,
-        }
+        };
+        info.set_node(node);
+        info
     }
 
     /// Replaces the Node object, keeping the pods.
@@ -61,6 +53,7 @@ impl NodeInfo {
         self.allocatable =
             Resource::from_list(node.status.as_ref().and_then(|s| s.allocatable.as_ref()));
         self.name = node.metadata.name.clone().unwrap_or_default();
+        self.images = node_images(&node);
         self.node = node;
     }
 
@@ -136,4 +129,24 @@ pub fn normalized_image_name(name: &str) -> String {
     } else {
         format!("{name}:latest")
     }
+}
+
+/// The node's images (`status.images`), every name normalized.
+fn node_images(node: &Node) -> HashMap<String, i64> {
+    let images = node
+        .status
+        .as_ref()
+        .and_then(|s| s.images.as_deref())
+        .unwrap_or_default();
+    images
+        .iter()
+        .flat_map(|image| {
+            let size = image.size_bytes.unwrap_or(0);
+            image
+                .names
+                .iter()
+                .flatten()
+                .map(move |name| (normalized_image_name(name), size))
+        })
+        .collect()
 }

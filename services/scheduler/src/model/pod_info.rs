@@ -39,6 +39,11 @@ impl AffinityTerm {
         }
     }
 
+    /// Whether matching needs the labels of the other pod's namespace.
+    pub fn uses_namespace_selector(&self) -> bool {
+        !self.namespace_selector.is_nothing()
+    }
+
     /// Whether `pod`, in a namespace labelled `namespace_labels`, is selected.
     pub fn matches(&self, pod: &Pod, namespace_labels: &Labels) -> bool {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();

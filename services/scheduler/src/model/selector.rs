@@ -26,6 +26,8 @@ pub enum LabelMatcher {
     Nothing,
     Everything,
     Selector(Selector),
+    /// Every one must match (a pod's workloads' selectors combined).
+    AllOf(Vec<LabelMatcher>),
 }
 
 impl LabelMatcher {
@@ -54,6 +56,7 @@ impl LabelMatcher {
             LabelMatcher::Nothing => false,
             LabelMatcher::Everything => true,
             LabelMatcher::Selector(selector) => selector.matches(labels),
+            LabelMatcher::AllOf(all) => all.iter().all(|m| m.matches(labels)),
         }
     }
 

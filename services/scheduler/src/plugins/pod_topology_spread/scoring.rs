@@ -1,0 +1,125 @@
+//! PodTopologySpread's Score: nodes in domains with fewer matching pods score
+//! higher, each constraint weighted by log(number of domains + 2).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::constraints::{count_matching, has_all_keys, Constraint, HOSTNAME_KEY};
+use crate::framework::MAX_NODE_SCORE;
+use crate::model::{NodeInfo, PodInfo};
+use crate::plugins::node_affinity::RequiredNodeAffinity;
+
+#[derive(Clone)]
+pub struct ScoreState {
+    pub constraints: Vec<Constraint>,
+    /// Feasible nodes without every topology key: they score 0.
+    pub ignored: HashSet<String>,
+    /// Per constraint (except hostname ones, counted at Score): value -> matching pods.
+    pub counts: Vec<HashMap<String, i64>>,
+    pub weights: Vec<f64>,
+}
+
+impl ScoreState {
+    /// `require_all_keys` is false only for the system defaults, so that
+    /// nodes without a zone label are still spread by hostname.
+    pub fn compute(
+        pod: &PodInfo,
+        constraints: Vec<Constraint>,
+        feasible: &[Arc<NodeInfo>],
+        all: &[Arc<NodeInfo>],
+        require_all_keys: bool,
+    ) -> ScoreState {
+        let mut ignored = HashSet::new();
+        let mut counts = vec![HashMap::new(); constraints.len()];
+        for node in feasible {
+            if require_all_keys && !has_all_keys(node.labels(), &constraints) {
+                ignored.insert(node.name.clone());
+                continue;
+            }
+            for (i, constraint) in constraints.iter().enumerate() {
+                if constraint.topology_key == HOSTNAME_KEY {
+                    continue;
+                }
+                if let Some(value) = node.labels().get(&constraint.topology_key) {
+                    counts[i].entry(value.clone()).or_insert(0);
+                }
+            }
+        }
+        let weights = constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let size = if c.topology_key == HOSTNAME_KEY {
+                    feasible.len() - ignored.len()
+                } else {
+                    counts[i].len()
+                };
+                ((size + 2) as f64).ln()
+            })
+            .collect();
+        let affinity = RequiredNodeAffinity::of(pod);
+        for node in all {
+            if require_all_keys && !has_all_keys(node.labels(), &constraints) {
+                continue;
+            }
+            for (i, constraint) in constraints.iter().enumerate() {
+                if !constraint.includes(pod, node, &affinity) {
+                    continue;
+                }
+                let Some(value) = node.labels().get(&constraint.topology_key) else {
+                    continue;
+                };
+                if let Some(count) = counts[i].get_mut(value) {
+                    *count += count_matching(node, &constraint.selector, pod.namespace());
+                }
+            }
+        }
+        ScoreState {
+            constraints,
+            ignored,
+            counts,
+            weights,
+        }
+    }
+
+    pub fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        if self.ignored.contains(&node.name) {
+            return 0;
+        }
+        let mut score = 0.0;
+        for (i, constraint) in self.constraints.iter().enumerate() {
+            let Some(value) = node.labels().get(&constraint.topology_key) else {
+                continue;
+            };
+            let count = if constraint.topology_key == HOSTNAME_KEY {
+                count_matching(node, &constraint.selector, pod.namespace())
+            } else {
+                self.counts[i].get(value).copied().unwrap_or(0)
+            };
+            score += count as f64 * self.weights[i] + (constraint.max_skew - 1) as f64;
+        }
+        score.round() as i64
+    }
+
+    /// Fewer matching pods is better: `100 * (max + min - score) / max`.
+    pub fn normalize(&self, nodes: &[Arc<NodeInfo>], scores: &mut [i64]) {
+        let considered = || {
+            nodes
+                .iter()
+                .zip(scores.iter())
+                .filter(|(n, _)| !self.ignored.contains(&n.name))
+                .map(|(_, s)| *s)
+        };
+        let min = considered().min().unwrap_or(0);
+        let max = considered().max().unwrap_or(0);
+        for (node, score) in nodes.iter().zip(scores.iter_mut()) {
+            *score = if self.ignored.contains(&node.name) {
+                0
+            } else if max == 0 {
+                MAX_NODE_SCORE
+            } else {
+                MAX_NODE_SCORE * (max + min - *score) / max
+            };
+        }
+    }
+}
