@@ -12,7 +12,9 @@
 //! - `preemption`: victims, candidates, the choice of a node.
 //! - `core`: one scheduling cycle and its binding cycle.
 
+pub mod cache;
 pub mod config;
 pub mod framework;
 pub mod model;
 pub mod plugins;
+pub mod queue;
