@@ -5,7 +5,10 @@
 
 use std::collections::HashMap;
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use crate::model::{LabelMatcher, Labels};
 
@@ -17,6 +20,11 @@ pub trait ClusterLister: Send + Sync {
     /// StatefulSets in the pod's namespace that select it (kube's
     /// `DefaultSelector`).
     fn workload_selectors(&self, pod: &Pod) -> Vec<LabelMatcher>;
+
+    /// Every PodDisruptionBudget (preemption spares the pods they protect).
+    fn disruption_budgets(&self) -> Vec<Arc<PodDisruptionBudget>> {
+        Vec::new()
+    }
 }
 
 /// A lister answering from fixed data.
@@ -25,6 +33,7 @@ pub struct StaticLister {
     pub namespaces: HashMap<String, Labels>,
     /// Per namespace, selectors of its workloads (Services, ReplicaSets, ...).
     pub workloads: HashMap<String, Vec<LabelMatcher>>,
+    pub budgets: Vec<Arc<PodDisruptionBudget>>,
 }
 
 impl ClusterLister for StaticLister {
@@ -42,5 +51,9 @@ impl ClusterLister for StaticLister {
             .filter(|selector| selector.matches(labels))
             .cloned()
             .collect()
+    }
+
+    fn disruption_budgets(&self) -> Vec<Arc<PodDisruptionBudget>> {
+        self.budgets.clone()
     }
 }

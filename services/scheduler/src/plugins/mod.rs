@@ -11,9 +11,8 @@ pub mod taint_toleration;
 
 use crate::framework::Registry;
 
-/// Every plugin this scheduler implements, by kube's names.
-pub fn in_tree_registry() -> Registry {
-    let mut registry = Registry::default();
+/// Registers every plugin of this layer by kube's names.
+pub fn register_all(registry: &mut Registry) {
     registry.register(
         simple::SchedulingGates::NAME,
         simple::SchedulingGates::factory,
@@ -54,5 +53,4 @@ pub fn in_tree_registry() -> Registry {
         inter_pod_affinity::InterPodAffinity::NAME,
         inter_pod_affinity::InterPodAffinity::factory,
     );
-    registry
 }
