@@ -13,6 +13,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod core;
 pub mod framework;
 pub mod model;
 pub mod plugins;

@@ -177,9 +177,10 @@ mod tests {
 
     #[test]
     fn pre_filter_message_replaces_the_histogram() {
-        let mut diagnosis = Diagnosis::default();
-        diagnosis.pre_filter_message =
-            Some("pod has unbound immediate PersistentVolumeClaims".into());
+        let mut diagnosis = Diagnosis {
+            pre_filter_message: Some("pod has unbound immediate PersistentVolumeClaims".into()),
+            ..Default::default()
+        };
         diagnosis
             .node_statuses
             .set("a", Status::unresolvable("ignored"));

@@ -144,28 +144,22 @@ impl QueueState {
             self.in_flight_updates.insert(key, pod);
             return;
         }
-        let Some(mut info) = self.take(&key) else {
+        let Some(location) = self.pods.get(&key).map(|(location, _)| *location) else {
             self.add(pod, now);
             return;
         };
-        let was_unschedulable = info.gated || !info.unschedulable_plugins.is_empty();
+        let mut info = self.take(&key).expect("present");
         let changed_spec = spec_or_labels_changed(old, &pod);
         info.pod = pod;
-        if info.gated || (was_unschedulable && changed_spec) {
-            // A change that may help: PreEnqueue again, or retry after backoff.
-            info.unschedulable_plugins.clear();
-            self.requeue(info, now);
-        } else {
-            self.reinsert(info, now);
-        }
-    }
-
-    /// Back where it was, its order refreshed.
-    fn reinsert(&mut self, info: QueuedPodInfo, now: Instant) {
-        if info.unschedulable_plugins.is_empty() {
-            self.requeue(info, now);
-        } else {
-            self.put_unschedulable(info);
+        match location {
+            Location::Active(_) => self.enqueue(info),
+            Location::Backoff(_) => self.requeue(info, now),
+            Location::Unschedulable if info.gated || changed_spec => {
+                // A change that may help: PreEnqueue again, or retry after backoff.
+                info.unschedulable_plugins.clear();
+                self.requeue(info, now);
+            }
+            Location::Unschedulable => self.put_unschedulable(info),
         }
     }
 

@@ -78,7 +78,8 @@ fn codes(pod: PodBuilder, snapshot: &Snapshot) -> Vec<Code> {
 fn filter_table() {
     use Code::*;
     let db = || PodBuilder::new("db").label("app", "db");
-    let cases: Vec<(&str, PodBuilder, Vec<(PodBuilder, &str)>, Vec<Code>)> = vec![
+    type Case<'a> = (&'a str, PodBuilder, Vec<(PodBuilder, &'a str)>, Vec<Code>);
+    let cases: Vec<Case> = vec![
         (
             "no terms, nothing existing: skipped",
             PodBuilder::new("p"),

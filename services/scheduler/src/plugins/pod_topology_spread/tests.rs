@@ -72,7 +72,8 @@ fn filter_keeps_zone_skew_within_max() {
         .label("app", "web")
         .spread(spread("topology.kubernetes.io/zone", 1, "DoNotSchedule"))
         .info();
-    let cases: Vec<(&str, Vec<(&str, &str)>, Vec<Code>)> = vec![
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<Code>);
+    let cases: Vec<Case> = vec![
         (
             "empty cluster: any zone",
             vec![],
