@@ -16,6 +16,7 @@ pub mod config;
 pub mod core;
 pub mod framework;
 pub mod model;
+pub mod perf;
 pub mod plugins;
 pub mod preemption;
 pub mod queue;

@@ -58,8 +58,9 @@ impl Algorithm {
         if snapshot.is_empty() {
             return Err(ScheduleError::Error(Status::error(NO_NODES)));
         }
-        let (feasible, diagnosis) =
-            self.find_feasible(framework, state, pod, snapshot, nominated, percentage).map_err(|e| *e)?;
+        let (feasible, diagnosis) = self
+            .find_feasible(framework, state, pod, snapshot, nominated, percentage)
+            .map_err(|e| *e)?;
         let evaluated = feasible.len() + diagnosis.node_statuses.len();
         if feasible.is_empty() {
             return Err(ScheduleError::Fit(Box::new(FitError {
@@ -137,7 +138,9 @@ impl Algorithm {
                         break;
                     }
                 }
-                crate::framework::Code::Error => return Err(Box::new(ScheduleError::Error(status))),
+                crate::framework::Code::Error => {
+                    return Err(Box::new(ScheduleError::Error(status)))
+                }
                 _ => {
                     diagnosis.record(&status);
                     diagnosis.node_statuses.set(node.name.clone(), status);

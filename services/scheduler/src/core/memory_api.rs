@@ -5,6 +5,7 @@
 //! would.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use futures::FutureExt;
@@ -22,6 +23,8 @@ pub struct MemoryApi {
     watcher: Mutex<Option<Weak<Scheduler>>>,
     /// Bindings to refuse (with a conflict) before accepting any.
     refuse_bindings: Mutex<usize>,
+    /// Pods stored with a node.
+    bound: AtomicUsize,
 }
 
 fn now() -> Time {
@@ -44,6 +47,14 @@ impl MemoryApi {
 
     pub fn create_pod(&self, pod: Pod) {
         let pod = Arc::new(pod);
+        if pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_ref())
+            .is_some()
+        {
+            self.bound.fetch_add(1, Ordering::AcqRel);
+        }
         self.pods.lock().insert(key(&pod), pod.clone());
         if let Some(scheduler) = self.scheduler() {
             scheduler.on_pod_added(pod);
@@ -69,11 +80,7 @@ impl MemoryApi {
 
     /// Pods bound to a node.
     pub fn bound(&self) -> usize {
-        self.pods
-            .lock()
-            .values()
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
-            .count()
+        self.bound.load(Ordering::Acquire)
     }
 
     pub fn events(&self) -> Vec<SchedulerEvent> {
@@ -167,6 +174,9 @@ impl SchedulerApi for MemoryApi {
                 Ok(())
             })
         };
+        if result.is_ok() {
+            self.bound.fetch_add(1, Ordering::AcqRel);
+        }
         async move { result }.boxed()
     }
 

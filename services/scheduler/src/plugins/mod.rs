@@ -2,6 +2,7 @@
 
 pub mod image_locality;
 pub mod inter_pod_affinity;
+pub mod memo;
 pub mod node_affinity;
 pub mod node_ports;
 pub mod node_resources;

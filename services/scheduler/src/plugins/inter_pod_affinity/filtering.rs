@@ -7,13 +7,14 @@ use std::collections::HashMap;
 use super::namespaces::NamespaceLabels;
 use crate::framework::{Snapshot, Status};
 use crate::model::{AffinityTerm, NodeInfo, PodInfo};
+use crate::plugins::memo::NodeMemo;
 
 pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
 pub const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
 pub const REASON_EXISTING_ANTI_AFFINITY: &str =
     "node(s) didn't satisfy existing pods anti-affinity rules";
 
-type Counts = HashMap<(String, String), i64>;
+pub type Counts = HashMap<(String, String), i64>;
 
 #[derive(Clone, Default)]
 pub struct FilterState {
@@ -38,6 +39,7 @@ impl FilterState {
         pod: &PodInfo,
         snapshot: &Snapshot,
         namespaces: &mut NamespaceLabels,
+        memo: &NodeMemo<(Counts, Counts)>,
     ) -> FilterState {
         let mut state = FilterState {
             matches_own_affinity: namespaces.all_match(&pod.required_affinity, pod),
@@ -48,13 +50,47 @@ impl FilterState {
                 state.count_existing(pod, existing, node, namespaces, 1);
             }
         }
-        if !pod.required_affinity.is_empty() || !pod.required_anti_affinity.is_empty() {
+        if pod.required_affinity.is_empty() && pod.required_anti_affinity.is_empty() {
+            return state;
+        }
+        let terms = || {
+            pod.required_affinity
+                .iter()
+                .chain(&pod.required_anti_affinity)
+        };
+        if terms().any(|t| t.uses_namespace_selector()) {
+            // Matches depend on other namespaces' labels: not remembered.
             for node in snapshot.nodes() {
                 for existing in &node.pods {
                     state.count_incoming(pod, existing, node, namespaces, 1);
                 }
             }
+            return state;
         }
+        let lister = namespaces.lister();
+        let per_node = |node: &NodeInfo| {
+            let mut partial = FilterState::default();
+            let mut namespaces = NamespaceLabels::new(lister);
+            for existing in &node.pods {
+                partial.count_incoming(pod, existing, node, &mut namespaces, 1);
+            }
+            (partial.affinity, partial.anti_affinity)
+        };
+        let signature = format!(
+            "{}\u{0}{:?}\u{0}{:?}",
+            pod.namespace(),
+            pod.required_affinity,
+            pod.required_anti_affinity
+        );
+        memo.visit(
+            &signature,
+            snapshot.nodes().iter(),
+            per_node,
+            |_, (affinity, anti)| {
+                merge(&mut state.affinity, affinity);
+                merge(&mut state.anti_affinity, anti);
+            },
+        );
         state
     }
 
@@ -169,5 +205,16 @@ impl FilterState {
         self.existing_anti_affinity
             .iter()
             .all(|((key, value), count)| *count <= 0 || node.labels().get(key) != Some(value))
+    }
+}
+
+fn merge(total: &mut Counts, part: &Counts) {
+    for (pair, count) in part {
+        match total.get_mut(pair) {
+            Some(sum) => *sum += count,
+            None => {
+                total.insert(pair.clone(), *count);
+            }
+        }
     }
 }

@@ -17,6 +17,7 @@ use crate::framework::{
     Plugin, PluginContext, PreFilterPlugin, PreScorePlugin, ScorePlugin, Snapshot, Status,
 };
 use crate::model::{NodeInfo, PodInfo};
+use crate::plugins::memo::NodeMemo;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -28,6 +29,8 @@ struct AffinityArgs {
 pub struct InterPodAffinity {
     args: ScoreArgs,
     lister: Arc<dyn ClusterLister>,
+    filter_counts: NodeMemo<(filtering::Counts, filtering::Counts)>,
+    score_parts: NodeMemo<scoring::TopologyScore>,
 }
 
 const FILTER_KEY: &str = "PreFilterInterPodAffinity";
@@ -53,6 +56,8 @@ impl InterPodAffinity {
                     .unwrap_or(false),
             },
             lister: context.lister.clone(),
+            filter_counts: NodeMemo::default(),
+            score_parts: NodeMemo::default(),
         }))
     }
 
@@ -64,6 +69,8 @@ impl InterPodAffinity {
                 ignore_preferred_terms_of_existing_pods: false,
             },
             lister,
+            filter_counts: NodeMemo::default(),
+            score_parts: NodeMemo::default(),
         }
     }
 }
@@ -110,7 +117,7 @@ impl PreFilterPlugin for InterPodAffinity {
         let mut namespaces = NamespaceLabels::new(self.lister.as_ref());
         state.write(
             FILTER_KEY,
-            FilterState::compute(pod, snapshot, &mut namespaces),
+            FilterState::compute(pod, snapshot, &mut namespaces, &self.filter_counts),
         );
         Status::success()
     }
@@ -168,7 +175,13 @@ impl PreScorePlugin for InterPodAffinity {
             return Status::skip();
         }
         let mut namespaces = NamespaceLabels::new(self.lister.as_ref());
-        let score = ScoreState::compute(pod, snapshot, &self.args, &mut namespaces);
+        let score = ScoreState::compute(
+            pod,
+            snapshot,
+            &self.args,
+            &mut namespaces,
+            &self.score_parts,
+        );
         if score.topology_score.is_empty() {
             return Status::skip();
         }

@@ -21,6 +21,10 @@ impl<'a> NamespaceLabels<'a> {
         }
     }
 
+    pub fn lister(&self) -> &'a dyn ClusterLister {
+        self.lister
+    }
+
     /// Whether `term` selects `pod`.
     pub fn term_matches(&mut self, term: &AffinityTerm, pod: &PodInfo) -> bool {
         if !term.uses_namespace_selector() {

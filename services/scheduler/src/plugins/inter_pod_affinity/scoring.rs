@@ -8,11 +8,14 @@ use std::sync::Arc;
 use super::namespaces::NamespaceLabels;
 use crate::framework::{Snapshot, MAX_NODE_SCORE};
 use crate::model::{NodeInfo, PodInfo, WeightedTerm};
+use crate::plugins::memo::NodeMemo;
+
+/// topology key -> value -> score.
+pub type TopologyScore = HashMap<String, HashMap<String, i64>>;
 
 #[derive(Clone, Default)]
 pub struct ScoreState {
-    /// topology key -> value -> score.
-    pub topology_score: HashMap<String, HashMap<String, i64>>,
+    pub topology_score: TopologyScore,
 }
 
 pub struct ScoreArgs {
@@ -26,6 +29,7 @@ impl ScoreState {
         snapshot: &Snapshot,
         args: &ScoreArgs,
         namespaces: &mut NamespaceLabels,
+        memo: &NodeMemo<TopologyScore>,
     ) -> ScoreState {
         let mut state = ScoreState::default();
         let has_preferences =
@@ -35,20 +39,77 @@ impl ScoreState {
         } else {
             Box::new(snapshot.with_affinity())
         };
-        for node in nodes {
-            if node.labels().is_empty() {
-                continue;
+        let own_terms = || {
+            pod.preferred_affinity
+                .iter()
+                .chain(&pod.preferred_anti_affinity)
+        };
+        if own_terms().any(|t| t.term.uses_namespace_selector()) {
+            // Matches depend on other namespaces' labels: not remembered.
+            for node in nodes {
+                state.process_node(pod, node, args, has_preferences, namespaces);
             }
-            let existing_pods = if has_preferences {
-                &node.pods
-            } else {
-                &node.pods_with_affinity
-            };
-            for existing in existing_pods {
-                state.process_existing(pod, existing, node, args, namespaces);
-            }
+            return state;
         }
+        let lister = namespaces.lister();
+        let per_node = |node: &NodeInfo| {
+            let mut partial = ScoreState::default();
+            partial.process_node(
+                pod,
+                node,
+                args,
+                has_preferences,
+                &mut NamespaceLabels::new(lister),
+            );
+            partial.topology_score
+        };
+        // The question: this pod (namespace, its namespace's labels, labels, terms) and the arguments.
+        let signature = format!(
+            "{}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{}\u{0}{}",
+            pod.namespace(),
+            lister.namespace_labels(pod.namespace()),
+            pod.labels(),
+            pod.preferred_affinity,
+            pod.preferred_anti_affinity,
+            args.hard_pod_affinity_weight,
+            args.ignore_preferred_terms_of_existing_pods
+        );
+        memo.visit(&signature, nodes, per_node, |_, partial| {
+            for (key, values) in partial {
+                let total = state.topology_score.entry(key.clone()).or_default();
+                for (value, amount) in values {
+                    match total.get_mut(value) {
+                        Some(sum) => *sum += amount,
+                        None => {
+                            total.insert(value.clone(), *amount);
+                        }
+                    }
+                }
+            }
+        });
+        state.topology_score.retain(|_, values| !values.is_empty());
         state
+    }
+
+    fn process_node(
+        &mut self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        args: &ScoreArgs,
+        has_preferences: bool,
+        namespaces: &mut NamespaceLabels,
+    ) {
+        if node.labels().is_empty() {
+            return;
+        }
+        let existing_pods = if has_preferences {
+            &node.pods
+        } else {
+            &node.pods_with_affinity
+        };
+        for existing in existing_pods {
+            self.process_existing(pod, existing, node, args, namespaces);
+        }
     }
 
     fn process_existing(

@@ -141,3 +141,19 @@ pub fn count_matching(node: &NodeInfo, selector: &LabelMatcher, namespace: &str)
         })
         .count() as i64
 }
+
+/// What a memoized count answers: the pod's namespace and the selectors.
+pub fn signature(pod: &PodInfo, constraints: &[Constraint]) -> String {
+    let selectors: Vec<&LabelMatcher> = constraints.iter().map(|c| &c.selector).collect();
+    format!("{}\u{0}{selectors:?}", pod.namespace())
+}
+
+/// Adds `count` to the domain `value` (no allocation when it is known).
+pub fn add_to_domain(counts: &mut std::collections::HashMap<String, i64>, value: &str, count: i64) {
+    match counts.get_mut(value) {
+        Some(total) => *total += count,
+        None => {
+            counts.insert(value.to_string(), count);
+        }
+    }
+}

@@ -4,9 +4,10 @@
 
 use std::collections::HashMap;
 
-use super::constraints::{count_matching, has_all_keys, Constraint};
+use super::constraints::{add_to_domain, count_matching, has_all_keys, signature, Constraint};
 use crate::framework::Status;
 use crate::model::{NodeInfo, PodInfo};
+use crate::plugins::memo::NodeMemo;
 use crate::plugins::node_affinity::RequiredNodeAffinity;
 
 pub const REASON_CONSTRAINTS: &str = "node(s) didn't match pod topology spread constraints";
@@ -27,22 +28,35 @@ impl FilterState {
         pod: &PodInfo,
         constraints: Vec<Constraint>,
         nodes: &[std::sync::Arc<NodeInfo>],
+        memo: &NodeMemo<Vec<i64>>,
     ) -> FilterState {
         let affinity = RequiredNodeAffinity::of(pod);
-        let mut counts = vec![HashMap::new(); constraints.len()];
-        for node in nodes {
-            if !has_all_keys(node.labels(), &constraints) {
-                continue;
-            }
-            for (i, constraint) in constraints.iter().enumerate() {
-                if !constraint.includes(pod, node, &affinity) {
-                    continue;
+        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+        let count_all = |node: &NodeInfo| {
+            constraints
+                .iter()
+                .map(|c| count_matching(node, &c.selector, pod.namespace()))
+                .collect::<Vec<i64>>()
+        };
+        memo.visit(
+            &signature(pod, &constraints),
+            nodes.iter(),
+            count_all,
+            |node, node_counts| {
+                if !has_all_keys(node.labels(), &constraints) {
+                    return;
                 }
-                let value = &node.labels()[&constraint.topology_key];
-                let count = count_matching(node, &constraint.selector, pod.namespace());
-                *counts[i].entry(value.clone()).or_insert(0) += count;
-            }
-        }
+                for (i, constraint) in constraints.iter().enumerate() {
+                    if constraint.includes(pod, node, &affinity) {
+                        add_to_domain(
+                            &mut counts[i],
+                            &node.labels()[&constraint.topology_key],
+                            node_counts[i],
+                        );
+                    }
+                }
+            },
+        );
         FilterState {
             constraints,
             counts,

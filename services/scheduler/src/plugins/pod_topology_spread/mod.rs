@@ -19,6 +19,7 @@ use crate::framework::{
     Plugin, PluginContext, PreFilterPlugin, PreScorePlugin, ScorePlugin, Snapshot, Status,
 };
 use crate::model::{NodeInfo, PodInfo};
+use crate::plugins::memo::NodeMemo;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -31,6 +32,8 @@ pub struct PodTopologySpread {
     defaults: Vec<TopologySpreadConstraint>,
     system_defaulted: bool,
     lister: Arc<dyn ClusterLister>,
+    filter_counts: NodeMemo<Vec<i64>>,
+    score_counts: NodeMemo<Vec<i64>>,
 }
 
 const FILTER_KEY: &str = "PreFilterPodTopologySpread";
@@ -62,6 +65,8 @@ impl PodTopologySpread {
             defaults,
             system_defaulted,
             lister: context.lister.clone(),
+            filter_counts: NodeMemo::default(),
+            score_counts: NodeMemo::default(),
         }))
     }
 
@@ -71,6 +76,8 @@ impl PodTopologySpread {
             defaults: system_defaults(),
             system_defaulted: true,
             lister,
+            filter_counts: NodeMemo::default(),
+            score_counts: NodeMemo::default(),
         }
     }
 }
@@ -152,7 +159,7 @@ impl PreFilterPlugin for PodTopologySpread {
         }
         state.write(
             FILTER_KEY,
-            FilterState::compute(pod, constraints, snapshot.nodes()),
+            FilterState::compute(pod, constraints, snapshot.nodes(), &self.filter_counts),
         );
         Status::success()
     }
@@ -218,6 +225,7 @@ impl PreScorePlugin for PodTopologySpread {
                 feasible,
                 snapshot.nodes(),
                 require_all_keys,
+                &self.score_counts,
             ),
         );
         Status::success()

@@ -4,9 +4,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::constraints::{count_matching, has_all_keys, Constraint, HOSTNAME_KEY};
+use super::constraints::{count_matching, has_all_keys, signature, Constraint, HOSTNAME_KEY};
 use crate::framework::MAX_NODE_SCORE;
 use crate::model::{NodeInfo, PodInfo};
+use crate::plugins::memo::NodeMemo;
 use crate::plugins::node_affinity::RequiredNodeAffinity;
 
 #[derive(Clone)]
@@ -28,6 +29,7 @@ impl ScoreState {
         feasible: &[Arc<NodeInfo>],
         all: &[Arc<NodeInfo>],
         require_all_keys: bool,
+        memo: &NodeMemo<Vec<i64>>,
     ) -> ScoreState {
         let mut ignored = HashSet::new();
         let mut counts = vec![HashMap::new(); constraints.len()];
@@ -58,22 +60,33 @@ impl ScoreState {
             })
             .collect();
         let affinity = RequiredNodeAffinity::of(pod);
-        for node in all {
-            if require_all_keys && !has_all_keys(node.labels(), &constraints) {
-                continue;
-            }
-            for (i, constraint) in constraints.iter().enumerate() {
-                if !constraint.includes(pod, node, &affinity) {
-                    continue;
+        let count_all = |node: &NodeInfo| {
+            constraints
+                .iter()
+                .map(|c| count_matching(node, &c.selector, pod.namespace()))
+                .collect::<Vec<i64>>()
+        };
+        memo.visit(
+            &signature(pod, &constraints),
+            all.iter(),
+            count_all,
+            |node, node_counts| {
+                if require_all_keys && !has_all_keys(node.labels(), &constraints) {
+                    return;
                 }
-                let Some(value) = node.labels().get(&constraint.topology_key) else {
-                    continue;
-                };
-                if let Some(count) = counts[i].get_mut(value) {
-                    *count += count_matching(node, &constraint.selector, pod.namespace());
+                for (i, constraint) in constraints.iter().enumerate() {
+                    if !constraint.includes(pod, node, &affinity) {
+                        continue;
+                    }
+                    let Some(value) = node.labels().get(&constraint.topology_key) else {
+                        continue;
+                    };
+                    if let Some(count) = counts[i].get_mut(value) {
+                        *count += node_counts[i];
+                    }
                 }
-            }
-        }
+            },
+        );
         ScoreState {
             constraints,
             ignored,
