@@ -3,7 +3,6 @@
 //! add and remove pods through the PreFilter extensions.
 
 use std::any::Any;
-use std::collections::HashSet;
 
 /// Data one plugin keeps for the cycle.
 pub trait StateData: Any + Send + Sync {
@@ -26,13 +25,29 @@ impl<T: Any + Clone + Send + Sync> StateData for T {
     }
 }
 
+/// A few plugin names (a list: cheaper than hashing for so few).
+#[derive(Debug, Clone, Default)]
+pub struct SkipSet(Vec<&'static str>);
+
+impl SkipSet {
+    pub fn insert(&mut self, name: &'static str) {
+        if !self.contains(name) {
+            self.0.push(name);
+        }
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.iter().any(|n| *n == name)
+    }
+}
+
 #[derive(Default)]
 pub struct CycleState {
     entries: Vec<(&'static str, Box<dyn StateData>)>,
     /// Plugins whose PreFilter said Skip: their Filter is not run.
-    pub skip_filter: HashSet<&'static str>,
+    pub skip_filter: SkipSet,
     /// Plugins whose PreScore said Skip: their Score is not run.
-    pub skip_score: HashSet<&'static str>,
+    pub skip_score: SkipSet,
 }
 
 impl CycleState {

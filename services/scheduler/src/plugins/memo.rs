@@ -17,7 +17,7 @@ use crate::model::NodeInfo;
 const MAX_SIGNATURES: usize = 128;
 
 pub struct NodeMemo<V> {
-    by_signature: Mutex<HashMap<String, HashMap<String, (u64, V)>>>,
+    by_signature: Mutex<HashMap<String, foldhash::HashMap<String, (u64, V)>>>,
 }
 
 impl<V> Default for NodeMemo<V> {

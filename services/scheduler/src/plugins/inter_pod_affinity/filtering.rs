@@ -14,7 +14,8 @@ pub const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity r
 pub const REASON_EXISTING_ANTI_AFFINITY: &str =
     "node(s) didn't satisfy existing pods anti-affinity rules";
 
-pub type Counts = HashMap<(String, String), i64>;
+/// topology key -> value -> pods.
+pub type Counts = HashMap<String, foldhash::HashMap<String, i64>>;
 
 #[derive(Clone, Default)]
 pub struct FilterState {
@@ -30,8 +31,29 @@ pub struct FilterState {
 
 fn bump(counts: &mut Counts, node: &NodeInfo, key: &str, delta: i64) {
     if let Some(value) = node.labels().get(key) {
-        *counts.entry((key.to_string(), value.clone())).or_insert(0) += delta;
+        add(counts, key, value, delta);
     }
+}
+
+fn add(counts: &mut Counts, key: &str, value: &str, delta: i64) {
+    let values = match counts.get_mut(key) {
+        Some(values) => values,
+        None => counts.entry(key.to_string()).or_default(),
+    };
+    match values.get_mut(value) {
+        Some(count) => *count += delta,
+        None => {
+            values.insert(value.to_string(), delta);
+        }
+    }
+}
+
+fn count_at(counts: &Counts, key: &str, value: &str) -> i64 {
+    counts
+        .get(key)
+        .and_then(|values| values.get(value))
+        .copied()
+        .unwrap_or(0)
 }
 
 impl FilterState {
@@ -168,13 +190,7 @@ impl FilterState {
             let Some(value) = node.labels().get(&term.topology_key) else {
                 return false;
             };
-            if self
-                .affinity
-                .get(&(term.topology_key.clone(), value.clone()))
-                .copied()
-                .unwrap_or(0)
-                <= 0
-            {
+            if count_at(&self.affinity, &term.topology_key, value) <= 0 {
                 pods_exist = false;
             }
         }
@@ -183,38 +199,37 @@ impl FilterState {
         }
         // The first pod of a group with affinity to itself: allowed when no
         // pod anywhere matches yet and the pod matches its own terms.
-        self.affinity.values().all(|c| *c <= 0) && self.matches_own_affinity
+        self.affinity
+            .values()
+            .flat_map(|v| v.values())
+            .all(|c| *c <= 0)
+            && self.matches_own_affinity
     }
 
     fn satisfies_anti_affinity(&self, terms: &[AffinityTerm], node: &NodeInfo) -> bool {
         terms
             .iter()
             .all(|term| match node.labels().get(&term.topology_key) {
-                Some(value) => {
-                    self.anti_affinity
-                        .get(&(term.topology_key.clone(), value.clone()))
-                        .copied()
-                        .unwrap_or(0)
-                        <= 0
-                }
+                Some(value) => count_at(&self.anti_affinity, &term.topology_key, value) <= 0,
                 None => true,
             })
     }
 
     fn satisfies_existing_anti_affinity(&self, node: &NodeInfo) -> bool {
+        let labels = node.labels();
         self.existing_anti_affinity
             .iter()
-            .all(|((key, value), count)| *count <= 0 || node.labels().get(key) != Some(value))
+            .all(|(key, values)| match labels.get(key) {
+                Some(value) => values.get(value).is_none_or(|count| *count <= 0),
+                None => true,
+            })
     }
 }
 
 fn merge(total: &mut Counts, part: &Counts) {
-    for (pair, count) in part {
-        match total.get_mut(pair) {
-            Some(sum) => *sum += count,
-            None => {
-                total.insert(pair.clone(), *count);
-            }
+    for (key, values) in part {
+        for (value, count) in values {
+            add(total, key, value, *count);
         }
     }
 }

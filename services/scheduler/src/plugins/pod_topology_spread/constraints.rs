@@ -149,7 +149,7 @@ pub fn signature(pod: &PodInfo, constraints: &[Constraint]) -> String {
 }
 
 /// Adds `count` to the domain `value` (no allocation when it is known).
-pub fn add_to_domain(counts: &mut std::collections::HashMap<String, i64>, value: &str, count: i64) {
+pub fn add_to_domain(counts: &mut foldhash::HashMap<String, i64>, value: &str, count: i64) {
     match counts.get_mut(value) {
         Some(total) => *total += count,
         None => {

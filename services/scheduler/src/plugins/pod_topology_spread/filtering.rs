@@ -2,8 +2,6 @@
 //! DoNotSchedule constraint's skew (its domain's matching pods minus the
 //! emptiest domain's) exceed maxSkew.
 
-use std::collections::HashMap;
-
 use super::constraints::{add_to_domain, count_matching, has_all_keys, signature, Constraint};
 use crate::framework::Status;
 use crate::model::{NodeInfo, PodInfo};
@@ -19,7 +17,7 @@ pub const REASON_MISSING_LABEL: &str =
 pub struct FilterState {
     pub constraints: Vec<Constraint>,
     /// Per constraint: topology value -> matching pods.
-    pub counts: Vec<HashMap<String, i64>>,
+    pub counts: Vec<foldhash::HashMap<String, i64>>,
     pub affinity: RequiredNodeAffinity,
 }
 
@@ -31,7 +29,8 @@ impl FilterState {
         memo: &NodeMemo<Vec<i64>>,
     ) -> FilterState {
         let affinity = RequiredNodeAffinity::of(pod);
-        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+        let mut counts: Vec<foldhash::HashMap<String, i64>> =
+            vec![Default::default(); constraints.len()];
         let count_all = |node: &NodeInfo| {
             constraints
                 .iter()

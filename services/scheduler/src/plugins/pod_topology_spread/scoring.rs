@@ -1,7 +1,7 @@
 //! PodTopologySpread's Score: nodes in domains with fewer matching pods score
 //! higher, each constraint weighted by log(number of domains + 2).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::constraints::{count_matching, has_all_keys, signature, Constraint, HOSTNAME_KEY};
@@ -16,7 +16,7 @@ pub struct ScoreState {
     /// Feasible nodes without every topology key: they score 0.
     pub ignored: HashSet<String>,
     /// Per constraint (except hostname ones, counted at Score): value -> matching pods.
-    pub counts: Vec<HashMap<String, i64>>,
+    pub counts: Vec<foldhash::HashMap<String, i64>>,
     pub weights: Vec<f64>,
 }
 
@@ -32,7 +32,8 @@ impl ScoreState {
         memo: &NodeMemo<Vec<i64>>,
     ) -> ScoreState {
         let mut ignored = HashSet::new();
-        let mut counts = vec![HashMap::new(); constraints.len()];
+        let mut counts: Vec<foldhash::HashMap<String, i64>> =
+            vec![Default::default(); constraints.len()];
         for node in feasible {
             if require_all_keys && !has_all_keys(node.labels(), &constraints) {
                 ignored.insert(node.name.clone());
