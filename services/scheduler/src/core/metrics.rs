@@ -122,6 +122,18 @@ impl Metrics {
     }
 }
 
+static GLOBAL: std::sync::OnceLock<std::sync::Arc<Metrics>> = std::sync::OnceLock::new();
+
+impl Metrics {
+    /// The process's metrics: every scheduler in a process counts into them,
+    /// so they are registered once.
+    pub fn global() -> std::sync::Arc<Metrics> {
+        GLOBAL
+            .get_or_init(|| std::sync::Arc::new(Metrics::new()))
+            .clone()
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()

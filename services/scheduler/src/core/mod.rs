@@ -10,7 +10,7 @@ pub mod metrics;
 pub mod profiles;
 pub mod scheduler;
 
-pub use api::{ApiError, EventType, PodRef, SchedulerApi, SchedulerEvent, StatusPatch};
+pub use api::{ApiError, ApiResult, EventType, PodRef, SchedulerApi, SchedulerEvent, StatusPatch};
 pub use scheduler::Scheduler;
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ impl Scheduler {
             profiles,
             cache: Arc::new(Mutex::new(Cache::new(DEFAULT_ASSUMED_POD_TTL))),
             api,
-            metrics: Arc::new(Metrics::new()),
+            metrics: Metrics::global(),
             runtime,
             bindings_in_flight: Arc::new(AtomicUsize::new(0)),
         }))

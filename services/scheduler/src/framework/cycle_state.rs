@@ -37,7 +37,7 @@ impl SkipSet {
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.0.iter().any(|n| *n == name)
+        self.0.contains(&name)
     }
 }
 

@@ -16,8 +16,11 @@ use crate::model::NodeInfo;
 /// Questions remembered at most; past that the memo starts over.
 const MAX_SIGNATURES: usize = 128;
 
+/// Per node name: the generation the answer was computed at, and the answer.
+type PerNode<V> = foldhash::HashMap<String, (u64, V)>;
+
 pub struct NodeMemo<V> {
-    by_signature: Mutex<HashMap<String, foldhash::HashMap<String, (u64, V)>>>,
+    by_signature: Mutex<HashMap<String, PerNode<V>>>,
 }
 
 impl<V> Default for NodeMemo<V> {
