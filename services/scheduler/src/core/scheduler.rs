@@ -158,7 +158,7 @@ impl Scheduler {
                     self.metrics.preemption_attempts.inc();
                     let context = PostFilterContext {
                         snapshot,
-                        framework: &framework,
+                        framework: framework.as_ref(),
                         nominated,
                     };
                     let (result, status) = framework.run_post_filter(

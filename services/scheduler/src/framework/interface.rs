@@ -57,6 +57,21 @@ pub trait Plugin: Send + Sync {
     }
 }
 
+/// Inside `impl Plugin for X`: declares the extension points X serves,
+/// e.g. `serves!(pre_filter, filter, score);` (X implements those traits).
+#[macro_export]
+macro_rules! serves {
+    ($($point:ident),+ $(,)?) => { $( $crate::serves!(@point $point); )+ };
+    (@point pre_enqueue) => { fn as_pre_enqueue(&self) -> Option<&dyn $crate::framework::PreEnqueuePlugin> { Some(self) } };
+    (@point pre_filter) => { fn as_pre_filter(&self) -> Option<&dyn $crate::framework::PreFilterPlugin> { Some(self) } };
+    (@point filter) => { fn as_filter(&self) -> Option<&dyn $crate::framework::FilterPlugin> { Some(self) } };
+    (@point post_filter) => { fn as_post_filter(&self) -> Option<&dyn $crate::framework::PostFilterPlugin> { Some(self) } };
+    (@point pre_score) => { fn as_pre_score(&self) -> Option<&dyn $crate::framework::PreScorePlugin> { Some(self) } };
+    (@point score) => { fn as_score(&self) -> Option<&dyn $crate::framework::ScorePlugin> { Some(self) } };
+    (@point reserve) => { fn as_reserve(&self) -> Option<&dyn $crate::framework::ReservePlugin> { Some(self) } };
+    (@point permit) => { fn as_permit(&self) -> Option<&dyn $crate::framework::PermitPlugin> { Some(self) } };
+}
+
 /// Runs before a pod enters the activeQ; a rejection keeps it out (scheduling gates).
 pub trait PreEnqueuePlugin {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status;
@@ -103,10 +118,38 @@ pub struct PostFilterResult {
     pub displaced_nominations: Vec<Arc<PodInfo>>,
 }
 
+/// The profile's filters, as preemption's dry runs need them.
+pub trait FilterRunner {
+    /// Filter, counting the nominated pods that outrank `pod`.
+    fn run_filter_with_nominated(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        nominated: &dyn NominatedPods,
+    ) -> Status;
+    /// Each PreFilter's state learns that `added` now runs on `node`.
+    fn run_pre_filter_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        added: &Arc<PodInfo>,
+        node: &NodeInfo,
+    );
+    /// Each PreFilter's state learns that `removed` left `node`.
+    fn run_pre_filter_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &NodeInfo,
+    );
+}
+
 /// What a PostFilter plugin may use besides the cycle's state.
 pub struct PostFilterContext<'a> {
     pub snapshot: &'a Snapshot,
-    pub framework: &'a super::runtime::Framework,
+    pub framework: &'a dyn FilterRunner,
     pub nominated: &'a dyn NominatedPods,
 }
 

@@ -5,11 +5,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::build::{build_points, Placed, PointLists};
-use super::cycle_state::CycleState;
+use super::cycle_state::{CycleState, SkipSet};
 use super::diagnosis::NodeStatuses;
 use super::events::ClusterEvent;
 use super::handle::ClusterLister;
-use super::interface::{NominatedPods, PostFilterContext, PostFilterResult, MAX_NODE_SCORE};
+use super::interface::{
+    FilterRunner, NominatedPods, PostFilterContext, PostFilterResult, MAX_NODE_SCORE,
+};
 use super::registry::Registry;
 use super::snapshot::Snapshot;
 use super::status::{Code, Status};
@@ -99,12 +101,8 @@ impl Framework {
                 .as_pre_filter()
                 .expect("placed")
                 .pre_filter(state, pod, snapshot);
-            match status.code {
-                Code::Success => {}
-                Code::Skip => {
-                    state.skip_filter.insert(name);
-                }
-                _ => return status.with_plugin(name),
+            if let Some(failure) = skip_or_fail(status, name, &mut state.skip_filter) {
+                return failure;
             }
         }
         Status::success()
@@ -239,12 +237,8 @@ impl Framework {
                 .as_pre_score()
                 .expect("placed")
                 .pre_score(state, pod, nodes, snapshot);
-            match status.code {
-                Code::Success => {}
-                Code::Skip => {
-                    state.skip_score.insert(name);
-                }
-                _ => return status.with_plugin(name),
+            if let Some(failure) = skip_or_fail(status, name, &mut state.skip_score) {
+                return failure;
             }
         }
         Status::success()
@@ -320,5 +314,50 @@ impl Framework {
             }
         }
         Status::success()
+    }
+}
+
+/// A Pre* plugin's answer: Skip turns its main point off for the cycle;
+/// anything but success ends the run.
+fn skip_or_fail(status: Status, name: &'static str, skipped: &mut SkipSet) -> Option<Status> {
+    match status.code {
+        Code::Success => None,
+        Code::Skip => {
+            skipped.insert(name);
+            None
+        }
+        _ => Some(status.with_plugin(name)),
+    }
+}
+
+impl FilterRunner for Framework {
+    fn run_filter_with_nominated(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        nominated: &dyn NominatedPods,
+    ) -> Status {
+        Framework::run_filter_with_nominated(self, state, pod, node, nominated)
+    }
+
+    fn run_pre_filter_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        added: &Arc<PodInfo>,
+        node: &NodeInfo,
+    ) {
+        Framework::run_pre_filter_add_pod(self, state, pod, added, node)
+    }
+
+    fn run_pre_filter_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &NodeInfo,
+    ) {
+        Framework::run_pre_filter_remove_pod(self, state, pod, removed, node)
     }
 }

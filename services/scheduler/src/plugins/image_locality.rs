@@ -41,12 +41,7 @@ impl Plugin for ImageLocality {
     fn name(&self) -> &'static str {
         Self::NAME
     }
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
+    crate::serves!(pre_score, score);
 }
 
 impl PreScorePlugin for ImageLocality {

@@ -111,18 +111,7 @@ impl Plugin for NodeAffinity {
             ActionType::ADD.or(ActionType::UPDATE_NODE_LABEL),
         )]
     }
-    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
-        Some(self)
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
+    crate::serves!(pre_filter, filter, pre_score, score);
 }
 
 impl PreFilterPlugin for NodeAffinity {

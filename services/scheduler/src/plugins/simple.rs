@@ -33,9 +33,7 @@ impl Plugin for SchedulingGates {
             ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
         )]
     }
-    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
-        Some(self)
-    }
+    crate::serves!(pre_enqueue);
 }
 
 impl PreEnqueuePlugin for SchedulingGates {
@@ -110,20 +108,9 @@ impl Plugin for NodeUnschedulable {
         Self::NAME
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        vec![
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD.or(ActionType::UPDATE_NODE_TAINT),
-            ),
-            ClusterEvent::new(
-                EventResource::UnscheduledPod,
-                ActionType::UPDATE_POD_TOLERATION,
-            ),
-        ]
+        super::taint_toleration::taint_events()
     }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
+    crate::serves!(filter);
 }
 
 impl FilterPlugin for NodeUnschedulable {
@@ -163,9 +150,7 @@ impl Plugin for NodeName {
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![ClusterEvent::new(EventResource::Node, ActionType::ADD)]
     }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
+    crate::serves!(filter);
 }
 
 impl FilterPlugin for NodeName {

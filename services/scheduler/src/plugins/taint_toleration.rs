@@ -17,6 +17,21 @@ use crate::model::{NodeInfo, PodInfo};
 
 pub struct TaintToleration;
 
+/// What may make a node's taints acceptable: a new node, changed taints, or
+/// new tolerations on the pod.
+pub fn taint_events() -> Vec<ClusterEvent> {
+    vec![
+        ClusterEvent::new(
+            EventResource::Node,
+            ActionType::ADD.or(ActionType::UPDATE_NODE_TAINT),
+        ),
+        ClusterEvent::new(
+            EventResource::UnscheduledPod,
+            ActionType::UPDATE_POD_TOLERATION,
+        ),
+    ]
+}
+
 const STATE_KEY: &str = "PreScoreTaintToleration";
 
 /// The pod's tolerations that can tolerate a PreferNoSchedule taint.
@@ -36,26 +51,9 @@ impl Plugin for TaintToleration {
         Self::NAME
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        vec![
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD.or(ActionType::UPDATE_NODE_TAINT),
-            ),
-            ClusterEvent::new(
-                EventResource::UnscheduledPod,
-                ActionType::UPDATE_POD_TOLERATION,
-            ),
-        ]
+        taint_events()
     }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
+    crate::serves!(filter, pre_score, score);
 }
 
 impl FilterPlugin for TaintToleration {

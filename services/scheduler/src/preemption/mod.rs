@@ -193,9 +193,7 @@ impl Plugin for DefaultPreemption {
     fn name(&self) -> &'static str {
         Self::NAME
     }
-    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
-        Some(self)
-    }
+    crate::serves!(post_filter);
 }
 
 impl PostFilterPlugin for DefaultPreemption {

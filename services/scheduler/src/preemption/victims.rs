@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::framework::{CycleState, Framework, NominatedPods, Status};
+use crate::framework::{CycleState, FilterRunner, NominatedPods, Status};
 use crate::model::{LabelMatcher, NodeInfo, PodInfo};
 
 pub const NO_VICTIMS: &str = "No preemption victims found for incoming pod";
@@ -44,7 +44,7 @@ pub fn more_important(a: &PodInfo, b: &PodInfo) -> Ordering {
 }
 
 pub fn select_victims(
-    framework: &Framework,
+    framework: &dyn FilterRunner,
     state: &CycleState,
     preemptor: &PodInfo,
     node: &NodeInfo,

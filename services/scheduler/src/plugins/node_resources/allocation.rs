@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::framework::ArgsError;
+use crate::framework::{ActionType, ArgsError, ClusterEvent, EventResource};
 use crate::model::resource::{is_scalar_resource_name, CPU, EPHEMERAL_STORAGE, MEMORY};
 use crate::model::{NodeInfo, PodInfo};
 
@@ -115,4 +115,18 @@ pub fn requested_and_allocatable(
         }
     }
     (requested, allocatable)
+}
+
+/// What may make room: a pod leaving or shrinking, a node added or grown.
+pub fn resource_events() -> Vec<ClusterEvent> {
+    vec![
+        ClusterEvent::new(
+            EventResource::AssignedPod,
+            ActionType::DELETE.or(ActionType::UPDATE_POD_SCALE_DOWN),
+        ),
+        ClusterEvent::new(
+            EventResource::Node,
+            ActionType::ADD.or(ActionType::UPDATE_NODE_ALLOCATABLE),
+        ),
+    ]
 }

@@ -9,8 +9,8 @@ use super::allocation::{
     checked_resources, pod_requests, requested_and_allocatable, Counting, ResourceSpec,
 };
 use crate::framework::{
-    ActionType, ArgsError, ClusterEvent, CycleState, EventResource, Plugin, PluginContext,
-    PreScorePlugin, ScorePlugin, Snapshot, Status, MAX_NODE_SCORE,
+    ArgsError, ClusterEvent, CycleState, Plugin, PluginContext, PreScorePlugin, ScorePlugin,
+    Snapshot, Status, MAX_NODE_SCORE,
 };
 use crate::model::{NodeInfo, PodInfo};
 
@@ -45,23 +45,9 @@ impl Plugin for BalancedAllocation {
         Self::NAME
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        vec![
-            ClusterEvent::new(
-                EventResource::AssignedPod,
-                ActionType::DELETE.or(ActionType::UPDATE_POD_SCALE_DOWN),
-            ),
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD.or(ActionType::UPDATE_NODE_ALLOCATABLE),
-            ),
-        ]
+        super::allocation::resource_events()
     }
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
+    crate::serves!(pre_score, score);
 }
 
 impl PreScorePlugin for BalancedAllocation {

@@ -12,8 +12,8 @@ use super::allocation::{
 };
 use super::strategy::{ScoringStrategy, StrategyArgs};
 use crate::framework::{
-    ActionType, ArgsError, ClusterEvent, CycleState, EventResource, FilterPlugin, Plugin,
-    PluginContext, PreScorePlugin, ScorePlugin, Snapshot, Status,
+    ArgsError, ClusterEvent, CycleState, FilterPlugin, Plugin, PluginContext, PreScorePlugin,
+    ScorePlugin, Snapshot, Status,
 };
 use crate::model::resource::is_extended_resource_name;
 use crate::model::{NodeInfo, PodInfo};
@@ -114,26 +114,9 @@ impl Plugin for NodeResourcesFit {
         Self::NAME
     }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        vec![
-            ClusterEvent::new(
-                EventResource::AssignedPod,
-                ActionType::DELETE.or(ActionType::UPDATE_POD_SCALE_DOWN),
-            ),
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD.or(ActionType::UPDATE_NODE_ALLOCATABLE),
-            ),
-        ]
+        super::allocation::resource_events()
     }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
+    crate::serves!(filter, pre_score, score);
 }
 
 impl FilterPlugin for NodeResourcesFit {
