@@ -16,9 +16,10 @@ use super::profiles::Profiles;
 use crate::cache::{Cache, DEFAULT_ASSUMED_POD_TTL};
 use crate::config::{FieldError, SchedulerConfig};
 use crate::framework::{
-    ClusterLister, CycleState, Framework, NoNominatedPods, NominatedPods, PostFilterContext,
-    PostFilterResult, Snapshot,
+    ClusterLister, CycleState, FitError, Framework, NoNominatedPods, NominatedPods,
+    PostFilterContext, PostFilterResult, Snapshot,
 };
+use crate::model::PodInfo;
 use crate::queue::clock::{Clock, RealClock};
 use crate::queue::{QueueSettings, QueuedPodInfo, SchedulingQueue};
 
@@ -153,26 +154,8 @@ impl Scheduler {
         ) {
             Ok(placement) => self.assume_and_bind(framework, state, info, placement, start),
             Err(ScheduleError::Fit(mut fit)) => {
-                let mut post_filter = None;
-                if framework.has_post_filter() {
-                    self.metrics.preemption_attempts.inc();
-                    let context = PostFilterContext {
-                        snapshot,
-                        framework: framework.as_ref(),
-                        nominated,
-                    };
-                    let (result, status) = framework.run_post_filter(
-                        &state,
-                        &pod,
-                        &fit.diagnosis.node_statuses,
-                        &context,
-                    );
-                    let message = status.message();
-                    if !message.is_empty() {
-                        fit.diagnosis.post_filter_message = Some(message);
-                    }
-                    post_filter = result;
-                }
+                let post_filter =
+                    self.post_filter(&framework, &state, &pod, &mut fit, snapshot, nominated);
                 let failure = Failure {
                     message: fit.to_string(),
                     reason: "Unschedulable",
@@ -197,6 +180,34 @@ impl Scheduler {
                 self.fail(&framework, info, failure, start);
             }
         }
+    }
+
+    /// Preemption, when the profile has it: its message joins the FitError's.
+    fn post_filter(
+        &self,
+        framework: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        fit: &mut FitError,
+        snapshot: &Snapshot,
+        nominated: &dyn NominatedPods,
+    ) -> Option<PostFilterResult> {
+        if !framework.has_post_filter() {
+            return None;
+        }
+        self.metrics.preemption_attempts.inc();
+        let context = PostFilterContext {
+            snapshot,
+            framework,
+            nominated,
+        };
+        let (result, status) =
+            framework.run_post_filter(state, pod, &fit.diagnosis.node_statuses, &context);
+        let message = status.message();
+        if !message.is_empty() {
+            fit.diagnosis.post_filter_message = Some(message);
+        }
+        result
     }
 
     fn assume_and_bind(

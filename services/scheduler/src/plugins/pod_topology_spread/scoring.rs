@@ -60,34 +60,7 @@ impl ScoreState {
                 ((size + 2) as f64).ln()
             })
             .collect();
-        let affinity = RequiredNodeAffinity::of(pod);
-        let count_all = |node: &NodeInfo| {
-            constraints
-                .iter()
-                .map(|c| count_matching(node, &c.selector, pod.namespace()))
-                .collect::<Vec<i64>>()
-        };
-        memo.visit(
-            &signature(pod, &constraints),
-            all.iter(),
-            count_all,
-            |node, node_counts| {
-                if require_all_keys && !has_all_keys(node.labels(), &constraints) {
-                    return;
-                }
-                for (i, constraint) in constraints.iter().enumerate() {
-                    if !constraint.includes(pod, node, &affinity) {
-                        continue;
-                    }
-                    let Some(value) = node.labels().get(&constraint.topology_key) else {
-                        continue;
-                    };
-                    if let Some(count) = counts[i].get_mut(value) {
-                        *count += node_counts[i];
-                    }
-                }
-            },
-        );
+        count_pods(pod, &constraints, all, require_all_keys, memo, &mut counts);
         ScoreState {
             constraints,
             ignored,
@@ -136,4 +109,44 @@ impl ScoreState {
             };
         }
     }
+}
+
+/// Adds each node's matching pods to its domain's count, for the domains
+/// the feasible nodes are in (`counts` holds those, at zero).
+fn count_pods(
+    pod: &PodInfo,
+    constraints: &[Constraint],
+    all: &[Arc<NodeInfo>],
+    require_all_keys: bool,
+    memo: &NodeMemo<Vec<i64>>,
+    counts: &mut [foldhash::HashMap<String, i64>],
+) {
+    let affinity = RequiredNodeAffinity::of(pod);
+    let count_all = |node: &NodeInfo| {
+        constraints
+            .iter()
+            .map(|c| count_matching(node, &c.selector, pod.namespace()))
+            .collect::<Vec<i64>>()
+    };
+    memo.visit(
+        &signature(pod, constraints),
+        all.iter(),
+        count_all,
+        |node, node_counts| {
+            if require_all_keys && !has_all_keys(node.labels(), constraints) {
+                return;
+            }
+            for (i, constraint) in constraints.iter().enumerate() {
+                if !constraint.includes(pod, node, &affinity) {
+                    continue;
+                }
+                let Some(value) = node.labels().get(&constraint.topology_key) else {
+                    continue;
+                };
+                if let Some(count) = counts[i].get_mut(value) {
+                    *count += node_counts[i];
+                }
+            }
+        },
+    );
 }
