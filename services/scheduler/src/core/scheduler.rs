@@ -368,8 +368,6 @@ impl Scheduler {
                 nominated_node_name = Some(String::new());
             }
         }
-        info.unschedulable_plugins = failure.plugins;
-        self.queue.add_unschedulable(info, failure.errored);
         self.api.record(SchedulerEvent {
             regarding: target.clone(),
             related: None,
@@ -378,16 +376,24 @@ impl Scheduler {
             action: "Scheduling".into(),
             message: failure.message.clone(),
         });
-        let patch = StatusPatch {
-            unschedulable: Some((failure.reason.to_string(), failure.message)),
-            nominated_node_name,
-        };
-        let write = self.api.patch_status(&target, patch);
-        self.runtime.spawn(async move {
-            if let Err(error) = write.await {
-                tracing::debug!(%error, pod = %target.name, "could not update the pod's PodScheduled condition");
-            }
-        });
+        // As kube: no write when the pod already says so.
+        if nominated_node_name.is_some()
+            || !says_unschedulable(&pod, failure.reason, &failure.message)
+        {
+            let patch = StatusPatch {
+                unschedulable: Some((failure.reason.to_string(), failure.message)),
+                nominated_node_name,
+            };
+            let write = self.api.patch_status(&target, patch);
+            self.runtime.spawn(async move {
+                if let Err(error) = write.await {
+                    tracing::debug!(%error, pod = %target.name, "could not update the pod's PodScheduled condition");
+                }
+            });
+        }
+        // Requeued last, so that whoever sees it back in the queue sees its reports made.
+        info.unschedulable_plugins = failure.plugins;
+        self.queue.add_unschedulable(info, failure.errored);
     }
 
     /// Evicts the victims gracefully and clears the nominations of the
@@ -453,4 +459,20 @@ impl Scheduler {
         }
         true
     }
+}
+
+/// Whether the pod's PodScheduled condition is already False with this reason and message.
+fn says_unschedulable(pod: &PodInfo, reason: &str, message: &str) -> bool {
+    let conditions = pod
+        .pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    conditions.iter().any(|c| {
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some(reason)
+            && c.message.as_deref() == Some(message)
+    })
 }

@@ -290,3 +290,39 @@ fn gated_pods_wait_for_their_gates() {
     assert!(h.node_of("gated").is_none());
     assert_eq!(h.scheduler.queue().pending().gated, 1);
 }
+
+#[test]
+fn an_unchanged_failure_is_not_written_again() {
+    let h = Harness::new();
+    h.api.add_node(node("n1", "1").build());
+    h.api
+        .create_pod(PodBuilder::new("big").req("2", "").build());
+    h.wait_until("big is reported", |h| h.failed_message("big").is_some());
+    h.wait_until("the condition is stored", |h| {
+        h.api
+            .pod("default", "big")
+            .unwrap()
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some()
+    });
+    let before = h.api.pod("default", "big").unwrap();
+    // Retry it: same verdict, so the stored pod is left as it is.
+    h.scheduler.queue().flush_unschedulable();
+    h.wait_until("a second FailedScheduling", |h| {
+        h.api
+            .events()
+            .iter()
+            .filter(|e| e.reason == "FailedScheduling")
+            .count()
+            >= 2
+    });
+    h.wait_until("the pod is back with the unschedulable ones", |h| {
+        h.scheduler.queue().pending().unschedulable == 1
+    });
+    assert!(
+        Arc::ptr_eq(&before, &h.api.pod("default", "big").unwrap()),
+        "no second status write"
+    );
+}
