@@ -17,6 +17,8 @@ pub struct QueuedPodInfo {
     pub initial_attempt: Option<Instant>,
     /// Plugins that rejected the pod in its last attempt.
     pub unschedulable_plugins: BTreeSet<&'static str>,
+    /// The cluster events those plugins registered: what may help it.
+    pub waiting_for: Vec<crate::framework::ClusterEvent>,
     /// Kept out of the activeQ by a PreEnqueue plugin (scheduling gates).
     pub gated: bool,
     /// A tie-breaker among pods with the same timestamp, and identity of the entry.
@@ -31,6 +33,7 @@ impl QueuedPodInfo {
             attempts: 0,
             initial_attempt: None,
             unschedulable_plugins: BTreeSet::new(),
+            waiting_for: Vec::new(),
             gated: false,
             sequence,
         }

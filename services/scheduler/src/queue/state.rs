@@ -157,6 +157,7 @@ impl QueueState {
             Location::Unschedulable if info.gated || changed_spec => {
                 // A change that may help: PreEnqueue again, or retry after backoff.
                 info.unschedulable_plugins.clear();
+                info.waiting_for.clear();
                 self.requeue(info, now);
             }
             Location::Unschedulable => self.put_unschedulable(info),
@@ -177,6 +178,7 @@ impl QueueState {
         info.attempts += 1;
         info.initial_attempt.get_or_insert(now);
         info.unschedulable_plugins.clear();
+        info.waiting_for.clear();
         self.scheduling_cycle += 1;
         self.in_flight.insert(key, Vec::new());
         Some(info)
@@ -203,10 +205,12 @@ impl QueueState {
         }
         info.timestamp = now;
         info.sequence = self.next_sequence();
-        let relevant = self
+        info.waiting_for = self
             .hooks
             .events_for(&info.pod, &info.unschedulable_plugins);
-        let helped = events.iter().any(|e| relevant.iter().any(|r| r.matches(e)));
+        let helped = events
+            .iter()
+            .any(|e| info.waiting_for.iter().any(|r| r.matches(e)));
         if errored || info.unschedulable_plugins.is_empty() || helped {
             self.put_backoff_or_active(info, now);
         } else {
@@ -232,25 +236,19 @@ impl QueueState {
         for events in self.in_flight.values_mut() {
             events.push(event);
         }
+        let timed_out = event == ClusterEvent::UNSCHEDULABLE_TIMEOUT;
         let candidates: Vec<String> = self
             .pods
             .iter()
             .filter(|(_, (location, info))| {
-                *location == Location::Unschedulable && !info.gated && wanted(info)
+                *location == Location::Unschedulable
+                    && !info.gated
+                    && (timed_out || info.waiting_for.iter().any(|r| r.matches(&event)))
+                    && wanted(info)
             })
             .map(|(key, _)| key.clone())
             .collect();
         for key in candidates {
-            let (_, info) = &self.pods[&key];
-            let timed_out = event == ClusterEvent::UNSCHEDULABLE_TIMEOUT;
-            if !timed_out {
-                let relevant = self
-                    .hooks
-                    .events_for(&info.pod, &info.unschedulable_plugins);
-                if !relevant.iter().any(|r| r.matches(&event)) {
-                    continue;
-                }
-            }
             let info = self.take(&key).expect("present");
             self.put_backoff_or_active(info, now);
         }
