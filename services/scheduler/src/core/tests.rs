@@ -307,7 +307,9 @@ fn an_unchanged_failure_is_not_written_again() {
             .and_then(|s| s.conditions.as_ref())
             .is_some()
     });
-    h.wait_until("big waits with the unschedulable pods", |h| h.scheduler.queue().pending().unschedulable == 1);
+    h.wait_until("big waits with the unschedulable pods", |h| {
+        h.scheduler.queue().pending().unschedulable == 1
+    });
     let before = h.api.pod("default", "big").unwrap();
     // Retry it: same verdict, so the stored pod is left as it is.
     h.scheduler.queue().flush_unschedulable();
