@@ -15,6 +15,10 @@ pub const DEFAULT_MAX_CONNS: usize = 16;
 /// Largest client count accepted, so a typo cannot spawn a million tasks.
 const MAX_CLIENTS: usize = 4096;
 
+/// Largest core count accepted (`--cores`); the machine's own limit is
+/// checked in `validate`.
+const MAX_CORES: usize = 1024;
+
 /// Largest `--api-list-size`: the list namespace is filled before timing.
 const MAX_LIST_SIZE: usize = 100_000;
 
@@ -46,6 +50,18 @@ pub struct Args {
     /// Most gRPC connections per workload; clients share them round-robin.
     #[arg(long, default_value_t = DEFAULT_MAX_CONNS)]
     pub max_conns: usize,
+
+    /// Comma-separated core counts: every store workload runs once per
+    /// count with both servers pinned to that many cores, the same ones
+    /// (sched_setaffinity: the lowest of the cores this process may use).
+    /// Unpinned when not given.
+    #[arg(long, value_parser = parse_core_counts)]
+    pub cores: Option<CoreCounts>,
+
+    /// With more than one `--cores` count: draw ops/s by core count, capstan
+    /// next to etcd, as an SVG picture in this file.
+    #[arg(long)]
+    pub scaling_plot: Option<PathBuf>,
 
     /// Longest a single request may take before it counts as an error.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
@@ -185,6 +201,10 @@ pub fn parse_store_workloads(text: &str) -> Result<StoreWorkloads, String> {
 #[derive(Debug, Clone)]
 pub struct ClientCounts(pub Vec<usize>);
 
+/// The parsed `--cores` list.
+#[derive(Debug, Clone)]
+pub struct CoreCounts(pub Vec<usize>);
+
 impl Args {
     /// Where the capstan-store binary is: the flag, or next to our own executable.
     pub fn store_bin(&self) -> Result<PathBuf, String> {
@@ -242,8 +262,16 @@ impl Args {
         if self.request_timeout.is_zero() {
             return Err("--request-timeout must be positive".into());
         }
-        if self.max_conns == 0 {
-            return Err("--max-conns must be positive".into());
+        if self.max_conns == 0 || self.max_conns > MAX_CLIENTS {
+            return Err(format!("--max-conns must be between 1 and {MAX_CLIENTS}"));
+        }
+        if let Some(cores) = &self.cores {
+            let allowed = crate::cpu::allowed_cores()?.len();
+            if let Some(too_many) = cores.0.iter().find(|&&n| n > allowed) {
+                return Err(format!(
+                    "--cores {too_many}: this process may only use {allowed} cores"
+                ));
+            }
         }
         if self.value_size > 1024 * 1024 {
             return Err(
@@ -281,16 +309,25 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// Parses `1,2,4` into core counts (each at least 1, no duplicates).
+pub fn parse_core_counts(text: &str) -> Result<CoreCounts, String> {
+    parse_counts(text, "core", MAX_CORES).map(CoreCounts)
+}
+
 /// Parses `1,64` into client counts (each at least 1, no duplicates).
 pub fn parse_clients(text: &str) -> Result<ClientCounts, String> {
+    parse_counts(text, "client", MAX_CLIENTS).map(ClientCounts)
+}
+
+fn parse_counts(text: &str, what: &str, most: usize) -> Result<Vec<usize>, String> {
     let mut counts = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let count: usize = part
             .parse()
-            .map_err(|_| format!("`{part}` is not a client count"))?;
-        if count == 0 || count > MAX_CLIENTS {
+            .map_err(|_| format!("`{part}` is not a {what} count"))?;
+        if count == 0 || count > most {
             return Err(format!(
-                "client counts must be between 1 and {MAX_CLIENTS}, got {count}"
+                "{what} counts must be between 1 and {most}, got {count}"
             ));
         }
         if !counts.contains(&count) {
@@ -298,9 +335,9 @@ pub fn parse_clients(text: &str) -> Result<ClientCounts, String> {
         }
     }
     if counts.is_empty() {
-        return Err("give at least one client count, e.g. 1,64".into());
+        return Err(format!("give at least one {what} count, e.g. 1,2"));
     }
-    Ok(ClientCounts(counts))
+    Ok(counts)
 }
 
 #[cfg(test)]
@@ -325,6 +362,8 @@ mod tests {
         assert!(parse_clients("0").is_err());
         assert!(parse_clients("").is_err());
         assert!(parse_clients("a").is_err());
+        assert_eq!(parse_core_counts("1,2,2").unwrap().0, vec![1, 2]);
+        assert!(parse_core_counts("0").is_err());
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! - [`scale`]: many keys, then what a large store costs; [`churn`]: memory
 //!   under overwrites and compaction; [`catch_up`]: a member added after it;
 //! - [`plot`] and [`compare`]: the picture of a run, and a run next to an
-//!   earlier one's JSON.
+//!   earlier one's JSON; [`scaling`]: the runs by core count (`--cores`);
+//! - [`cpu`]: CPU per process and per thread, and pinning to cores;
+//!   [`store_runs`]: the store workloads in order, pinned per core count.
 
 /// The load generator shares the machine's cores with the servers it
 /// measures, and every request allocates (HTTP/2 frames, protobuf
@@ -32,6 +34,7 @@ mod churn;
 mod cli;
 mod client;
 mod compare;
+mod cpu;
 mod fanout;
 mod grpc;
 mod leader;
@@ -39,7 +42,9 @@ mod plot;
 mod report;
 mod run_spec;
 mod scale;
+mod scaling;
 mod servers;
+mod store_runs;
 mod txn;
 mod verify;
 mod workload;
@@ -53,7 +58,6 @@ use crate::apiserver::ApiStats;
 use crate::checks::Checks;
 use crate::cli::Args;
 use crate::report::RunStats;
-use crate::run_spec::RunSpec;
 use crate::servers::{ServerKind, ServerProcess};
 
 fn main() -> ExitCode {
@@ -107,6 +111,14 @@ fn main() -> ExitCode {
             }
         }
     }
+    if let Some(path) = args.scaling_plot.as_ref().filter(|_| !stats.is_empty()) {
+        match scaling::write_svg(path, &stats, args.members) {
+            Ok(()) => println!("scaling plot: {}", path.display()),
+            Err(err) => {
+                checks.record("scaling plot written", false, err);
+            }
+        }
+    }
     if let Some(path) = args.compare.as_ref().filter(|p| p.exists()) {
         match compare::table(&stats, path) {
             Ok(table) => print!("{table}"),
@@ -141,6 +153,17 @@ fn print_store_results(args: &Args, stats: &[RunStats]) {
         println!(
             "c/e = capstan/etcd from this run: ops/s above 1 is faster, p99 above 1 is slower"
         );
+    }
+    println!(
+        "proc = CPU of the server process with the busiest thread, in cores; busiest thread = \
+         that thread's share of one core"
+    );
+    let machine_cores = cpu::allowed_cores().map_or(1, |cores| cores.len());
+    for warning in stats.iter().filter_map(|s| s.serial_ceiling(machine_cores)) {
+        println!("{warning}");
+    }
+    if args.cores.as_ref().is_some_and(|cores| cores.0.len() > 1) {
+        print!("{}", scaling::table(stats));
     }
 }
 
@@ -239,7 +262,7 @@ fn run(
             .enable_all()
             .build()
             .map_err(|err| format!("start the async runtime: {err}"))?;
-        workloads_runtime.block_on(until_signal(run_workloads(
+        workloads_runtime.block_on(until_signal(store_runs::run_workloads(
             args,
             &mut servers,
             checks,
@@ -309,100 +332,6 @@ fn run(
         );
     }
     Ok(())
-}
-
-/// Every client count, then every server, then put and get: the two
-/// servers' runs for one client count are next to each other in time, so
-/// the machine's noise affects both alike.
-async fn run_workloads(
-    args: &Args,
-    servers: &mut [ServerProcess],
-    checks: &mut Checks,
-    stats: &mut Vec<RunStats>,
-) -> Result<(), String> {
-    let mut run_id = 0;
-    let mut dead: Vec<ServerKind> = Vec::new();
-    for &clients in &args.clients.0 {
-        for server in servers.iter_mut() {
-            for &workload in &args.store_workloads.0 {
-                if dead.contains(&server.kind) {
-                    continue;
-                }
-                if let Some(status) = server.exit_status() {
-                    checks.record(
-                        format!(
-                            "{}: still running before {workload} clients={clients}",
-                            server.kind
-                        ),
-                        false,
-                        format!("exited: {status}; log tail:\n{}", server.log_tail(20)),
-                    );
-                    dead.push(server.kind);
-                    continue;
-                }
-                if args.members > 1 {
-                    place_leader(server, checks, !args.quiet).await;
-                }
-                run_id += 1;
-                let spec = RunSpec {
-                    server: server.kind,
-                    endpoint: server.endpoint(),
-                    workload,
-                    clients,
-                    max_conns: args.max_conns,
-                    duration: args.duration,
-                    value_size: args.value_size,
-                    request_timeout: args.request_timeout,
-                    progress: !args.quiet,
-                    run_id,
-                };
-                let label = spec.label();
-                if !args.quiet {
-                    eprintln!("running {label} for {:?}", args.duration);
-                }
-                match workload::run(spec, checks, || server.cpu_seconds()).await {
-                    Ok(outcome) => {
-                        let row = RunStats::from_outcome(&outcome);
-                        if !args.quiet {
-                            eprintln!(
-                                "done {label}: {} ok, {} errors, {:.1} ops/s, p50 {:.3} ms, p99 {:.3} ms",
-                                row.ok,
-                                row.errors,
-                                row.ops_per_sec,
-                                row.p50_us as f64 / 1000.0,
-                                row.p99_us as f64 / 1000.0
-                            );
-                        }
-                        stats.push(row);
-                    }
-                    Err(err) => {
-                        checks.record(format!("{label}: workload ran"), false, err);
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Puts the leader of a cluster on the first member, the one the timed
-/// clients talk to (see [`leader`]); a failure is a failed check, and the
-/// run goes on wherever the leader is.
-async fn place_leader(server: &ServerProcess, checks: &mut Checks, progress: bool) {
-    let limit = Duration::from_secs(10);
-    let check = format!("{}: the first member takes the lead", server.kind);
-    match leader::lead_from_first(&server.endpoints(), limit).await {
-        Ok(false) => {}
-        Ok(true) => {
-            if progress {
-                eprintln!("moved {}'s leader to the first member", server.kind);
-            }
-            checks.record(check, true, "moved");
-        }
-        Err(err) => {
-            checks.record(check, false, err);
-        }
-    }
 }
 
 /// The scale run on one server: load and reads, then a kill -9 and a

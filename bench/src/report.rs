@@ -18,6 +18,8 @@ pub struct RunStats {
     pub server: ServerKind,
     pub workload: Workload,
     pub clients: usize,
+    /// The cores the server was pinned to (`--cores`); null when unpinned.
+    pub cores: Option<usize>,
     pub conns: usize,
     pub ok: u64,
     pub errors: u64,
@@ -32,6 +34,15 @@ pub struct RunStats {
     pub server_cpu_s: Option<f64>,
     /// Server CPU seconds per 1,000 successful operations.
     pub cpu_s_per_1k_ops: Option<f64>,
+    /// The server process with the busiest thread: its CPU in cores, the
+    /// thread's name and its CPU in cores (1.0 = a whole core).
+    pub process_cores: Option<f64>,
+    pub busiest_thread: Option<String>,
+    pub busiest_thread_cores: Option<f64>,
+    /// Context switches of every server thread per successful operation.
+    pub context_switches_per_op: Option<f64>,
+    /// That process's busiest threads, most first: name and cores.
+    pub top_threads: Vec<(String, f64)>,
 }
 
 impl RunStats {
@@ -40,10 +51,14 @@ impl RunStats {
         let seconds = outcome.elapsed.as_secs_f64();
         let empty = hist.is_empty();
         let quantile = |q: f64| if empty { 0 } else { hist.value_at_quantile(q) };
+        let used = outcome.server_use.as_ref();
+        let server_cpu_s = used.map(|u| u.cpu_s);
+        let per_op = |total: f64| (outcome.ok > 0).then(|| total / outcome.ok as f64);
         RunStats {
             server: outcome.spec.server,
             workload: outcome.spec.workload,
             clients: outcome.spec.clients,
+            cores: outcome.spec.cores,
             conns: outcome.conns,
             ok: outcome.ok,
             errors: outcome.errors,
@@ -58,20 +73,49 @@ impl RunStats {
             p99_us: quantile(0.99),
             p999_us: quantile(0.999),
             max_us: if empty { 0 } else { hist.max() },
-            server_cpu_s: outcome.server_cpu_s,
-            cpu_s_per_1k_ops: outcome
-                .server_cpu_s
-                .filter(|_| outcome.ok > 0)
-                .map(|cpu| cpu * 1000.0 / outcome.ok as f64),
+            server_cpu_s,
+            cpu_s_per_1k_ops: server_cpu_s.and_then(|cpu| per_op(cpu * 1000.0)),
+            process_cores: used.map(|u| u.busiest.process_cores),
+            busiest_thread: used.map(|u| u.busiest.busiest_thread.clone()),
+            busiest_thread_cores: used.map(|u| u.busiest.busiest_thread_cores),
+            context_switches_per_op: used.and_then(|u| per_op(u.context_switches as f64)),
+            top_threads: used.map_or(Vec::new(), |u| u.busiest.top_threads.clone()),
         }
     }
+
+    /// A thread of this run above [`SERIAL_CEILING`] of a core while its
+    /// process used less than the cores it had: a serial ceiling.
+    pub fn serial_ceiling(&self, machine_cores: usize) -> Option<String> {
+        let thread = self.busiest_thread_cores?;
+        let process = self.process_cores?;
+        let cores = self.cores.unwrap_or(machine_cores) as f64;
+        (thread > SERIAL_CEILING && process < cores * SERIAL_CEILING).then(|| {
+            format!(
+                "WARNING: {} {} clients={}{}: thread `{}` of {} used {:.0}% of a core while \
+                 the process used {:.2} of {} cores: one thread is the ceiling",
+                self.server,
+                self.workload,
+                self.clients,
+                self.cores.map_or(String::new(), |n| format!(" cores={n}")),
+                self.busiest_thread.as_deref().unwrap_or("?"),
+                self.server,
+                thread * 100.0,
+                process,
+                cores
+            )
+        })
+    }
 }
+
+/// A thread above this share of a core is taken for saturated.
+pub const SERIAL_CEILING: f64 = 0.8;
 
 /// capstan relative to etcd for one (workload, clients), from the same run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ratio {
     pub workload: Workload,
     pub clients: usize,
+    pub cores: Option<usize>,
     /// capstan ops/s ÷ etcd ops/s: above 1 means capstan is faster.
     pub throughput: f64,
     /// capstan p99 ÷ etcd p99: above 1 means capstan's tail is slower.
@@ -87,11 +131,13 @@ pub fn ratios(stats: &[RunStats]) -> Vec<Ratio> {
             s.server == ServerKind::Etcd
                 && s.workload == capstan.workload
                 && s.clients == capstan.clients
+                && s.cores == capstan.cores
         });
         if let Some(etcd) = etcd {
             out.push(Ratio {
                 workload: capstan.workload,
                 clients: capstan.clients,
+                cores: capstan.cores,
                 throughput: divide(capstan.ops_per_sec, etcd.ops_per_sec),
                 p99: divide(capstan.p99_us as f64, etcd.p99_us as f64),
                 cpu_per_op: match (capstan.cpu_s_per_1k_ops, etcd.cpu_s_per_1k_ops) {
@@ -125,18 +171,21 @@ fn times(x: f64) -> String {
 }
 
 /// The results table: one row per run, grouped by workload and client
-/// count, capstan's rows carrying the capstan/etcd ratios.
+/// count, capstan's rows carrying the capstan/etcd ratios. `proc` is the
+/// CPU of the server process with the busiest thread, in cores; `busiest
+/// thread` that thread's share of a core and its name.
 pub fn table(stats: &[RunStats]) -> String {
     let ratios = ratios(stats);
     let mut rows: Vec<&RunStats> = stats.iter().collect();
-    rows.sort_by_key(|s| (s.workload as u8, s.clients, s.server as u8));
+    rows.sort_by_key(|s| (s.workload as u8, s.clients, s.cores, s.server as u8));
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<8} {:>7} {:>5} {:<8} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9}",
+        "{:<8} {:>7} {:>5} {:>5} {:<8} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>5} {:<20} {:>8}",
         "workload",
         "clients",
         "conns",
+        "cores",
         "server",
         "requests",
         "ops/s",
@@ -148,38 +197,52 @@ pub fn table(stats: &[RunStats]) -> String {
         "ops/s c/e",
         "p99 c/e",
         "cpu s/1k",
-        "cpu c/e"
+        "cpu c/e",
+        "proc",
+        "busiest thread",
+        "ctxsw/op"
     );
     for s in rows {
         let ratio = (s.server == ServerKind::Capstan)
             .then(|| {
-                ratios
-                    .iter()
-                    .find(|r| r.workload == s.workload && r.clients == s.clients)
+                ratios.iter().find(|r| {
+                    r.workload == s.workload && r.clients == s.clients && r.cores == s.cores
+                })
             })
             .flatten();
-        let _ = writeln!(
-            out,
-            "{:<8} {:>7} {:>5} {:<8} {:>9} {:>10.1} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9}",
-            s.workload.to_string(),
-            s.clients,
-            s.conns,
-            s.server.name(),
-            s.ok,
-            s.ops_per_sec,
-            ms(s.p50_us),
-            ms(s.p99_us),
-            ms(s.p999_us),
-            ms(s.max_us),
-            s.errors,
-            ratio.map_or("-".into(), |r| times(r.throughput)),
-            ratio.map_or("-".into(), |r| times(r.p99)),
-            s.cpu_s_per_1k_ops
-                .map_or("-".into(), |cpu| format!("{cpu:.3}")),
-            ratio.map_or("-".into(), |r| times(r.cpu_per_op)),
-        );
+        out.push_str(&row(s, ratio));
     }
     out
+}
+
+fn row(s: &RunStats, ratio: Option<&Ratio>) -> String {
+    let or_dash = |value: Option<String>| value.unwrap_or_else(|| "-".into());
+    let thread = s
+        .busiest_thread_cores
+        .zip(s.busiest_thread.as_ref())
+        .map(|(cores, name)| format!("{:>3.0}% {name}", cores * 100.0));
+    format!(
+        "{:<8} {:>7} {:>5} {:>5} {:<8} {:>9} {:>10.1} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>5} {:<20} {:>8}\n",
+        s.workload.to_string(),
+        s.clients,
+        s.conns,
+        or_dash(s.cores.map(|n| n.to_string())),
+        s.server.name(),
+        s.ok,
+        s.ops_per_sec,
+        ms(s.p50_us),
+        ms(s.p99_us),
+        ms(s.p999_us),
+        ms(s.max_us),
+        s.errors,
+        ratio.map_or("-".into(), |r| times(r.throughput)),
+        ratio.map_or("-".into(), |r| times(r.p99)),
+        or_dash(s.cpu_s_per_1k_ops.map(|cpu| format!("{cpu:.3}"))),
+        ratio.map_or("-".into(), |r| times(r.cpu_per_op)),
+        or_dash(s.process_cores.map(|cores| format!("{cores:.2}"))),
+        or_dash(thread),
+        or_dash(s.context_switches_per_op.map(|n| format!("{n:.2}"))),
+    )
 }
 
 #[derive(Serialize)]

@@ -9,6 +9,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::cpu::ServerUse;
 use crate::servers::ServerKind;
 
 /// Error messages kept per workload for the report.
@@ -53,11 +54,17 @@ pub struct RunSpec {
     pub progress: bool,
     /// Distinguishes the keys of this run from every other run's.
     pub run_id: usize,
+    /// The cores the server is pinned to (`--cores`), if it is.
+    pub cores: Option<usize>,
 }
 
 impl RunSpec {
     pub fn label(&self) -> String {
-        format!("{} {} clients={}", self.server, self.workload, self.clients)
+        let cores = self.cores.map_or(String::new(), |n| format!(" cores={n}"));
+        format!(
+            "{} {} clients={}{cores}",
+            self.server, self.workload, self.clients
+        )
     }
 
     pub(crate) fn run_prefix(&self) -> String {
@@ -77,8 +84,8 @@ pub struct RunOutcome {
     pub error_samples: Vec<String>,
     pub elapsed: Duration,
     pub latency_us: Histogram<u64>,
-    /// CPU seconds the server used while the clients ran.
-    pub server_cpu_s: Option<f64>,
+    /// What the server's processes and threads used while the clients ran.
+    pub server_use: Option<ServerUse>,
 }
 
 /// One client's share of a run.

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use crate::cpu;
+
 /// Attempts at starting a server, in case a port picked as free was taken
 /// by someone else before the server bound it.
 const START_ATTEMPTS: usize = 3;
@@ -52,6 +54,8 @@ pub struct ServerProcess {
     client_ports: Vec<u16>,
     children: Vec<Child>,
     log_paths: Vec<PathBuf>,
+    /// The cores every process is pinned to (`--cores`), if any.
+    pinned: Option<Vec<usize>>,
     // Declared last: dropped after `Drop::drop` has killed the child.
     _dir: TempDir,
 }
@@ -107,6 +111,7 @@ impl ServerProcess {
             client_ports: client_ports.to_vec(),
             children: Vec::new(),
             log_paths: Vec::new(),
+            pinned: None,
             _dir: dir,
         };
         for i in 0..members {
@@ -130,6 +135,7 @@ impl ServerProcess {
             peer_port: self.peer_ports[i],
             initial_cluster: &self.initial_cluster,
             state: "new",
+            cores: self.pinned.as_deref(),
         };
         let log_path = self._dir.path().join(format!("{name}.{log}"));
         let child = spawn_member(self.kind, &self.binary, &member, &log_path)?;
@@ -161,6 +167,7 @@ impl ServerProcess {
             peer_port: joiner.peer_port,
             initial_cluster: &initial_cluster,
             state: "existing",
+            cores: self.pinned.as_deref(),
         };
         let log_path = self._dir.path().join(format!("{}.log", joiner.name));
         let child = spawn_member(self.kind, &self.binary, &member, &log_path)
@@ -277,8 +284,32 @@ impl ServerProcess {
     pub fn cpu_seconds(&self) -> Option<f64> {
         self.children
             .iter()
-            .map(|child| process_cpu_seconds(child.id()))
+            .map(|child| cpu::process_cpu_seconds(child.id()))
             .sum()
+    }
+
+    /// Every process's threads and their CPU so far (see [`cpu::sample`]).
+    pub fn cpu_samples(&self) -> Option<Vec<cpu::ProcessSample>> {
+        self.children
+            .iter()
+            .map(|child| cpu::sample(child.id()))
+            .collect()
+    }
+
+    /// Stops every member and starts it again on its data, pinned to
+    /// `cores` from its first instruction on (a server sizes its thread
+    /// pools by the cores it finds at start, as Go's runtime does for
+    /// etcd); members started later (a restart, a joiner) are pinned too.
+    pub fn restart_pinned(&mut self, cores: &[usize], timeout: Duration) -> Result<(), String> {
+        self.kill();
+        self.pinned = Some(cores.to_vec());
+        let log = format!("cores-{}.log", cores.len());
+        for i in 0..self.names.len() {
+            let (child, log_path) = self.spawn(i, &log).map_err(StartError::message)?;
+            self.children.push(child);
+            self.log_paths.push(log_path);
+        }
+        self.wait_healthy(timeout)
     }
 
     pub fn log(&self) -> String {
@@ -340,25 +371,6 @@ fn disk_usage(dir: &Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
-}
-
-/// User plus system CPU time of process `pid`, in seconds.
-fn process_cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let ticks = cpu_ticks(&stat)?;
-    // SAFETY: sysconf only reads a system constant.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (per_second > 0).then(|| ticks as f64 / per_second as f64)
-}
-
-/// utime + stime (fields 14 and 15) of a `/proc/PID/stat` line. The command
-/// name (field 2) may hold spaces, so fields are counted after its `)`.
-fn cpu_ticks(stat: &str) -> Option<u64> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after_name.split_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
 }
 
 enum StartError {
@@ -427,6 +439,8 @@ struct Member<'a> {
     initial_cluster: &'a str,
     /// `new` for a founding member, `existing` for one joining later.
     state: &'a str,
+    /// The cores it may run on (`--cores`); all of ours when None.
+    cores: Option<&'a [usize]>,
 }
 
 fn spawn_member(
@@ -473,6 +487,9 @@ fn spawn_member(
         .map_err(|err| StartError::Fatal(format!("{}: {err}", log_path.display())))?;
     command.stdin(Stdio::null()).stdout(log).stderr(log_err);
     die_with_parent(&mut command);
+    if let Some(cores) = member.cores {
+        cpu::pin_at_start(&mut command, cores);
+    }
     command.spawn().map_err(|err| {
         StartError::Fatal(format!(
             "start {kind} from `{}`: {err}{}",
@@ -583,14 +600,6 @@ mod tests {
             dechunk("5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
             "hello world"
         );
-    }
-
-    #[test]
-    fn cpu_ticks_skip_a_spaced_command_name() {
-        let stat = "42 (a b) S 1 42 42 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 1 0";
-        assert_eq!(cpu_ticks(stat), Some(281));
-        assert_eq!(cpu_ticks("42 (x) S 1"), None);
-        assert!(process_cpu_seconds(std::process::id()).is_some());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use capstan_proto::etcdserverpb::{PutRequest, RangeRequest};
 
 use crate::checks::Checks;
 use crate::client::{connect_clients, header_revision, within};
+use crate::cpu::{self, ProcessSample};
 use crate::grpc::{self, Kv};
 use crate::run_spec::{
     new_histogram, ClientResult, Progress, RunOutcome, RunSpec, Workload, KEY_PREFIX,
@@ -22,11 +23,11 @@ use crate::{txn, verify};
 const MAX_OPS_PER_CLIENT: u64 = 20_000_000;
 
 /// Runs one workload and checks its results; returns its measurements.
-/// `server_cpu` reads the server's CPU seconds so far.
+/// `server_cpu` samples the CPU of the server's processes and threads.
 pub async fn run(
     spec: RunSpec,
     checks: &mut Checks,
-    server_cpu: impl Fn() -> Option<f64>,
+    server_cpu: impl Fn() -> Option<Vec<ProcessSample>>,
 ) -> Result<RunOutcome, String> {
     let label = spec.label();
     let conns = spec.clients.min(spec.max_conns);
@@ -129,7 +130,8 @@ pub async fn run(
     let join_limit = spec.duration + spec.request_timeout + Duration::from_secs(30);
     let joined = tokio::time::timeout(join_limit, futures::future::join_all(tasks)).await;
     let elapsed = start.elapsed();
-    let server_cpu_s = cpu_before.zip(server_cpu()).map(|(a, b)| b - a);
+    let server_use = (cpu_before.zip(server_cpu()))
+        .and_then(|(before, after)| cpu::server_between(&before, &after, elapsed));
     progress.done.store(true, Ordering::Relaxed);
     if let Some(printer) = printer {
         printer.abort();
@@ -149,7 +151,7 @@ pub async fn run(
         error_samples: Vec::new(),
         elapsed,
         latency_us: new_histogram(),
-        server_cpu_s,
+        server_use,
         spec: spec.clone(),
     };
     for result in &results {
