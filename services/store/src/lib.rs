@@ -53,7 +53,7 @@ use crate::membership::identity::Cluster;
 use crate::mvcc::MvccStore;
 use crate::raft::{start_node, NodeConfig, NodeParts};
 use crate::raft_log::RaftLog;
-use crate::server::{Context, Limits, Quota};
+use crate::server::{Context, Limits, Quota, ServingRuntimes};
 use crate::storage::{Backend, SledBackend, WriteBehind};
 use crate::transport::GrpcTransport;
 use crate::watch::WatchHub;
@@ -204,23 +204,17 @@ fn bootstrap_new_cluster(cluster: &Cluster, log: &RaftLog, mvcc: &MvccStore) -> 
     log.bootstrap(cluster.initial_voter_ids())
 }
 
-/// Binds `url` and returns, with the listener, a future that resolves when
-/// `stop` says the member is shutting down.
-async fn listen(
-    url: &str,
-    stop: &tokio::sync::watch::Receiver<bool>,
-) -> Result<(
-    tokio::net::TcpListener,
-    impl Future<Output = ()> + Send + 'static,
-)> {
-    let listener = server::bind(url)
+/// Binds `url`.
+async fn listen(url: &str) -> Result<tokio::net::TcpListener> {
+    server::bind(url)
         .await
-        .map_err(|err| StoreError::Config(format!("listen on {url}: {err}")))?;
-    let mut stop = stop.clone();
-    let stopped = async move {
-        let _ = stop.wait_for(|stopped| *stopped).await;
-    };
-    Ok((listener, stopped))
+        .map_err(|err| StoreError::Config(format!("listen on {url}: {err}")))
+}
+
+/// One serving runtime per core this process may run on (its affinity
+/// and cgroup quota counted), as many as etcd's Go runtime would use.
+fn serving_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The client and peer servers' TLS, read and checked before anything
@@ -251,28 +245,28 @@ pub async fn run(
 ) -> Result<()> {
     let (client_tls, peer_tls) = tls_configs(&config.tls)?;
     let ctx = open(&config)?;
+    let runtimes = ServingRuntimes::start(serving_threads(), &ctx.raft)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = Vec::new();
     for url in split_urls(&config.listen_client_urls) {
-        let (listener, stop) = listen(&url, &stop_rx).await?;
-        tracing::info!(%url, "serving the etcd v3 API");
-        let tls = client_tls.clone();
+        let listener = listen(&url).await?;
+        tracing::info!(%url, runtimes = runtimes.handles().len(), "serving the etcd v3 API");
         servers.push(tokio::spawn(server::serve(
             ctx.clone(),
             listener,
-            tls,
-            stop,
+            client_tls.clone(),
+            stop_rx.clone(),
+            runtimes.handles().to_vec(),
         )));
     }
     for url in split_urls(&config.listen_peer_urls) {
-        let (listener, stop) = listen(&url, &stop_rx).await?;
+        let listener = listen(&url).await?;
         tracing::info!(%url, "serving peers");
-        let tls = peer_tls.clone();
         servers.push(tokio::spawn(server::serve_peers(
             ctx.clone(),
             listener,
-            tls,
-            stop,
+            peer_tls.clone(),
+            server::when_stopped(&stop_rx),
         )));
     }
     shutdown.await;
@@ -284,6 +278,7 @@ pub async fn run(
     if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
         tracing::info!("connections still open after {SHUTDOWN_GRACE:?}; stopping anyway");
     }
+    runtimes.stop();
     ctx.mvcc.backend().flush()?;
     Ok(())
 }

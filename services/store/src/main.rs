@@ -13,15 +13,13 @@ use capstan_store::config::{Flags, StoreConfig};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// One thread for every connection's task. With the work-stealing runtime
-/// a task woken by another runs next on that thread, so each request's
-/// task ran straight into its connection's task, which wrote that one
-/// response: a `writev` (and the loopback's whole TCP path) per response.
-/// On one thread the woken tasks run in order, the requests' first, and a
-/// connection writes all its ready responses at once (see
-/// `raft/node/answers.rs`). Measured with `capstan-bench`, put at 64 and
-/// 256 clients: 1.15-1.19x etcd's ops/s and 0.75-0.78x its CPU per put
-/// with the work-stealing runtime, 1.31-1.32x and 0.59-0.60x with this one.
+/// The main runtime accepts client connections and hands them to the
+/// serving runtimes (one current-thread runtime per core, see
+/// `server/serving.rs`), and runs the peer port and the background jobs.
+/// On one thread the tasks woken by a batch of answers run in order, the
+/// requests' first, so a connection writes all its ready responses at once;
+/// with the work-stealing runtime a task woken by another ran next on that
+/// thread, a `writev` (and the loopback's whole TCP path) per response.
 /// Raft, the log sync and the state writer have threads of their own.
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

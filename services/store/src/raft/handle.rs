@@ -11,6 +11,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::time::{timeout, Instant};
 
 use super::inbox::InboxSender;
+use super::lanes::{Lanes, Reply};
 use super::node_msg::NodeMsg;
 use crate::apply::ApplyOutcome;
 use crate::error::{Result, StoreError};
@@ -52,11 +53,19 @@ pub struct RaftHandle {
     pub(crate) applied: watch::Receiver<u64>,
     pub(crate) next_id: Arc<AtomicU64>,
     pub(crate) request_timeout: Duration,
+    /// The ways back to the runtimes that wait on the loop.
+    pub(crate) lanes: Arc<Lanes>,
 }
 
 impl RaftHandle {
     pub fn status(&self) -> &RaftStatus {
         &self.status
+    }
+
+    /// Has the Ready loop answer the callers on this thread's runtime by a
+    /// lane of its own (see `lanes.rs`); for runtimes that serve requests.
+    pub fn open_answer_lane(&self) -> Option<usize> {
+        self.lanes.open()
     }
 
     /// Proposes `request` and waits until this member has applied it.
@@ -69,7 +78,11 @@ impl RaftHandle {
         .encode_to_vec();
         let (done, wait) = oneshot::channel();
         self.tx
-            .send(NodeMsg::Propose { id, data, done })
+            .send(NodeMsg::Propose {
+                id,
+                data,
+                reply: Reply::here(done),
+            })
             .map_err(|_| StoreError::Stopped)?;
         self.wait_outcome(wait).await
     }
@@ -100,7 +113,7 @@ impl RaftHandle {
                 id,
                 change,
                 record,
-                done,
+                reply: Reply::here(done),
             })
             .map_err(|_| StoreError::Stopped)?;
         self.wait_outcome(wait).await
@@ -141,7 +154,9 @@ impl RaftHandle {
         loop {
             let (done, wait) = oneshot::channel();
             self.tx
-                .send(NodeMsg::ReadIndex { done })
+                .send(NodeMsg::ReadIndex {
+                    reply: Reply::here(done),
+                })
                 .map_err(|_| StoreError::Stopped)?;
             let attempt = deadline.min(Instant::now() + READ_INDEX_ATTEMPT);
             if let Ok(Ok(index)) = tokio::time::timeout_at(attempt, wait).await {

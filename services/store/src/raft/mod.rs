@@ -12,6 +12,7 @@
 
 mod handle;
 mod inbox;
+mod lanes;
 mod logger;
 mod node;
 mod node_msg;

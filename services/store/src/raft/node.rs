@@ -38,12 +38,13 @@ use parking_lot::Mutex;
 use prost::Message as _;
 use raft::eraftpb::{Message, Snapshot};
 use raft::{RawNode, StateRole};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 use super::handle::RaftStatus;
 use super::inbox::{Inbox, Woken};
+use super::lanes::{ProposalReply, Reply};
 use super::node_msg::NodeMsg;
-use crate::apply::{Applier, ApplyOutcome};
+use crate::apply::Applier;
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
 use crate::raft_log::RaftLog;
@@ -97,8 +98,8 @@ struct Node {
     /// different entry is applied there, the proposal was lost to a leader
     /// change and its client is told so at once.
     proposal_index: HashMap<u64, u64>,
-    pending_reads: Vec<oneshot::Sender<u64>>,
-    inflight_reads: HashMap<Vec<u8>, (Instant, Vec<oneshot::Sender<u64>>)>,
+    pending_reads: Vec<Reply<u64>>,
+    inflight_reads: HashMap<Vec<u8>, (Instant, Vec<Reply<u64>>)>,
     next_read_ctx: u64,
     applied: u64,
     role: StateRole,
@@ -171,16 +172,16 @@ impl Node {
 
     fn handle(&mut self, msg: NodeMsg) {
         match msg {
-            NodeMsg::Propose { id, data, done } => {
+            NodeMsg::Propose { id, data, reply } => {
                 let before = self.raw.raft.raft_log.last_index();
                 let result = self.raw.propose(Vec::new(), data);
-                self.track_proposal(id, before, result, done);
+                self.track_proposal(id, before, result, reply);
             }
             NodeMsg::ConfChange {
                 id,
                 change,
                 record,
-                done,
+                reply,
             } => {
                 let context = RaftRequest {
                     id,
@@ -190,9 +191,9 @@ impl Node {
                 let result = self
                     .raw
                     .propose_conf_change(context.encode_to_vec(), change);
-                self.track_proposal(id, before, result, done);
+                self.track_proposal(id, before, result, reply);
             }
-            NodeMsg::ReadIndex { done } => self.pending_reads.push(done),
+            NodeMsg::ReadIndex { reply } => self.pending_reads.push(reply),
             NodeMsg::Step(message) => {
                 if let Err(err) = self.raw.step(*message) {
                     tracing::debug!(%err, "raft rejected a peer message");
@@ -235,7 +236,7 @@ impl Node {
         id: u64,
         before: u64,
         result: raft::Result<()>,
-        done: oneshot::Sender<Result<ApplyOutcome>>,
+        reply: ProposalReply,
     ) {
         match result {
             Ok(()) => {
@@ -243,13 +244,13 @@ impl Node {
                 if self.raw.raft.state == StateRole::Leader && appended == before + 1 {
                     self.proposal_index.insert(appended, id);
                 }
-                self.waiters.insert(id, Waiter::new(done));
+                self.waiters.insert(id, Waiter::new(reply));
             }
             Err(raft::Error::ProposalDropped) => {
-                let _ = done.send(Err(StoreError::NoLeader));
+                let _ = reply.done.send(Err(StoreError::NoLeader));
             }
             Err(err) => {
-                let _ = done.send(Err(StoreError::Storage(err.to_string())));
+                let _ = reply.done.send(Err(StoreError::Storage(err.to_string())));
             }
         }
     }

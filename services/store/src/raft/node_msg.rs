@@ -4,8 +4,7 @@
 use capstan_proto::internal::MemberRecord;
 use tokio::sync::oneshot;
 
-use crate::apply::ApplyOutcome;
-use crate::error::Result;
+use super::lanes::{ProposalReply, Reply};
 use crate::transport::PeerEvent;
 
 /// A message to the Ready loop (from clients, peers and the transport).
@@ -13,10 +12,10 @@ pub enum NodeMsg {
     Propose {
         id: u64,
         data: Vec<u8>,
-        done: oneshot::Sender<Result<ApplyOutcome>>,
+        reply: ProposalReply,
     },
     ReadIndex {
-        done: oneshot::Sender<u64>,
+        reply: Reply<u64>,
     },
     /// A raft message from a peer (over gRPC; the direct links' messages
     /// are read by the loop itself).
@@ -29,7 +28,7 @@ pub enum NodeMsg {
         id: u64,
         change: raft::eraftpb::ConfChangeV2,
         record: MemberRecord,
-        done: oneshot::Sender<Result<ApplyOutcome>>,
+        reply: ProposalReply,
     },
     TransferLeader {
         to: u64,

@@ -15,6 +15,7 @@ mod maintenance;
 mod peer;
 mod quota;
 mod require_leader;
+mod serving;
 mod validate;
 mod watch;
 
@@ -26,6 +27,7 @@ use capstan_proto::etcdserverpb::kv_server::KvServer;
 use capstan_proto::etcdserverpb::lease_server::LeaseServer;
 use capstan_proto::etcdserverpb::maintenance_server::MaintenanceServer;
 use capstan_proto::etcdserverpb::watch_server::WatchServer;
+use tokio::sync::watch::Receiver as StopSignal;
 use tonic::service::interceptor::InterceptedService;
 use tonic::service::Routes;
 use tonic::transport::ServerTlsConfig;
@@ -34,14 +36,52 @@ use crate::transport::links::accept::{split_listener, Admit};
 
 pub use context::{Context, FromOutcome, Limits};
 pub use quota::{Quota, DEFAULT_QUOTA_BYTES};
+pub use serving::ServingRuntimes;
 
-/// Serves the client API on `addr` until `shutdown` resolves.
+/// Serves the client API on `listener` until `stop` says so: the
+/// connections are shared out among the serving runtimes (`serving.rs`).
 pub async fn serve(
     ctx: Arc<Context>,
     listener: tokio::net::TcpListener,
     tls: Option<ServerTlsConfig>,
+    stop: StopSignal<bool>,
+    runtimes: Vec<tokio::runtime::Handle>,
+) -> std::result::Result<(), tonic::transport::Error> {
+    let mut queues = Vec::new();
+    let mut served = Vec::new();
+    for runtime in runtimes {
+        let (queue, connections) = serving::queue();
+        let server = serve_connections(ctx.clone(), connections, tls.clone(), when_stopped(&stop));
+        served.push(runtime.spawn(server));
+        queues.push(queue);
+    }
+    serving::hand_out(listener, queues, stop).await;
+    for server in served {
+        match server.await {
+            Ok(result) => result?,
+            Err(err) => tracing::warn!(%err, "a serving runtime's server ended abnormally"),
+        }
+    }
+    Ok(())
+}
+
+/// Serves the connections one runtime is handed, until `shutdown`.
+async fn serve_connections(
+    ctx: Arc<Context>,
+    connections: tokio::sync::mpsc::Receiver<std::net::TcpStream>,
+    tls: Option<ServerTlsConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::result::Result<(), tonic::transport::Error> {
+    builder(tls)?
+        .accept_http1(true)
+        .tcp_nodelay(true)
+        .add_routes(client_routes(&ctx))
+        .serve_with_incoming_shutdown(serving::incoming(connections), shutdown)
+        .await
+}
+
+/// etcd's services, `/metrics`, the health endpoints and the failpoints.
+fn client_routes(ctx: &Arc<Context>) -> Routes {
     // Leave room above the request limit so an oversized request is
     // decoded and refused with etcd's own error rather than a transport one.
     let decode_limit = ctx.limits.max_request_bytes + 512 * 1024;
@@ -56,17 +96,17 @@ pub async fn serve(
     routes
         .add_service(InterceptedService::new(
             KvServer::new(kv::KvService(ctx.clone())).max_decoding_message_size(decode_limit),
-            leader_check(&ctx),
+            leader_check(ctx),
         ))
         .add_service(InterceptedService::new(
             WatchServer::new(watch::WatchService(ctx.clone()))
                 .max_decoding_message_size(decode_limit),
-            leader_check(&ctx),
+            leader_check(ctx),
         ))
         .add_service(InterceptedService::new(
             LeaseServer::new(lease::LeaseService(ctx.clone()))
                 .max_decoding_message_size(decode_limit),
-            leader_check(&ctx),
+            leader_check(ctx),
         ))
         .add_service(ClusterServer::new(cluster::ClusterService(ctx.clone())))
         .add_service(MaintenanceServer::new(maintenance::MaintenanceService(
@@ -74,13 +114,15 @@ pub async fn serve(
         )));
     let router = http::add_routes(routes.routes().into_axum_router(), ctx.clone());
     let router = debug::add_routes(router, ctx.failpoints.clone());
-    let incoming = no_delay(listener);
-    builder(tls)?
-        .accept_http1(true)
-        .tcp_nodelay(true)
-        .add_routes(Routes::from(router))
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
+    Routes::from(router)
+}
+
+/// A future that resolves once `stop` says the member is stopping.
+pub fn when_stopped(stop: &StopSignal<bool>) -> impl Future<Output = ()> + Send + 'static {
+    let mut stop = stop.clone();
+    async move {
+        let _ = stop.wait_for(|stopped| *stopped).await;
+    }
 }
 
 /// Serves the peer port on `listener` until `shutdown`: direct raft links
@@ -115,13 +157,6 @@ fn builder(
         Some(tls) => builder.tls_config(tls),
         None => Ok(builder),
     }
-}
-
-/// Accepted connections with Nagle's algorithm off: a small response must
-/// not wait for the client's delayed ACK (tonic ignores `tcp_nodelay` for
-/// listeners it did not bind itself).
-fn no_delay(listener: tokio::net::TcpListener) -> tonic::transport::server::TcpIncoming {
-    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 /// Binds a client URL such as `http://127.0.0.1:2379` or `https://...`.

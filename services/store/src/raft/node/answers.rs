@@ -1,112 +1,77 @@
-//! The answers to a run of applied proposals, handed to the async runtime
-//! as one batch. Sent one by one from the Ready loop's thread, each answer
-//! woke its request's task from outside the runtime; the runtime ran that
-//! task and then, before the next woken one, its connection's task, which
-//! wrote that one response: one `writev` per response. Sent from a task
-//! inside the runtime, the requests' tasks all run before the connections'
-//! tasks, which then write every response they have in one go.
+//! The answers to a run of applied proposals, and to a ReadIndex round's
+//! readers, gathered by lane and handed to each lane's runtime as one
+//! batch (see `raft/lanes.rs` for why a batch, and why per runtime).
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::apply::ApplyOutcome;
 use crate::error::Result;
+use crate::raft::lanes::{Batch, Lanes, ProposalReply, Reply};
 
 /// A proposer waiting for its entry to be applied.
 pub(super) struct Waiter {
     pub since: Instant,
-    pub done: oneshot::Sender<Result<ApplyOutcome>>,
+    pub reply: ProposalReply,
 }
 
 impl Waiter {
-    pub fn new(done: oneshot::Sender<Result<ApplyOutcome>>) -> Self {
+    pub fn new(reply: ProposalReply) -> Self {
         Waiter {
             since: Instant::now(),
-            done,
+            reply,
         }
     }
 }
 
 type Answer = (oneshot::Sender<Result<ApplyOutcome>>, Result<ApplyOutcome>);
 
-/// What the runtime's task answers at once.
-enum Batch {
-    Proposals(Vec<Answer>),
-    /// The readers of one ReadIndex round and the index they may read at.
-    Reads(u64, Vec<oneshot::Sender<u64>>),
-}
-
-impl Batch {
-    fn answer(self) {
-        match self {
-            Batch::Proposals(answers) => {
-                for (done, result) in answers {
-                    let _ = done.send(result);
-                }
-            }
-            Batch::Reads(index, readers) => {
-                for reader in readers {
-                    let _ = reader.send(index);
-                }
-            }
-        }
-    }
-}
-
 pub(super) struct Answers {
-    batch: Vec<Answer>,
-    /// The task that sends them; None outside a runtime (then the Ready
-    /// loop sends them itself).
-    runtime: Option<mpsc::UnboundedSender<Batch>>,
+    lanes: Arc<Lanes>,
+    /// What was pushed since the last send, by lane.
+    batches: Vec<Vec<Answer>>,
 }
 
 impl Answers {
-    /// Starts the sending task on the current runtime, if there is one.
-    pub(super) fn start() -> Answers {
-        let runtime = tokio::runtime::Handle::try_current().ok().map(|handle| {
-            let (tx, mut rx) = mpsc::unbounded_channel::<Batch>();
-            handle.spawn(async move {
-                while let Some(batch) = rx.recv().await {
-                    batch.answer();
-                }
-            });
-            tx
-        });
+    pub(super) fn new(lanes: Arc<Lanes>) -> Answers {
         Answers {
-            batch: Vec::new(),
-            runtime,
+            lanes,
+            batches: Vec::new(),
         }
     }
 
-    pub(super) fn push(
-        &mut self,
-        done: oneshot::Sender<Result<ApplyOutcome>>,
-        result: Result<ApplyOutcome>,
-    ) {
-        self.batch.push((done, result));
+    pub(super) fn push(&mut self, reply: ProposalReply, result: Result<ApplyOutcome>) {
+        if self.batches.len() <= reply.lane {
+            self.batches.resize_with(reply.lane + 1, Vec::new);
+        }
+        self.batches[reply.lane].push((reply.done, result));
     }
 
-    /// Sends what was pushed since the last call.
+    /// Sends what was pushed since the last call, one batch per lane.
     pub(super) fn send(&mut self) {
-        if !self.batch.is_empty() {
-            let batch = std::mem::take(&mut self.batch);
-            self.hand_over(Batch::Proposals(batch));
+        for (lane, batch) in self.batches.iter_mut().enumerate() {
+            if !batch.is_empty() {
+                let answers = std::mem::take(batch);
+                self.lanes.hand_over(lane, Batch::Proposals(answers));
+            }
         }
     }
 
     /// Tells the readers of a ReadIndex round the index they may read at.
-    pub(super) fn send_reads(&mut self, index: u64, readers: Vec<oneshot::Sender<u64>>) {
-        self.hand_over(Batch::Reads(index, readers));
-    }
-
-    fn hand_over(&self, batch: Batch) {
-        let unsent = match &self.runtime {
-            Some(runtime) => runtime.send(batch).err().map(|e| e.0),
-            None => Some(batch),
-        };
-        if let Some(batch) = unsent {
-            batch.answer();
+    pub(super) fn send_reads(&mut self, index: u64, readers: Vec<Reply<u64>>) {
+        let mut by_lane: Vec<Vec<oneshot::Sender<u64>>> = Vec::new();
+        for reader in readers {
+            if by_lane.len() <= reader.lane {
+                by_lane.resize_with(reader.lane + 1, Vec::new);
+            }
+            by_lane[reader.lane].push(reader.done);
+        }
+        for (lane, readers) in by_lane.into_iter().enumerate() {
+            if !readers.is_empty() {
+                self.lanes.hand_over(lane, Batch::Reads(index, readers));
+            }
         }
     }
 }

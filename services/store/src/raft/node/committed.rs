@@ -62,7 +62,7 @@ impl Node {
                 self.set_peers(peer_list(members));
             }
             if let Some(waiter) = self.waiters.remove(&applied.request_id) {
-                self.answers.push(waiter.done, applied.result);
+                self.answers.push(waiter.reply, applied.result);
             }
         }
         self.answers.send();
@@ -79,7 +79,7 @@ impl Node {
         let lost = self.proposal_index.remove(&index);
         if let Some(lost) = lost.filter(|id| Some(*id) != applied_id) {
             if let Some(waiter) = self.waiters.remove(&lost) {
-                let _ = waiter.done.send(Err(StoreError::LeaderChanged));
+                let _ = waiter.reply.done.send(Err(StoreError::LeaderChanged));
             }
         }
     }
@@ -121,7 +121,7 @@ impl Node {
         self.set_peers(peer_list(&members));
         let id = context.map(|c| c.id);
         if let Some(waiter) = id.and_then(|id| self.waiters.remove(&id)) {
-            let _ = waiter.done.send(Ok(ApplyOutcome::Members(members)));
+            let _ = waiter.reply.done.send(Ok(ApplyOutcome::Members(members)));
         }
         Ok(id)
     }

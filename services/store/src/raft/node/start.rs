@@ -19,6 +19,7 @@ use crate::membership::identity::ClusterId;
 use crate::metrics::RaftMetrics;
 use crate::raft::handle::{RaftHandle, RaftStatus};
 use crate::raft::inbox::{Inbox, InboxSender};
+use crate::raft::lanes::Lanes;
 use crate::raft::logger::raft_logger;
 use crate::raft::node_msg::NodeMsg;
 use crate::raft_log::{spawn_log_sync, spawn_state_flusher, RaftLog};
@@ -143,12 +144,16 @@ impl Node {
         status.applied.store(applied, Ordering::Release);
         (status.last_index).store(parts.log.last_index(), Ordering::Release);
         let (applied_tx, applied_rx) = watch::channel(applied);
+        // Lane 0: the runtime starting the node, if it runs on one.
+        let lanes = Arc::new(Lanes::default());
+        lanes.open();
         let handle = RaftHandle {
             tx,
             status: status.clone(),
             applied: applied_rx,
             next_id: Arc::new(AtomicU64::new(first_request_id(config.member_id))),
             request_timeout: config.request_timeout,
+            lanes: lanes.clone(),
         };
         let node = Node {
             raw,
@@ -163,7 +168,7 @@ impl Node {
             links,
             socket_events: Vec::new(),
             waiters: HashMap::new(),
-            answers: answers::Answers::start(),
+            answers: answers::Answers::new(lanes),
             proposal_index: HashMap::new(),
             pending_reads: Vec::new(),
             inflight_reads: HashMap::new(),
