@@ -59,7 +59,12 @@ fuzz: deps
 
 ## Throughput and latency of capstan-store next to a real etcd, in one run:
 ## single members at 1, 64 and 256 clients with every other workload, then
-## the store workloads on 3-member clusters of each. Each run's results go
+## the store workloads on 3-member clusters of each; then puts at 64 and
+## 512 clients over 64 connections (one serving thread cannot hide behind
+## 16), on 1 and 3 members, each row with each server's busiest thread (a
+## WARNING names any above 80% of a core), and the same puts with both
+## servers pinned to 1, 2, 4, ... of this machine's cores (BENCH_CORES),
+## a table and scaling.svg by core count. Each run's results go
 ## to target/bench: run.json and run-3.json (the last runs; the ones before
 ## are kept as previous*.json and compared with) and store.svg and
 ## store-3.svg, pictures. What a run shows goes in RESULTS.md (a row at the
@@ -74,6 +79,17 @@ bench: deps
 	./target/release/capstan-bench --duration 10s --clients 1,64,256 --members 3 --workload store \
 		--watchers 0 --scale-keys 0 --json target/bench/run-3.json \
 		--plot target/bench/store-3.svg --compare target/bench/previous-3.json
+	./target/release/capstan-bench --duration 10s --clients 64,512 --max-conns 64 --workload store \
+		--store-workloads put --watchers 0 --scale-keys 0 --json target/bench/put-64conns.json
+	./target/release/capstan-bench --duration 10s --clients 64,512 --max-conns 64 --members 3 --workload store \
+		--store-workloads put --watchers 0 --scale-keys 0 --json target/bench/put-64conns-3.json
+	./target/release/capstan-bench --duration 10s --clients 64,512 --max-conns 64 --cores $(BENCH_CORES) \
+		--workload store --store-workloads put --watchers 0 --scale-keys 0 \
+		--json target/bench/scaling.json --scaling-plot target/bench/scaling.svg
+
+## 1, 2, 4, ... up to the cores this shell may use, and that count itself.
+BENCH_CORES ?= $(shell n=$$(nproc); c=1; l=1; while [ $$((c * 2)) -le $$n ]; do c=$$((c * 2)); l="$$l,$$c"; done; \
+	[ $$c -eq $$n ] || l="$$l,$$n"; echo $$l)
 
 bench-short: deps
 	$(CARGO) build --bins
@@ -82,6 +98,8 @@ bench-short: deps
 		--json target/bench/short.json --plot target/bench/short.svg --scale-keys 10000
 	./target/debug/capstan-bench --duration 1s --clients 1 --members 3 --workload store --watchers 0 \
 		--scale-keys 0 --quiet --json target/bench/short-3.json --plot target/bench/short-3.svg
+	./target/debug/capstan-bench --duration 1s --clients 8 --max-conns 4 --cores 1 --workload store \
+		--store-workloads put --watchers 0 --scale-keys 0 --quiet --json target/bench/short-cores.json
 
 ## Long fault-injection runs: the fault suites (kill -9, SIGSTOP, partitions,
 ## one-way partitions, membership changes; histories checked for
