@@ -95,19 +95,20 @@ fn run_runtime(
 }
 
 /// Accepts on `listener` until `stop`, handing the connections to the
-/// runtimes' queues in turn.
+/// runtimes' queues in turn (a runtime whose server has ended is passed
+/// over from then on).
 pub async fn hand_out(
     listener: TcpListener,
-    queues: Vec<mpsc::Sender<std::net::TcpStream>>,
+    mut queues: Vec<mpsc::Sender<std::net::TcpStream>>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut next = 0;
-    loop {
+    while !queues.is_empty() {
         let accepted = tokio::select! {
             _ = stop.wait_for(|stopped| *stopped) => return,
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted.and_then(|(stream, _)| stream.into_std()) {
+        let mut stream = match accepted.and_then(|(stream, _)| stream.into_std()) {
             Ok(stream) => stream,
             Err(err) => {
                 // Out of descriptors, usually: wait rather than spin.
@@ -116,8 +117,16 @@ pub async fn hand_out(
                 continue;
             }
         };
-        if queues.is_empty() || queues[next % queues.len()].send(stream).await.is_err() {
-            return;
+        while !queues.is_empty() {
+            let at = next % queues.len();
+            match queues[at].send(stream).await {
+                Ok(()) => break,
+                Err(unsent) => {
+                    tracing::error!("a serving runtime's server has ended; passing it over");
+                    stream = unsent.0;
+                    queues.remove(at);
+                }
+            }
         }
         next += 1;
     }
@@ -142,4 +151,57 @@ pub fn queue() -> (
     mpsc::Receiver<std::net::TcpStream>,
 ) {
     mpsc::channel(HANDED_OUT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn connections_go_to_the_runtimes_in_turn_passing_over_an_ended_one() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (first, mut first_rx) = queue();
+        let (second, second_rx) = queue();
+        let (third, mut third_rx) = queue();
+        drop(second_rx);
+        let (stop_tx, stop) = watch::channel(false);
+        let handing = tokio::spawn(hand_out(listener, vec![first, second, third], stop));
+        let mut clients = Vec::new();
+        for _ in 0..4 {
+            clients.push(TcpStream::connect(addr).await.unwrap());
+        }
+        let peer = |stream: std::net::TcpStream| stream.peer_addr().unwrap();
+        let mine: Vec<_> = clients.iter().map(|c| c.local_addr().unwrap()).collect();
+        let (a, b) = (
+            first_rx.recv().await.unwrap(),
+            third_rx.recv().await.unwrap(),
+        );
+        let (c, d) = (
+            first_rx.recv().await.unwrap(),
+            third_rx.recv().await.unwrap(),
+        );
+        assert_eq!(
+            [peer(a), peer(b), peer(c), peer(d)].to_vec(),
+            mine,
+            "handed out in turn, the ended runtime passed over"
+        );
+        stop_tx.send(true).unwrap();
+        handing.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_handed_connection_serves_on_the_taking_runtime() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        server.set_nonblocking(true).unwrap();
+        let (tx, rx) = queue();
+        tx.send(server).await.unwrap();
+        drop(tx);
+        let taken: Vec<_> = incoming(rx).collect().await;
+        let stream = taken.into_iter().next().unwrap().unwrap();
+        assert!(stream.nodelay().unwrap());
+        assert_eq!(stream.peer_addr().unwrap(), client.local_addr().unwrap());
+    }
 }
