@@ -4,7 +4,8 @@
 //! lists and creates through a capstan-apiserver on each.
 //!
 //! - [`cli`]: flags and their parsing;
-//! - [`servers`]: the servers under test as child processes (killed on drop);
+//! - [`servers`]: the servers under test as child processes (killed on drop),
+//!   and [`health`]: whether they answer;
 //! - [`workload`]: concurrent clients over a shared connection pool, and the
 //!   checks of what they did against the server's state ([`txn`], [`verify`]);
 //!   [`run_spec`] says what a run is and what its clients bring back, and
@@ -37,6 +38,7 @@ mod compare;
 mod cpu;
 mod fanout;
 mod grpc;
+mod health;
 mod leader;
 mod plot;
 mod report;

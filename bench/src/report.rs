@@ -300,3 +300,48 @@ pub fn write_json(
         serde_json::to_string_pretty(&report).map_err(|err| format!("encode JSON: {err}"))?;
     std::fs::write(path, text + "\n").map_err(|err| format!("write {}: {err}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(thread: f64, process: f64, cores: Option<usize>) -> RunStats {
+        RunStats {
+            server: ServerKind::Capstan,
+            workload: Workload::Put,
+            clients: 512,
+            cores,
+            conns: 64,
+            ok: 1000,
+            errors: 0,
+            elapsed_s: 1.0,
+            ops_per_sec: 1000.0,
+            mean_us: 1.0,
+            p50_us: 1,
+            p99_us: 1,
+            p999_us: 1,
+            max_us: 1,
+            server_cpu_s: Some(process),
+            cpu_s_per_1k_ops: Some(process),
+            process_cores: Some(process),
+            busiest_thread: Some("serve-0".into()),
+            busiest_thread_cores: Some(thread),
+            context_switches_per_op: Some(0.5),
+            top_threads: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_saturated_thread_on_an_idle_machine_is_a_serial_ceiling() {
+        let warning = run(0.95, 1.1, None).serial_ceiling(4).expect("a warning");
+        assert!(
+            warning.contains("serve-0") && warning.contains("95%"),
+            "{warning}"
+        );
+        // Every core busy: the machine is the limit, not the thread.
+        assert!(run(0.95, 3.9, None).serial_ceiling(4).is_none());
+        // Pinned to one core, one busy thread is the whole machine.
+        assert!(run(0.95, 0.97, Some(1)).serial_ceiling(4).is_none());
+        assert!(run(0.5, 0.6, None).serial_ceiling(4).is_none());
+    }
+}

@@ -53,55 +53,52 @@ pub fn table(stats: &[RunStats]) -> String {
         "e grow"
     );
     for capstan in keys {
-        let etcd = find(stats, capstan, ServerKind::Etcd);
-        let first = |server| {
-            (stats.iter())
-                .filter(|s| {
-                    s.server == server
-                        && s.workload == capstan.workload
-                        && s.clients == capstan.clients
-                })
-                .filter(|s| s.cores.is_some())
-                .min_by_key(|s| s.cores)
-                .map(|s| s.ops_per_sec)
-        };
-        let grow = |now: Option<f64>, base: Option<f64>| match (now, base) {
-            (Some(now), Some(base)) if base > 0.0 => format!("{:.2}x", now / base),
-            _ => "-".into(),
-        };
-        let dash = |value: Option<String>| value.unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            out,
-            "{:<8} {:>7} {:>5} {:>10.1} {:>10} {:>6} {:>8.3} {:>8} {:>9} {:>9} {:>7} {:>7}",
-            capstan.workload.to_string(),
-            capstan.clients,
-            capstan.cores.unwrap_or(0),
-            capstan.ops_per_sec,
-            dash(etcd.as_ref().map(|e| format!("{:.1}", e.ops_per_sec))),
-            dash(
-                etcd.as_ref()
-                    .filter(|e| e.ops_per_sec > 0.0)
-                    .map(|e| format!("{:.2}x", capstan.ops_per_sec / e.ops_per_sec))
-            ),
-            capstan.p99_us as f64 / 1000.0,
-            dash(
-                etcd.as_ref()
-                    .map(|e| format!("{:.3}", e.p99_us as f64 / 1000.0))
-            ),
-            dash(capstan.cpu_s_per_1k_ops.map(|c| format!("{c:.3}"))),
-            dash(
-                etcd.as_ref()
-                    .and_then(|e| e.cpu_s_per_1k_ops)
-                    .map(|c| format!("{c:.3}"))
-            ),
-            grow(Some(capstan.ops_per_sec), first(ServerKind::Capstan)),
-            grow(
-                etcd.as_ref().map(|e| e.ops_per_sec),
-                first(ServerKind::Etcd)
-            ),
-        );
+        out.push_str(&row(stats, capstan));
     }
     out
+}
+
+/// A (workload, clients, cores) row: capstan's run next to etcd's.
+fn row(stats: &[RunStats], capstan: &RunStats) -> String {
+    let etcd = find(stats, capstan, ServerKind::Etcd);
+    let fewest_cores = |server| {
+        (stats.iter())
+            .filter(|s| {
+                s.server == server
+                    && s.workload == capstan.workload
+                    && s.clients == capstan.clients
+                    && s.cores.is_some()
+            })
+            .min_by_key(|s| s.cores)
+            .map(|s| s.ops_per_sec)
+    };
+    let grow = |now: Option<f64>, base: Option<f64>| match (now, base) {
+        (Some(now), Some(base)) if base > 0.0 => format!("{:.2}x", now / base),
+        _ => "-".into(),
+    };
+    let dash = |value: Option<String>| value.unwrap_or_else(|| "-".into());
+    let e = etcd.as_ref();
+    format!(
+        "{:<8} {:>7} {:>5} {:>10.1} {:>10} {:>6} {:>8.3} {:>8} {:>9} {:>9} {:>7} {:>7}\n",
+        capstan.workload.to_string(),
+        capstan.clients,
+        capstan.cores.unwrap_or(0),
+        capstan.ops_per_sec,
+        dash(e.map(|e| format!("{:.1}", e.ops_per_sec))),
+        dash(
+            e.filter(|e| e.ops_per_sec > 0.0)
+                .map(|e| format!("{:.2}x", capstan.ops_per_sec / e.ops_per_sec))
+        ),
+        capstan.p99_us as f64 / 1000.0,
+        dash(e.map(|e| format!("{:.3}", e.p99_us as f64 / 1000.0))),
+        dash(capstan.cpu_s_per_1k_ops.map(|c| format!("{c:.3}"))),
+        dash(
+            e.and_then(|e| e.cpu_s_per_1k_ops)
+                .map(|c| format!("{c:.3}"))
+        ),
+        grow(Some(capstan.ops_per_sec), fewest_cores(ServerKind::Capstan)),
+        grow(e.map(|e| e.ops_per_sec), fewest_cores(ServerKind::Etcd)),
+    )
 }
 
 /// One line per (server, workload, clients): ops/s against core count.
