@@ -14,6 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let capstan = root.join("capstan");
     let files = [
         etcd.join("kv.proto"),
+        etcd.join("auth.proto"),
         etcd.join("rpc.proto"),
         capstan.join("internal.proto"),
         capstan.join("peer.proto"),

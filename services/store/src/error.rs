@@ -59,6 +59,49 @@ pub enum StoreError {
     NotLeader,
     #[error("etcdserver: {0}")]
     Unimplemented(&'static str),
+    #[error("etcdserver: too many requests")]
+    TooManyRequests,
+    #[error("etcdserver: root user does not exist")]
+    RootUserNotExist,
+    #[error("etcdserver: root user does not have root role")]
+    RootRoleNotExist,
+    #[error("etcdserver: user name already exists")]
+    UserAlreadyExist,
+    #[error("etcdserver: user name is empty")]
+    UserEmpty,
+    #[error("etcdserver: user name not found")]
+    UserNotFound,
+    #[error("etcdserver: role name already exists")]
+    RoleAlreadyExist,
+    #[error("etcdserver: role name not found")]
+    RoleNotFound,
+    #[error("etcdserver: role name is empty")]
+    RoleEmpty,
+    #[error("etcdserver: permission not given")]
+    PermissionNotGiven,
+    #[error("etcdserver: authentication failed, invalid user ID or password")]
+    AuthFailed,
+    #[error("etcdserver: permission denied")]
+    PermissionDenied,
+    #[error("etcdserver: role is not granted to the user")]
+    RoleNotGranted,
+    #[error("etcdserver: permission is not granted to the role")]
+    PermissionNotGranted,
+    #[error("etcdserver: authentication is not enabled")]
+    AuthNotEnabled,
+    #[error("etcdserver: invalid auth token")]
+    InvalidAuthToken,
+    #[error("etcdserver: invalid auth management")]
+    InvalidAuthMgmt,
+    #[error("etcdserver: revision of auth store is old")]
+    AuthOldRevision,
+    /// bcrypt reads 72 bytes of a password; etcd's Go bcrypt refuses more
+    /// rather than ignore the rest, and so does this store.
+    #[error("etcdserver: password is longer than 72 bytes")]
+    PasswordTooLong,
+    /// Only a public key was configured for JWT tokens.
+    #[error("etcdserver: auth: token signing attempted with verify-only key")]
+    VerifyOnly,
     /// A setting that cannot work.
     #[error("configuration: {0}")]
     Config(String),
@@ -76,6 +119,14 @@ impl StoreError {
         match self {
             EmptyKey | KeyNotFound | ValueProvided | LeaseProvided | TooManyOps | DuplicateKey
             | RequestTooLarge | InvalidSortOption => Code::InvalidArgument,
+            UserEmpty | RoleEmpty | PermissionNotGiven | AuthFailed | InvalidAuthMgmt
+            | AuthOldRevision | PasswordTooLong => Code::InvalidArgument,
+            RootUserNotExist | RootRoleNotExist | UserAlreadyExist | UserNotFound
+            | RoleAlreadyExist | RoleNotFound | RoleNotGranted | PermissionNotGranted
+            | AuthNotEnabled | VerifyOnly => Code::FailedPrecondition,
+            PermissionDenied => Code::PermissionDenied,
+            InvalidAuthToken => Code::Unauthenticated,
+            TooManyRequests => Code::ResourceExhausted,
             Compacted | FutureRevision | LeaseTtlTooLarge => Code::OutOfRange,
             LeaseNotFound | MemberNotFound => Code::NotFound,
             LeaseExists | MemberExists | PeerUrlExists | NotLearner | LearnerNotReady
@@ -120,6 +171,41 @@ mod tests {
             status.message(),
             "etcdserver: mvcc: required revision has been compacted"
         );
+    }
+
+    #[test]
+    fn auth_errors_carry_etcds_codes_and_texts() {
+        let cases = [
+            (
+                StoreError::PermissionDenied,
+                Code::PermissionDenied,
+                "etcdserver: permission denied",
+            ),
+            (
+                StoreError::UserEmpty,
+                Code::InvalidArgument,
+                "etcdserver: user name is empty",
+            ),
+            (
+                StoreError::InvalidAuthToken,
+                Code::Unauthenticated,
+                "etcdserver: invalid auth token",
+            ),
+            (
+                StoreError::AuthOldRevision,
+                Code::InvalidArgument,
+                "etcdserver: revision of auth store is old",
+            ),
+            (
+                StoreError::RootRoleNotExist,
+                Code::FailedPrecondition,
+                "etcdserver: root user does not have root role",
+            ),
+        ];
+        for (err, code, text) in cases {
+            let status = Status::from(err);
+            assert_eq!((status.code(), status.message()), (code, text));
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! - [`mvcc`]: revisions, the key index, historical reads, compaction;
 //! - [`lease`], [`watch`], [`snapshot`]: lease table and clock; watchers fed
 //!   by MVCC events; the state machine dumped to and loaded from a file;
+//! - [`auth`]: etcd's access control (users, roles, permissions, tokens);
 //! - [`membership`]: who this member is, and the member list the state
 //!   machine keeps;
 //! - [`apply`]: etcd request semantics applied from committed raft entries;
@@ -19,6 +20,7 @@
 //!   member's background work.
 
 pub mod apply;
+pub mod auth;
 pub mod backup;
 pub mod config;
 pub mod error;
@@ -75,13 +77,24 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
     let hub = WatchHub::new(mvcc.clone(), config.max_request_bytes as usize);
     hub.start(config.progress_notify_interval());
     let alarms = Arc::new(Alarms::load(&**mvcc.backend())?);
-    let metrics = metrics::Metrics::new();
+    let auth = Arc::new(auth::AuthStore::open(
+        &**mvcc.backend(),
+        &auth_settings(config),
+    )?);
+    let mut metrics = metrics::Metrics::new();
+    auth.metrics().register(&mut metrics.registry);
     let cluster = disk.cluster;
     let parts = NodeParts {
         cluster_id: cluster.cluster_id.clone(),
         log: (disk.log).with_state_machine(mvcc.clone(), &snapshot::dir(&config.data_dir)),
         backend: mvcc.backend().clone(),
-        applier: Applier::new(mvcc.clone(), lessor.clone(), hub.clone(), alarms.clone()),
+        applier: Applier::new(
+            mvcc.clone(),
+            lessor.clone(),
+            hub.clone(),
+            alarms.clone(),
+            auth.clone(),
+        ),
         lessor: lessor.clone(),
         transport: Arc::new(GrpcTransport::new(
             cluster.local_id,
@@ -161,6 +174,14 @@ fn open_disk(config: &StoreConfig) -> Result<Disk> {
         mvcc,
         failpoints,
     })
+}
+
+fn auth_settings(config: &StoreConfig) -> auth::AuthSettings {
+    auth::AuthSettings {
+        token: config.auth_token.clone(),
+        token_ttl: Duration::from_secs(config.auth_token_ttl),
+        bcrypt_cost: config.bcrypt_cost,
+    }
 }
 
 fn node_config(config: &StoreConfig, cluster: &Cluster, metrics: &metrics::Metrics) -> NodeConfig {

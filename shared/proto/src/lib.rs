@@ -1,6 +1,6 @@
 //! Generated protobuf and gRPC code.
 //!
-//! `mvccpb` and `etcdserverpb` are the etcd v3 wire API (same package, message
+//! `mvccpb`, `authpb` and `etcdserverpb` are the etcd v3 wire API (same package, message
 //! and field names as etcd, so etcd clients work unchanged); `capstan::internal`
 //! holds the records Capstan writes to its raft log and its MVCC store.
 
@@ -8,6 +8,10 @@
 
 pub mod mvccpb {
     tonic::include_proto!("mvccpb");
+}
+
+pub mod authpb {
+    tonic::include_proto!("authpb");
 }
 
 pub mod etcdserverpb {

@@ -1,20 +1,23 @@
 //! The applier: one committed request at a time, in one MVCC write view,
 //! with etcd's semantics (`kv.rs`, `lease.rs`, `alarms.rs`, the member
 //! records); while NOSPACE is raised, requests that grow the database are
-//! refused here, on every member alike.
+//! refused here, on every member alike, and a client's request only goes
+//! through if the access rules at its entry allow it (`auth.rs`).
 
 use std::sync::Arc;
 
 use capstan_proto::etcdserverpb::{CompactionResponse, ResponseHeader};
 use capstan_proto::internal::raft_request::Request;
-use capstan_proto::internal::MemberRecord;
+use capstan_proto::internal::{Caller, MemberRecord};
 use parking_lot::Mutex;
 use raft::eraftpb::ConfChangeType;
 
 use super::alarms::{self, Alarms};
+use super::auth;
 use super::lease::restore_leases;
 use super::outcome::ApplyOutcome;
 use super::{kv, lease};
+use crate::auth::AuthStore;
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
 use crate::membership::records;
@@ -26,6 +29,7 @@ pub struct Applier {
     lessor: Arc<Mutex<Lessor>>,
     hub: Arc<WatchHub>,
     alarms: Arc<Alarms>,
+    auth: Arc<AuthStore>,
 }
 
 impl Applier {
@@ -34,12 +38,14 @@ impl Applier {
         lessor: Arc<Mutex<Lessor>>,
         hub: Arc<WatchHub>,
         alarms: Arc<Alarms>,
+        auth: Arc<AuthStore>,
     ) -> Self {
         Applier {
             mvcc,
             lessor,
             hub,
             alarms,
+            auth,
         }
     }
 
@@ -51,11 +57,22 @@ impl Applier {
         &self.hub
     }
 
-    pub(super) fn dispatch(&self, view: &mut WriteView, request: &Request) -> Result<ApplyOutcome> {
+    /// Applies one request as the entry at raft `index`; a client's
+    /// (`caller` set) only if the access rules allow it.
+    pub(super) fn dispatch(
+        &self,
+        view: &mut WriteView,
+        index: u64,
+        caller: Option<&Caller>,
+        request: &Request,
+    ) -> Result<ApplyOutcome> {
         if self.alarms.no_space() && alarms::grows_database(request) {
             return Err(StoreError::NoSpace);
         }
         let mut lessor = self.lessor.lock();
+        if let Some(caller) = caller {
+            auth::check(&self.auth, &lessor, caller, request)?;
+        }
         match request {
             Request::Put(req) => kv::put(view, &mut lessor, req).map(ApplyOutcome::Put),
             Request::DeleteRange(req) => {
@@ -88,6 +105,7 @@ impl Applier {
                     .map(ApplyOutcome::Members)
             }
             Request::Alarm(req) => Ok(ApplyOutcome::Alarm(self.alarms.apply(view, req))),
+            _ => auth::apply(&self.auth, view, index, request),
         }
     }
 
@@ -117,6 +135,7 @@ impl Applier {
         lessor.clear();
         restore_leases(&self.mvcc, &mut lessor)?;
         self.alarms.reload(&**self.mvcc.backend())?;
+        self.auth.reload(&**self.mvcc.backend())?;
         self.hub.resync(self.mvcc.current_revision());
         Ok(())
     }

@@ -64,7 +64,8 @@ impl<'a> ApplyBatch<'a> {
             None => self.applier.mvcc().write_group(),
         };
         let mut view = group.view();
-        let result = inner.map(|request| self.applier.dispatch(&mut view, request));
+        let caller = request.as_ref().and_then(|r| r.caller.as_ref());
+        let result = inner.map(|inner| self.applier.dispatch(&mut view, index, caller, inner));
         self.group = Some(view.end(index));
         if reads_backend {
             self.write_group()?;

@@ -8,6 +8,7 @@
 
 pub mod alarms;
 mod applier;
+pub mod auth;
 mod batch;
 mod kv;
 mod lease;

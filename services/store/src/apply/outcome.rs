@@ -7,6 +7,7 @@ use capstan_proto::etcdserverpb::{
 };
 use capstan_proto::internal::MemberRecord;
 
+use crate::auth::Authenticated;
 use crate::error::{Result, StoreError};
 
 /// The response to an applied request, before the server adds its header.
@@ -21,6 +22,9 @@ pub enum ApplyOutcome {
     /// The member list after a membership change or attribute update.
     Members(Vec<MemberRecord>),
     Alarm(AlarmResponse),
+    /// The access rules changed (or were already as asked).
+    AuthChanged,
+    Authenticated(Authenticated),
 }
 
 /// What applying one entry produced.

@@ -89,6 +89,16 @@ pub struct Flags {
     /// (see `failpoints.rs`); never on in production.
     #[arg(long)]
     pub experimental_enable_failpoints: bool,
+    /// Tokens handed out by `Authenticate`: `simple`, or
+    /// `jwt,pub-key=FILE,priv-key=FILE,sign-method=ES256,ttl=5m`.
+    #[arg(long)]
+    pub auth_token: Option<String>,
+    /// Seconds a simple token lives past its last use.
+    #[arg(long)]
+    pub auth_token_ttl: Option<u64>,
+    /// Cost of the bcrypt hash of user passwords (4 to 31).
+    #[arg(long)]
+    pub bcrypt_cost: Option<u32>,
     #[command(flatten)]
     pub tls: tls::TlsFlags,
 }
@@ -117,6 +127,9 @@ pub struct StoreConfig {
     pub log_level: String,
     pub restore_snapshot: String,
     pub experimental_enable_failpoints: bool,
+    pub auth_token: String,
+    pub auth_token_ttl: u64,
+    pub bcrypt_cost: u32,
     /// Loaded beside the rest (see `tls.rs`).
     #[serde(skip)]
     pub tls: tls::TlsSettings,
@@ -177,6 +190,9 @@ impl StoreConfig {
         }
         if self.snapshot_count == 0 {
             return Err(invalid("snapshot_count", "must be positive"));
+        }
+        if self.auth_token_ttl == 0 {
+            return Err(invalid("auth_token_ttl", "must be positive"));
         }
         self.compaction_policy()?;
         parse_duration(&self.watch_progress_notify_interval)
@@ -258,7 +274,10 @@ fn defaults() -> Result<config::ConfigBuilder<config::builder::DefaultState>, Co
         .set_default("watch_progress_notify_interval", "10m")?
         .set_default("log_level", "info")?
         .set_default("restore_snapshot", "")?
-        .set_default("experimental_enable_failpoints", false)?)
+        .set_default("experimental_enable_failpoints", false)?
+        .set_default("auth_token", "simple")?
+        .set_default("auth_token_ttl", 300)?
+        .set_default("bcrypt_cost", 10)?)
 }
 
 /// The settings given as flags, by the name the other layers use.
@@ -303,6 +322,9 @@ fn flag_overrides(flags: &Flags) -> Vec<(&'static str, Option<String>)> {
             "experimental_enable_failpoints",
             f.experimental_enable_failpoints.then(|| "true".to_string()),
         ),
+        ("auth_token", f.auth_token.clone()),
+        ("auth_token_ttl", number(f.auth_token_ttl)),
+        ("bcrypt_cost", f.bcrypt_cost.map(|n| n.to_string())),
     ]
 }
 

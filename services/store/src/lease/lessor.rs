@@ -120,6 +120,14 @@ impl Lessor {
         })
     }
 
+    /// The keys attached to a lease (none if it does not exist).
+    pub fn keys(&self, id: i64) -> impl Iterator<Item = &[u8]> {
+        self.leases
+            .get(&id)
+            .into_iter()
+            .flat_map(|lease| lease.keys.iter().map(Vec::as_slice))
+    }
+
     pub fn ids(&self) -> Vec<i64> {
         let mut ids: Vec<i64> = self.leases.keys().copied().collect();
         ids.sort_unstable();

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use capstan_proto::internal::{raft_request::Request, MemberRecord, RaftRequest};
+use capstan_proto::internal::{raft_request::Request, Caller, MemberRecord, RaftRequest};
 use prost::Message;
 use tokio::sync::{oneshot, watch};
 use tokio::time::{timeout, Instant};
@@ -68,12 +68,25 @@ impl RaftHandle {
         self.lanes.open()
     }
 
-    /// Proposes `request` and waits until this member has applied it.
+    /// Proposes the member's own `request` (lease expiry, attributes,
+    /// compaction: trusted, no access check) and waits until this member
+    /// has applied it.
     pub async fn propose(&self, request: Request) -> Result<ApplyOutcome> {
+        self.propose_as(None, request).await
+    }
+
+    /// Proposes a client's `request`, which is applied only if `caller`
+    /// may make it; `None` is the member itself.
+    pub async fn propose_as(
+        &self,
+        caller: Option<Caller>,
+        request: Request,
+    ) -> Result<ApplyOutcome> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let data = RaftRequest {
             id,
             request: Some(request),
+            caller,
         }
         .encode_to_vec();
         let (done, wait) = oneshot::channel();

@@ -186,6 +186,7 @@ impl Node {
                 let context = RaftRequest {
                     id,
                     request: Some(raft_request::Request::MemberAttributes(record)),
+                    caller: None,
                 };
                 let before = self.raw.raft.raft_log.last_index();
                 let result = self

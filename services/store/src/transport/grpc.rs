@@ -102,9 +102,10 @@ impl GrpcTransport {
         };
         let feedback = self.feedback.lock().clone();
         let from = self.local_id;
+        let cluster_id = self.cluster_id.get();
         self.runtime.spawn(async move {
             let to = message.to;
-            let status = match send_snapshot(&url, from, message).await {
+            let status = match send_snapshot(&url, from, cluster_id, message).await {
                 Ok(()) => SnapshotStatus::Finish,
                 Err(err) => {
                     tracing::warn!(to = format!("{to:x}"), %err, "sending snapshot failed");
@@ -239,20 +240,31 @@ async fn connect(url: &str) -> Result<Channel, tonic::transport::Error> {
 /// Streams the snapshot file `message` names, a chunk at a time (the
 /// message goes first, its data still naming the file so the receiver can
 /// check size and checksum), then removes the file: a retry cuts a new one.
-async fn send_snapshot(url: &str, from: u64, message: Message) -> Result<(), String> {
+async fn send_snapshot(
+    url: &str,
+    from: u64,
+    cluster_id: u64,
+    message: Message,
+) -> Result<(), String> {
     let data = message.get_snapshot().data.to_vec();
-    let sent = stream_snapshot(url, from, message).await;
+    let sent = stream_snapshot(url, from, cluster_id, message).await;
     crate::snapshot::discard(&data);
     sent
 }
 
-async fn stream_snapshot(url: &str, from: u64, message: Message) -> Result<(), String> {
+async fn stream_snapshot(
+    url: &str,
+    from: u64,
+    cluster_id: u64,
+    message: Message,
+) -> Result<(), String> {
     let (_, file) =
         crate::snapshot::open(&message.get_snapshot().data).map_err(|e| e.to_string())?;
     let first = SnapshotChunk {
         from,
         message: encode(&message),
         data: Vec::new(),
+        cluster_id,
     };
     // A read error ends the stream early; the receiver then finds the
     // size or checksum wrong and refuses the snapshot.
@@ -276,6 +288,7 @@ async fn stream_snapshot(url: &str, from: u64, message: Message) -> Result<(), S
                 from,
                 message: Vec::new(),
                 data,
+                cluster_id,
             };
             (chunk, file)
         })
