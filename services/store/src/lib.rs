@@ -129,6 +129,8 @@ pub fn open(config: &StoreConfig) -> Result<Arc<Context>> {
         data_dir: config.data_dir.clone(),
         alarms,
         quota: Quota::from_setting(config.quota_backend_bytes),
+        auth,
+        client_cert_auth: config.tls.client.client_cert_auth,
     });
     spawn_jobs(&ctx, config)?;
     Ok(ctx)
@@ -144,8 +146,7 @@ struct Disk {
 }
 
 fn open_disk(config: &StoreConfig) -> Result<Disk> {
-    std::fs::create_dir_all(&config.data_dir)
-        .map_err(|err| StoreError::Storage(format!("{}: {err}", config.data_dir.display())))?;
+    storage::ensure_private_dir(&config.data_dir)?;
     let engine = SledBackend::open(&config.data_dir.join("db"))?;
     let backend: Arc<dyn Backend> = Arc::new(WriteBehind::new(engine)?);
     let cluster = Cluster::bootstrap(config, &*backend)?;

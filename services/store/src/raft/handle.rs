@@ -185,6 +185,12 @@ impl RaftHandle {
         }
     }
 
+    /// Returns once this member has applied raft `index`, or fails with
+    /// a timeout after `patience`.
+    pub async fn wait_applied_index(&self, index: u64, patience: Duration) -> Result<()> {
+        self.wait_applied(index, Instant::now() + patience).await
+    }
+
     async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<()> {
         let mut applied = self.applied.clone();
         let reached = tokio::time::timeout_at(deadline, applied.wait_for(|a| *a >= index)).await;

@@ -1,5 +1,7 @@
 //! `etcdserverpb.Cluster`: the member list and membership changes, which
 //! are raft configuration changes (a learner first, if the caller asks).
+//! With auth on, changing the membership is root's (as in etcd 3.5 and
+//! later); anyone may list the members, which clients do before they log in.
 
 use std::sync::Arc;
 
@@ -9,7 +11,7 @@ use capstan_proto::etcdserverpb::{
     MemberPromoteRequest, MemberPromoteResponse, MemberRemoveRequest, MemberRemoveResponse,
     MemberUpdateRequest, MemberUpdateResponse,
 };
-use capstan_proto::internal::MemberRecord;
+use capstan_proto::internal::{Caller, MemberRecord};
 use capstan_proto::peer::LearnerInSyncRequest;
 use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2};
 use tonic::{Request, Response, Status};
@@ -117,7 +119,11 @@ impl ClusterService {
     /// New peer URLs for a member (it moved): an ordinary proposal, not a
     /// configuration change, as in etcd; every member's transport follows
     /// once it is applied.
-    async fn update(&self, req: MemberUpdateRequest) -> Result<MemberUpdateResponse> {
+    async fn update(
+        &self,
+        caller: Caller,
+        req: MemberUpdateRequest,
+    ) -> Result<MemberUpdateResponse> {
         self.known(req.id)?;
         let taken = self
             .members()?
@@ -131,11 +137,8 @@ impl ClusterService {
             peer_urls: req.peer_ur_ls,
             ..Default::default()
         };
-        let outcome = self
-            .0
-            .raft
-            .propose(capstan_proto::internal::raft_request::Request::MemberPeerUrls(update))
-            .await?;
+        let request = capstan_proto::internal::raft_request::Request::MemberPeerUrls(update);
+        let outcome = self.0.raft.propose_as(Some(caller), request).await?;
         let members = match outcome {
             ApplyOutcome::Members(members) => members.iter().map(to_wire).collect(),
             other => return Err(crate::apply::unexpected(&other)),
@@ -175,33 +178,44 @@ impl ClusterService {
     }
 }
 
+/// Root only, when auth is on.
+fn admin(ctx: &Context, caller: &Caller) -> Result<()> {
+    ctx.auth.checker(caller).admin()
+}
+
 #[tonic::async_trait]
 impl Cluster for ClusterService {
     async fn member_add(
         &self,
         request: Request<MemberAddRequest>,
     ) -> std::result::Result<Response<MemberAddResponse>, Status> {
-        self.0
-            .observe("MemberAdd", self.add(request.into_inner()))
-            .await
+        let work = |caller: Caller, req| async move {
+            admin(&self.0, &caller)?;
+            self.add(req).await
+        };
+        self.0.serve("MemberAdd", request, work).await
     }
 
     async fn member_remove(
         &self,
         request: Request<MemberRemoveRequest>,
     ) -> std::result::Result<Response<MemberRemoveResponse>, Status> {
-        self.0
-            .observe("MemberRemove", self.remove(request.into_inner()))
-            .await
+        let work = |caller: Caller, req| async move {
+            admin(&self.0, &caller)?;
+            self.remove(req).await
+        };
+        self.0.serve("MemberRemove", request, work).await
     }
 
     async fn member_update(
         &self,
         request: Request<MemberUpdateRequest>,
     ) -> std::result::Result<Response<MemberUpdateResponse>, Status> {
-        self.0
-            .observe("MemberUpdate", self.update(request.into_inner()))
-            .await
+        let work = |caller: Caller, req| async move {
+            admin(&self.0, &caller)?;
+            self.update(caller, req).await
+        };
+        self.0.serve("MemberUpdate", request, work).await
     }
 
     async fn member_list(
@@ -217,8 +231,10 @@ impl Cluster for ClusterService {
         &self,
         request: Request<MemberPromoteRequest>,
     ) -> std::result::Result<Response<MemberPromoteResponse>, Status> {
-        self.0
-            .observe("MemberPromote", self.promote(request.into_inner()))
-            .await
+        let work = |caller: Caller, req| async move {
+            admin(&self.0, &caller)?;
+            self.promote(req).await
+        };
+        self.0.serve("MemberPromote", request, work).await
     }
 }

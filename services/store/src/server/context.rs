@@ -13,6 +13,7 @@ use capstan_proto::etcdserverpb::{
     LeaseRevokeResponse, PutResponse, ResponseHeader, TxnResponse,
 };
 use capstan_proto::internal::raft_request::Request;
+use capstan_proto::internal::Caller;
 use capstan_proto::peer::peer_client::PeerClient;
 use parking_lot::Mutex;
 use tonic::transport::Channel;
@@ -22,6 +23,7 @@ use tracing::Instrument;
 use super::forward::PeerChannels;
 use super::quota::{cost, Quota};
 use crate::apply::{unexpected, Alarms, ApplyOutcome};
+use crate::auth::AuthStore;
 use crate::error::{Result, StoreError};
 use crate::lease::Lessor;
 use crate::membership::identity::Cluster;
@@ -57,6 +59,10 @@ pub struct Context {
     /// The raised alarms, shared with the applier.
     pub alarms: Arc<Alarms>,
     pub quota: Quota,
+    /// The access rules and tokens, shared with the applier.
+    pub auth: Arc<AuthStore>,
+    /// `--client-cert-auth`: a client certificate's common name is a user.
+    pub client_cert_auth: bool,
 }
 
 impl Context {
@@ -82,10 +88,21 @@ impl Context {
         Ok(())
     }
 
-    /// Proposes `request` through raft and returns this member's response
-    /// once it has applied it.
-    pub async fn propose<T: FromOutcome>(&self, request: Request) -> Result<T> {
+    /// Proposes a client's `request` through raft and returns this
+    /// member's response once it has applied it; it is applied only if
+    /// `caller` may make it under the access rules at its entry.
+    pub async fn propose<T: FromOutcome>(&self, caller: &Caller, request: Request) -> Result<T> {
+        let outcome = self.raft.propose_as(Some(caller.clone()), request).await?;
+        self.respond(outcome)
+    }
+
+    /// Proposes the member's own `request`, which no rule restricts.
+    pub async fn propose_own<T: FromOutcome>(&self, request: Request) -> Result<T> {
         let outcome = self.raft.propose(request).await?;
+        self.respond(outcome)
+    }
+
+    fn respond<T: FromOutcome>(&self, outcome: ApplyOutcome) -> Result<T> {
         let mut response = T::from_outcome(outcome)?;
         self.complete_header(response.header_mut());
         Ok(response)
@@ -116,7 +133,10 @@ impl Context {
             member_id: member,
             alarm: AlarmType::Nospace as i32,
         };
-        if let Err(err) = self.propose::<AlarmResponse>(Request::Alarm(raise)).await {
+        if let Err(err) = self
+            .propose_own::<AlarmResponse>(Request::Alarm(raise))
+            .await
+        {
             tracing::warn!(%err, "raising the NOSPACE alarm failed");
         }
         Err(StoreError::NoSpace)
@@ -200,6 +220,8 @@ fn code_name(code: tonic::Code) -> &'static str {
         Unavailable => "Unavailable",
         Unimplemented => "Unimplemented",
         ResourceExhausted => "ResourceExhausted",
+        PermissionDenied => "PermissionDenied",
+        Unauthenticated => "Unauthenticated",
         Internal => "Internal",
         _ => "Other",
     }

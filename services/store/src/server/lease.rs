@@ -12,6 +12,7 @@ use capstan_proto::etcdserverpb::{
     LeaseTimeToLiveRequest, LeaseTimeToLiveResponse,
 };
 use capstan_proto::internal::raft_request::Request;
+use capstan_proto::internal::Caller;
 use futures::{Stream, StreamExt};
 use rand::Rng;
 use tokio::sync::mpsc;
@@ -19,6 +20,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request as GrpcRequest, Response, Status, Streaming};
 
 use super::context::Context;
+use crate::apply::auth::check_lease_keys;
+use crate::auth::Access;
 use crate::error::{Result, StoreError};
 use crate::lease::{LeaseInfo, MAX_LEASE_TTL};
 use capstan_proto::peer::{LeaseRenewRequest, LeaseTimeToLiveRequest as PeerTtlRequest};
@@ -26,7 +29,11 @@ use capstan_proto::peer::{LeaseRenewRequest, LeaseTimeToLiveRequest as PeerTtlRe
 pub struct LeaseService(pub Arc<Context>);
 
 impl LeaseService {
-    async fn grant(&self, mut req: LeaseGrantRequest) -> Result<LeaseGrantResponse> {
+    async fn grant(
+        &self,
+        caller: Caller,
+        mut req: LeaseGrantRequest,
+    ) -> Result<LeaseGrantResponse> {
         let ctx = &self.0;
         if req.ttl > MAX_LEASE_TTL {
             return Err(StoreError::LeaseTtlTooLarge);
@@ -38,7 +45,7 @@ impl LeaseService {
         }
         let request = Request::LeaseGrant(req);
         ctx.check_quota(&request).await?;
-        ctx.propose(request).await
+        ctx.propose(&caller, request).await
     }
 
     /// A fresh positive id; chosen by the proposer so that every member
@@ -54,15 +61,20 @@ impl LeaseService {
         }
     }
 
-    async fn revoke(&self, req: LeaseRevokeRequest) -> Result<LeaseRevokeResponse> {
+    async fn revoke(&self, caller: Caller, req: LeaseRevokeRequest) -> Result<LeaseRevokeResponse> {
         if !self.0.lessor.lock().exists(req.id) {
             return Err(StoreError::LeaseNotFound);
         }
-        self.0.propose(Request::LeaseRevoke(req)).await
+        self.0.propose(&caller, Request::LeaseRevoke(req)).await
     }
 
-    async fn time_to_live(&self, req: LeaseTimeToLiveRequest) -> Result<LeaseTimeToLiveResponse> {
+    async fn time_to_live(
+        &self,
+        caller: Caller,
+        req: LeaseTimeToLiveRequest,
+    ) -> Result<LeaseTimeToLiveResponse> {
         let ctx = &self.0;
+        check_lease(ctx, &caller, req.id, Access::Read)?;
         let info = if ctx.raft.status().is_leader() {
             ctx.lessor.lock().info(req.id, Instant::now())
         } else {
@@ -87,20 +99,25 @@ impl LeaseService {
         })
     }
 
-    async fn leases(&self) -> Result<LeaseLeasesResponse> {
+    async fn leases(&self, caller: Caller) -> Result<LeaseLeasesResponse> {
         let ctx = &self.0;
-        let leases = ctx
-            .lessor
-            .lock()
-            .ids()
-            .into_iter()
-            .map(|id| LeaseStatus { id })
-            .collect();
+        let ids = ctx.lessor.lock().ids();
+        for &id in &ids {
+            check_lease(ctx, &caller, id, Access::Read)?;
+        }
+        let leases = ids.into_iter().map(|id| LeaseStatus { id }).collect();
         Ok(LeaseLeasesResponse {
             header: Some(ctx.header(ctx.mvcc.current_revision())),
             leases,
         })
     }
+}
+
+/// Whether `caller` may see or renew lease `id`: `access` to each of its
+/// keys (root may do anything).
+fn check_lease(ctx: &Context, caller: &Caller, id: i64, access: Access) -> Result<()> {
+    let checker = ctx.auth.checker(caller);
+    check_lease_keys(&checker, &ctx.lessor.lock(), id, access)
 }
 
 /// Asks the leader, whose clock is the only one that runs, for a lease's
@@ -155,18 +172,16 @@ impl Lease for LeaseService {
         &self,
         request: GrpcRequest<LeaseGrantRequest>,
     ) -> std::result::Result<Response<LeaseGrantResponse>, Status> {
-        self.0
-            .observe("LeaseGrant", self.grant(request.into_inner()))
-            .await
+        let work = |caller, req| self.grant(caller, req);
+        self.0.serve("LeaseGrant", request, work).await
     }
 
     async fn lease_revoke(
         &self,
         request: GrpcRequest<LeaseRevokeRequest>,
     ) -> std::result::Result<Response<LeaseRevokeResponse>, Status> {
-        self.0
-            .observe("LeaseRevoke", self.revoke(request.into_inner()))
-            .await
+        let work = |caller, req| self.revoke(caller, req);
+        self.0.serve("LeaseRevoke", request, work).await
     }
 
     type LeaseKeepAliveStream = KeepAliveStream;
@@ -177,11 +192,17 @@ impl Lease for LeaseService {
     ) -> std::result::Result<Response<Self::LeaseKeepAliveStream>, Status> {
         let (tx, rx) = mpsc::channel(64);
         let ctx = self.0.clone();
+        let credentials = ctx.credentials(&request);
         let mut incoming = request.into_inner();
         tokio::spawn(async move {
             while let Some(Ok(req)) = incoming.next().await {
                 let started = Instant::now();
-                let response = keep_alive(&ctx, req.id).await.map_err(Status::from);
+                let renewal = async {
+                    let caller = ctx.caller(&credentials).await?;
+                    check_lease(&ctx, &caller, req.id, Access::Write)?;
+                    keep_alive(&ctx, req.id).await
+                };
+                let response = renewal.await.map_err(Status::from);
                 let code = if response.is_ok() {
                     "OK"
                 } else {
@@ -201,15 +222,15 @@ impl Lease for LeaseService {
         &self,
         request: GrpcRequest<LeaseTimeToLiveRequest>,
     ) -> std::result::Result<Response<LeaseTimeToLiveResponse>, Status> {
-        self.0
-            .observe("LeaseTimeToLive", self.time_to_live(request.into_inner()))
-            .await
+        let work = |caller, req| self.time_to_live(caller, req);
+        self.0.serve("LeaseTimeToLive", request, work).await
     }
 
     async fn lease_leases(
         &self,
-        _request: GrpcRequest<LeaseLeasesRequest>,
+        request: GrpcRequest<LeaseLeasesRequest>,
     ) -> std::result::Result<Response<LeaseLeasesResponse>, Status> {
-        self.0.observe("LeaseLeases", self.leases()).await
+        let work = |caller, _req| self.leases(caller);
+        self.0.serve("LeaseLeases", request, work).await
     }
 }

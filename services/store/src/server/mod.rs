@@ -1,11 +1,14 @@
-//! The client-facing gRPC server: etcd's KV, Watch, Lease, Cluster and
-//! Maintenance services, plus `/metrics` and health endpoints on the same
+//! The client-facing gRPC server: etcd's KV, Watch, Lease, Cluster,
+//! Maintenance and Auth services, plus `/metrics` and health endpoints on the same
 //! port; and the peer port, shared by direct raft links and the peer gRPC
-//! service. Handlers check a request (`validate.rs`, `quota.rs`), then read
-//! locally or propose through raft (`context.rs`).
+//! service. Handlers find who is asking (`credentials.rs`), check a request
+//! (`validate.rs`, `quota.rs`), then read locally or propose through raft
+//! (`context.rs`), where the access rules are checked as it is applied.
 
+mod auth;
 mod cluster;
 mod context;
+mod credentials;
 mod debug;
 mod forward;
 mod http;
@@ -13,6 +16,7 @@ mod kv;
 mod lease;
 mod maintenance;
 mod peer;
+mod peer_snapshot;
 mod quota;
 mod require_leader;
 mod serving;
@@ -22,6 +26,7 @@ mod watch;
 use std::future::Future;
 use std::sync::Arc;
 
+use capstan_proto::etcdserverpb::auth_server::AuthServer;
 use capstan_proto::etcdserverpb::cluster_server::ClusterServer;
 use capstan_proto::etcdserverpb::kv_server::KvServer;
 use capstan_proto::etcdserverpb::lease_server::LeaseServer;
@@ -109,9 +114,10 @@ fn client_routes(ctx: &Arc<Context>) -> Routes {
             leader_check(ctx),
         ))
         .add_service(ClusterServer::new(cluster::ClusterService(ctx.clone())))
-        .add_service(MaintenanceServer::new(maintenance::MaintenanceService(
-            ctx.clone(),
-        )));
+        .add_service(MaintenanceServer::new(
+            maintenance::MaintenanceService::new(ctx.clone()),
+        ))
+        .add_service(AuthServer::new(auth::AuthService(ctx.clone())));
     let router = http::add_routes(routes.routes().into_axum_router(), ctx.clone());
     let router = debug::add_routes(router, ctx.failpoints.clone());
     Routes::from(router)

@@ -1,5 +1,5 @@
-//! The peer service: raft messages and snapshots from other members, and
-//! lease requests forwarded to the leader.
+//! The peer service: raft messages and snapshots (`peer_snapshot.rs`) from
+//! other members, and lease requests forwarded to the leader.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,14 +12,17 @@ use capstan_proto::peer::{
 use futures::StreamExt;
 use protobuf::Message as _;
 use raft::eraftpb::Message;
+use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::context::Context;
 
-pub struct PeerService(pub Arc<Context>);
+pub struct PeerService(pub Arc<Context>, Semaphore);
 
 pub fn peer_server(ctx: Arc<Context>) -> PeerServer<PeerService> {
-    PeerServer::new(PeerService(ctx)).max_decoding_message_size(64 * 1024 * 1024)
+    // One snapshot is received at a time.
+    let service = PeerService(ctx, Semaphore::new(1));
+    PeerServer::new(service).max_decoding_message_size(64 * 1024 * 1024)
 }
 
 fn decode(bytes: &[u8]) -> Result<Message, Status> {
@@ -61,25 +64,7 @@ impl Peer for PeerService {
         &self,
         request: Request<Streaming<SnapshotChunk>>,
     ) -> Result<Response<Ack>, Status> {
-        // The chunks go to a file as they arrive; the message raft gets
-        // names the file once it is complete and durable.
-        let mut chunks = request.into_inner();
-        let mut message: Option<Message> = None;
-        let dir = crate::snapshot::dir(&self.0.data_dir);
-        let mut receiver = crate::snapshot::Receiver::create(&dir).await?;
-        while let Some(chunk) = chunks.next().await {
-            let chunk = chunk?;
-            if !chunk.message.is_empty() {
-                message = Some(decode(&chunk.message)?);
-            }
-            receiver.write(&chunk.data).await?;
-        }
-        let mut message =
-            message.ok_or_else(|| Status::invalid_argument("snapshot without a message"))?;
-        let local = receiver.finish(&message.get_snapshot().data).await?;
-        message.mut_snapshot().data = local.into();
-        self.0.raft.step(message)?;
-        self.0.metrics.raft.snapshot_receive_success.inc();
+        super::peer_snapshot::receive(&self.0, &self.1, request.into_inner()).await?;
         Ok(Response::new(Ack {}))
     }
 

@@ -1,6 +1,7 @@
 //! `etcdserverpb.Watch`: one bidirectional stream carries many watchers.
 //! Requests create, cancel or ask for progress; responses from the hub flow
-//! back through one bounded channel per stream.
+//! back through one bounded channel per stream. Each create is checked
+//! against the access rules, with the credentials the stream opened with.
 
 use std::collections::HashSet;
 use std::pin::Pin;
@@ -17,6 +18,9 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::context::Context;
+use super::credentials::Credentials;
+use crate::auth::Access;
+use crate::error::StoreError;
 use crate::mvcc::KeyRange;
 use crate::watch::WatchFilter;
 
@@ -43,6 +47,7 @@ impl Watch for WatchService {
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         let mut session = Session {
             ctx: self.0.clone(),
+            credentials: self.0.credentials(&request),
             stream_id,
             tx,
             ids: HashSet::new(),
@@ -78,9 +83,9 @@ impl Watch for WatchService {
             flag.store(true, Ordering::Relaxed);
         };
         let last_word = futures::stream::once(async move { lost.load(Ordering::Relaxed) })
-            .filter_map(|lost| async move {
-                lost.then(|| Err(Status::from(crate::error::StoreError::NoLeader)))
-            });
+            .filter_map(
+                |lost| async move { lost.then(|| Err(Status::from(StoreError::NoLeader))) },
+            );
         let responses = responses.take_until(watch_leader).chain(last_word);
         Ok(Response::new(Box::pin(responses)))
     }
@@ -89,6 +94,7 @@ impl Watch for WatchService {
 /// The state of one watch stream.
 struct Session {
     ctx: Arc<Context>,
+    credentials: Credentials,
     stream_id: u64,
     tx: mpsc::Sender<WatchResponse>,
     ids: HashSet<i64>,
@@ -99,7 +105,10 @@ impl Session {
     /// Handles one request; false once the client has gone.
     async fn handle(&mut self, request: WatchRequest) -> bool {
         let response = match request.request_union {
-            Some(RequestUnion::CreateRequest(create)) => self.create(create),
+            Some(RequestUnion::CreateRequest(create)) => match self.refusal(&create).await {
+                Some(refused) => Some((refused, None)),
+                None => self.create(create),
+            },
             Some(RequestUnion::CancelRequest(cancel)) => self.cancel(cancel.watch_id),
             Some(RequestUnion::ProgressRequest(_)) => self.progress(),
             None => None,
@@ -116,6 +125,29 @@ impl Session {
             }
             None => true,
         }
+    }
+
+    /// etcd's answer to a create the stream's caller may not make: created
+    /// and canceled at once, with the reason in etcd's words.
+    async fn refusal(&self, create: &WatchCreateRequest) -> Option<WatchResponse> {
+        let permitted = async {
+            let caller = self.ctx.caller(&self.credentials).await?;
+            let checker = self.ctx.auth.checker(&caller);
+            checker.allows(Access::Read, &create.key, &create.range_end)
+        };
+        let reason = match permitted.await.err()? {
+            err @ (StoreError::InvalidAuthToken
+            | StoreError::AuthOldRevision
+            | StoreError::UserEmpty) => err,
+            _ => StoreError::PermissionDenied,
+        };
+        Some(WatchResponse {
+            watch_id: -1,
+            created: true,
+            canceled: true,
+            cancel_reason: reason.to_string(),
+            ..Default::default()
+        })
     }
 
     fn create(&mut self, create: WatchCreateRequest) -> Option<(WatchResponse, Option<Register>)> {

@@ -45,7 +45,7 @@ impl<W: Write> Write for Summing<W> {
 /// Dumps `mvcc` to a new file in `dir`; returns the raft snapshot data
 /// naming it and the applied index the dump is at. The file goes once sent.
 pub fn cut(mvcc: &MvccStore, dir: &Path) -> Result<(Vec<u8>, u64)> {
-    std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+    crate::storage::ensure_private_dir(dir)?;
     let file = tempfile::Builder::new()
         .prefix("out-")
         .suffix(".snap")

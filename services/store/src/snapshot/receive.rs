@@ -20,9 +20,7 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn create(dir: &Path) -> Result<Receiver> {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|e| io_error("create", dir, e))?;
+        crate::storage::ensure_private_dir(dir)?;
         let name = format!("in-{:016x}.snap", rand::random::<u64>());
         let path = dir.join(name);
         let file = tokio::fs::File::create(&path)
@@ -35,6 +33,11 @@ impl Receiver {
             crc: crc32fast::Hasher::new(),
             kept: false,
         })
+    }
+
+    /// Bytes written so far.
+    pub fn size(&self) -> u64 {
+        self.size
     }
 
     pub async fn write(&mut self, chunk: &[u8]) -> Result<()> {

@@ -7,9 +7,11 @@
 //! and nothing is durable until [`Backend::flush`] returns.
 
 mod backend;
+mod private_dir;
 mod sled_backend;
 mod write_behind;
 
 pub use backend::{for_each_pair, Backend, Change, Pair, Space, WriteBatch, LARGE_BATCH};
+pub use private_dir::ensure_private_dir;
 pub use sled_backend::SledBackend;
 pub use write_behind::WriteBehind;

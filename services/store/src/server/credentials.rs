@@ -1,0 +1,147 @@
+//! Who a client request comes from, found as etcd finds it: the token in
+//! the `token` metadata (`authorization` for gRPC-gateway clients),
+//! else, when `--client-cert-auth` is on, the common name of the client's
+//! certificate, which the TLS handshake already verified against
+//! `--trusted-ca-file`. With auth off nobody needs an identity, and
+//! tokens are not looked at.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use capstan_proto::internal::Caller;
+use tonic::metadata::MetadataMap;
+use tonic::{Request, Response, Status};
+
+use super::context::Context;
+use crate::error::Result;
+
+/// How long a simple token may wait for this member to apply the login
+/// that made it (on another member, a moment ago).
+const TOKEN_PATIENCE: Duration = Duration::from_secs(2);
+
+/// The metadata keys etcd clients put their token under.
+const TOKEN_KEYS: [&str; 2] = ["token", "authorization"];
+
+/// What a request presented, read once when it arrives (a stream keeps
+/// it and finds its caller again for each request it carries).
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    token: Option<String>,
+    common_name: Option<String>,
+}
+
+impl Credentials {
+    /// The credentials of `request`; the certificate counts only with
+    /// `--client-cert-auth`, as in etcd.
+    pub fn of<T>(request: &Request<T>, client_cert_auth: bool) -> Credentials {
+        let common_name = client_cert_auth
+            .then(|| request.peer_certs())
+            .flatten()
+            .and_then(|chain| chain.first().and_then(|leaf| common_name(leaf)));
+        Credentials {
+            token: token(request.metadata()),
+            common_name,
+        }
+    }
+}
+
+fn token(metadata: &MetadataMap) -> Option<String> {
+    TOKEN_KEYS
+        .iter()
+        .find_map(|key| metadata.get(*key))
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string)
+}
+
+/// The subject's common name of a DER certificate.
+fn common_name(der: &[u8]) -> Option<String> {
+    let (_, certificate) = x509_parser::parse_x509_certificate(der).ok()?;
+    let name = certificate.subject().iter_common_name().next()?;
+    name.as_str().ok().map(str::to_string)
+}
+
+impl Context {
+    /// The caller `credentials` name under the rules as they are now. A
+    /// simple token is known only once this member has applied the
+    /// authentication that made it, so an unknown one waits for that.
+    pub async fn caller(&self, credentials: &Credentials) -> Result<Caller> {
+        if !self.auth.is_enabled() {
+            return Ok(Caller::default());
+        }
+        if let Some(token) = &credentials.token {
+            let known = self.auth.caller_from_token(token);
+            let Some(index) = self.auth.tokens().index_of(token) else {
+                return known;
+            };
+            if known.is_ok() || self.raft.status().applied.load(Ordering::Acquire) >= index {
+                return known;
+            }
+            // A login this member has not applied yet; a forged index past
+            // anything committed costs the caller a short wait, no more.
+            let _ = self.raft.wait_applied_index(index, TOKEN_PATIENCE).await;
+            return self.auth.caller_from_token(token);
+        }
+        Ok(match &credentials.common_name {
+            Some(name) => self.auth.caller_from_certificate(name),
+            None => Caller::default(),
+        })
+    }
+
+    /// The credentials a request presented, by this member's settings.
+    pub fn credentials<T>(&self, request: &Request<T>) -> Credentials {
+        Credentials::of(request, self.client_cert_auth)
+    }
+
+    /// Runs one unary request: finds its caller, then does `work` with
+    /// it, counted and timed (see [`Context::observe`]).
+    pub async fn serve<R, T, F>(
+        &self,
+        method: &'static str,
+        request: Request<R>,
+        work: impl FnOnce(Caller, R) -> F,
+    ) -> std::result::Result<Response<T>, Status>
+    where
+        F: Future<Output = Result<T>>,
+    {
+        let credentials = self.credentials(&request);
+        let message = request.into_inner();
+        let work = async move {
+            let caller = self.caller(&credentials).await?;
+            work(caller, message).await
+        };
+        self.observe(method, work).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_comes_from_etcds_metadata_keys() {
+        let mut request = Request::new(());
+        assert!(Credentials::of(&request, true).token.is_none());
+        request
+            .metadata_mut()
+            .insert("token", "abcdefghijklmnop.5".parse().unwrap());
+        let credentials = Credentials::of(&request, true);
+        assert_eq!(credentials.token.as_deref(), Some("abcdefghijklmnop.5"));
+        assert!(credentials.common_name.is_none(), "no TLS, no certificate");
+    }
+
+    #[test]
+    fn the_common_name_is_read_from_the_certificate() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "kube-apiserver-etcd-client");
+        let certificate = params.self_signed(&key).unwrap();
+        assert_eq!(
+            common_name(certificate.der()).as_deref(),
+            Some("kube-apiserver-etcd-client")
+        );
+        assert_eq!(common_name(b"not a certificate"), None);
+    }
+}
