@@ -52,17 +52,27 @@ impl Tls {
         }
     }
 
-    /// etcdctl's flags for a client certificate with common name `cn`
-    /// (made the first time it is asked for).
-    fn client_flags(&self, cn: &str) -> Vec<String> {
+    /// A client certificate with common name `cn` (made the first time
+    /// it is asked for).
+    pub fn client(&self, cn: &str) -> Pair {
         let made = Pair {
             cert_file: self.dir.join(format!("{cn}.crt")),
             key_file: self.dir.join(format!("{cn}.key")),
         };
-        let pair = match made.cert_file.exists() {
+        match made.cert_file.exists() {
             true => made,
             false => self.authority.client(&self.dir, cn),
-        };
+        }
+    }
+
+    /// The CA the members' certificates are signed by.
+    pub fn ca(&self) -> &Path {
+        &self.ca
+    }
+
+    /// etcdctl's flags for a client certificate with common name `cn`.
+    fn client_flags(&self, cn: &str) -> Vec<String> {
+        let pair = self.client(cn);
         vec![
             format!("--cacert={}", self.ca.display()),
             format!("--cert={}", pair.cert_file.display()),

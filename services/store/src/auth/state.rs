@@ -153,7 +153,6 @@ impl AuthState {
         }
         let options = request
             .options
-            .clone()
             .unwrap_or(UserAddOptions { no_password: false });
         let password = if options.no_password {
             Vec::new()

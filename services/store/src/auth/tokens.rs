@@ -10,7 +10,7 @@ use crate::error::Result;
 
 pub enum Tokens {
     Simple(SimpleTokens),
-    Jwt(JwtTokens),
+    Jwt(Box<JwtTokens>),
 }
 
 impl Tokens {
@@ -37,7 +37,7 @@ impl Tokens {
         match kind {
             "simple" if options.is_empty() => Ok(Tokens::Simple(SimpleTokens::new(simple_ttl))),
             "simple" => Err("auth: simple tokens take no options".into()),
-            "jwt" => JwtTokens::from_options(&options).map(Tokens::Jwt),
+            "jwt" => JwtTokens::from_options(&options).map(|jwt| Tokens::Jwt(Box::new(jwt))),
             other => Err(format!(
                 "auth: unknown token type {other:?} (simple or jwt)"
             )),

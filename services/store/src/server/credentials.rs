@@ -7,9 +7,11 @@
 
 use std::future::Future;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use capstan_proto::internal::Caller;
+use tokio_rustls::rustls::pki_types::CertificateDer;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
@@ -24,25 +26,28 @@ const TOKEN_PATIENCE: Duration = Duration::from_secs(2);
 const TOKEN_KEYS: [&str; 2] = ["token", "authorization"];
 
 /// What a request presented, read once when it arrives (a stream keeps
-/// it and finds its caller again for each request it carries).
+/// it and finds its caller again for each request it carries). The
+/// certificate is parsed only when auth is on and no token was given.
 #[derive(Debug, Clone, Default)]
 pub struct Credentials {
     token: Option<String>,
-    common_name: Option<String>,
+    certificates: Option<Arc<Vec<CertificateDer<'static>>>>,
 }
 
 impl Credentials {
     /// The credentials of `request`; the certificate counts only with
     /// `--client-cert-auth`, as in etcd.
     pub fn of<T>(request: &Request<T>, client_cert_auth: bool) -> Credentials {
-        let common_name = client_cert_auth
-            .then(|| request.peer_certs())
-            .flatten()
-            .and_then(|chain| chain.first().and_then(|leaf| common_name(leaf)));
         Credentials {
             token: token(request.metadata()),
-            common_name,
+            certificates: client_cert_auth.then(|| request.peer_certs()).flatten(),
         }
+    }
+
+    /// The common name of the client's (verified) certificate.
+    fn common_name(&self) -> Option<String> {
+        let chain = self.certificates.as_ref()?;
+        common_name(chain.first()?)
     }
 }
 
@@ -82,8 +87,8 @@ impl Context {
             let _ = self.raft.wait_applied_index(index, TOKEN_PATIENCE).await;
             return self.auth.caller_from_token(token);
         }
-        Ok(match &credentials.common_name {
-            Some(name) => self.auth.caller_from_certificate(name),
+        Ok(match credentials.common_name() {
+            Some(name) => self.auth.caller_from_certificate(&name),
             None => Caller::default(),
         })
     }
@@ -127,7 +132,10 @@ mod tests {
             .insert("token", "abcdefghijklmnop.5".parse().unwrap());
         let credentials = Credentials::of(&request, true);
         assert_eq!(credentials.token.as_deref(), Some("abcdefghijklmnop.5"));
-        assert!(credentials.common_name.is_none(), "no TLS, no certificate");
+        assert!(
+            credentials.common_name().is_none(),
+            "no TLS, no certificate"
+        );
     }
 
     #[test]

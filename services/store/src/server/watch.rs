@@ -141,11 +141,14 @@ impl Session {
             | StoreError::UserEmpty) => err,
             _ => StoreError::PermissionDenied,
         };
+        // etcd puts the whole gRPC error in the reason, as Go prints it;
+        // clients match on that text.
+        let cancel_reason = format!("rpc error: code = {:?} desc = {reason}", reason.code());
         Some(WatchResponse {
             watch_id: -1,
             created: true,
             canceled: true,
-            cancel_reason: reason.to_string(),
+            cancel_reason,
             ..Default::default()
         })
     }
