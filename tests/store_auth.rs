@@ -13,6 +13,8 @@
 
 #[path = "store_auth/apiserver.rs"]
 mod apiserver;
+#[path = "store_auth/backups.rs"]
+mod backups;
 #[path = "store_auth/grpc.rs"]
 mod grpc;
 #[path = "store_auth/members.rs"]

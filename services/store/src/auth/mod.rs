@@ -28,7 +28,9 @@ use prometheus_client::registry::Registry;
 
 pub use password::{Passwords, DEFAULT_COST as DEFAULT_BCRYPT_COST, MAX_COST, MIN_COST};
 pub use permissions::{Access, RangePermissions};
-pub use records::{Records, META_AUTH_ENABLED, META_AUTH_REVISION, ROLE_PREFIX, USER_PREFIX};
+pub use records::{
+    role_key, user_key, Records, META_AUTH_ENABLED, META_AUTH_REVISION, ROLE_PREFIX, USER_PREFIX,
+};
 pub use state::{has_root_role, AuthState, ROOT};
 pub use tokens::Tokens;
 
@@ -115,7 +117,7 @@ impl AuthStore {
 
     /// Reads the rules again (at start, after a snapshot install).
     pub fn reload(&self, backend: &dyn Backend) -> Result<()> {
-        let loaded = records::load(backend)?;
+        let loaded = AuthState::load(backend)?;
         self.metrics.revision.set(loaded.revision as i64);
         *self.state.write() = loaded;
         Ok(())

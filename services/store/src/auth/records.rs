@@ -10,15 +10,13 @@
 //! - `m/auth_enabled` → one byte, 1 when on
 //! - `m/auth_revision` → the auth revision, 8 bytes big-endian
 
+#[cfg(test)]
 use std::collections::BTreeMap;
 
 use capstan_proto::authpb::{Role, User};
 use prost::Message;
 
-use super::state::AuthState;
-use crate::error::{Result, StoreError};
 use crate::mvcc::WriteView;
-use crate::storage::{Backend, Space};
 
 pub const USER_PREFIX: u8 = b'u';
 pub const ROLE_PREFIX: u8 = b'o';
@@ -32,19 +30,19 @@ pub trait Records {
     fn delete(&mut self, key: Vec<u8>);
 
     fn put_user(&mut self, user: &User) {
-        self.put(prefixed(USER_PREFIX, &user.name), user.encode_to_vec());
+        self.put(user_key(&user.name), user.encode_to_vec());
     }
 
     fn delete_user(&mut self, name: &str) {
-        self.delete(prefixed(USER_PREFIX, name.as_bytes()));
+        self.delete(user_key(name.as_bytes()));
     }
 
     fn put_role(&mut self, role: &Role) {
-        self.put(prefixed(ROLE_PREFIX, &role.name), role.encode_to_vec());
+        self.put(role_key(&role.name), role.encode_to_vec());
     }
 
     fn delete_role(&mut self, name: &str) {
-        self.delete(prefixed(ROLE_PREFIX, name.as_bytes()));
+        self.delete(role_key(name.as_bytes()));
     }
 
     fn put_enabled(&mut self, enabled: bool) {
@@ -66,40 +64,21 @@ impl Records for WriteView<'_> {
     }
 }
 
+/// Where user `name` is kept.
+pub fn user_key(name: &[u8]) -> Vec<u8> {
+    prefixed(USER_PREFIX, name)
+}
+
+/// Where role `name` is kept.
+pub fn role_key(name: &[u8]) -> Vec<u8> {
+    prefixed(ROLE_PREFIX, name)
+}
+
 fn prefixed(prefix: u8, name: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(name.len() + 1);
     key.push(prefix);
     key.extend_from_slice(name);
     key
-}
-
-/// The rules as the backend holds them (the defaults in a new store).
-pub fn load(backend: &dyn Backend) -> Result<AuthState> {
-    let enabled = backend
-        .get(Space::Mvcc, META_AUTH_ENABLED)?
-        .is_some_and(|value| value == [1]);
-    let revision = match backend.get(Space::Mvcc, META_AUTH_REVISION)? {
-        Some(value) => u64::from_be_bytes(
-            value
-                .as_slice()
-                .try_into()
-                .map_err(|_| StoreError::Corrupt("auth revision record".into()))?,
-        ),
-        None => 1,
-    };
-    let mut users = BTreeMap::new();
-    for (key, value) in backend.scan(Space::Mvcc, &[USER_PREFIX], Some(&[USER_PREFIX + 1]))? {
-        users.insert(name_of(&key), User::decode(value.as_slice())?);
-    }
-    let mut roles = BTreeMap::new();
-    for (key, value) in backend.scan(Space::Mvcc, &[ROLE_PREFIX], Some(&[ROLE_PREFIX + 1]))? {
-        roles.insert(name_of(&key), Role::decode(value.as_slice())?);
-    }
-    Ok(AuthState::from_parts(enabled, revision, users, roles))
-}
-
-fn name_of(key: &[u8]) -> String {
-    String::from_utf8_lossy(&key[1..]).into_owned()
 }
 
 /// Records kept in memory, for tests of the rules alone.
@@ -127,15 +106,16 @@ mod tests {
     use capstan_proto::etcdserverpb::{AuthUserAddRequest, AuthUserGrantRoleRequest};
 
     use super::*;
+    use crate::auth::state::AuthState;
     use crate::mvcc::MvccStore;
-    use crate::storage::SledBackend;
+    use crate::storage::{Backend, SledBackend};
 
     #[test]
     fn the_rules_are_written_with_their_entry_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let backend: Arc<dyn Backend> = Arc::new(SledBackend::open(dir.path()).unwrap());
         let mvcc = MvccStore::open(backend.clone()).unwrap();
-        let fresh = load(&*backend).unwrap();
+        let fresh = AuthState::load(&*backend).unwrap();
         assert_eq!((fresh.enabled, fresh.revision), (false, 1));
 
         let mut state = fresh;
@@ -154,7 +134,7 @@ mod tests {
         state.enable(&mut view).unwrap();
         view.finish(7).unwrap();
 
-        let loaded = load(&*backend).unwrap();
+        let loaded = AuthState::load(&*backend).unwrap();
         assert!(loaded.enabled);
         assert_eq!(loaded.revision, 3);
         assert!(loaded.is_root("root"));

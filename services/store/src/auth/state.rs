@@ -18,9 +18,12 @@ use capstan_proto::etcdserverpb::{
     AuthUserChangePasswordRequest, AuthUserGrantRoleRequest, AuthUserRevokeRoleRequest,
 };
 
+use prost::Message;
+
 use super::permissions::{is_valid_range, RangePermissions};
-use super::records::Records;
+use super::records::{Records, META_AUTH_ENABLED, META_AUTH_REVISION, ROLE_PREFIX, USER_PREFIX};
 use crate::error::{Result, StoreError};
+use crate::storage::{Backend, Space};
 
 /// The user and the role that may do anything.
 pub const ROOT: &str = "root";
@@ -49,8 +52,33 @@ impl Default for AuthState {
 }
 
 impl AuthState {
-    /// The state made of its records (see `records.rs`).
-    pub(super) fn from_parts(
+    /// The rules as the backend holds them (see `records.rs`; the
+    /// defaults in a new store).
+    pub fn load(backend: &dyn Backend) -> Result<AuthState> {
+        let enabled = backend
+            .get(Space::Mvcc, META_AUTH_ENABLED)?
+            .is_some_and(|value| value == [1]);
+        let revision = match backend.get(Space::Mvcc, META_AUTH_REVISION)? {
+            Some(value) => u64::from_be_bytes(
+                value
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt("auth revision record".into()))?,
+            ),
+            None => 1,
+        };
+        let mut users = BTreeMap::new();
+        for (key, value) in backend.scan(Space::Mvcc, &[USER_PREFIX], Some(&[USER_PREFIX + 1]))? {
+            users.insert(name_of(&key), User::decode(value.as_slice())?);
+        }
+        let mut roles = BTreeMap::new();
+        for (key, value) in backend.scan(Space::Mvcc, &[ROLE_PREFIX], Some(&[ROLE_PREFIX + 1]))? {
+            roles.insert(name_of(&key), Role::decode(value.as_slice())?);
+        }
+        Ok(AuthState::from_parts(enabled, revision, users, roles))
+    }
+
+    fn from_parts(
         enabled: bool,
         revision: u64,
         users: BTreeMap<String, User>,
@@ -348,6 +376,11 @@ impl AuthState {
         let name = String::from_utf8_lossy(&role.name).into_owned();
         self.roles.insert(name, role);
     }
+}
+
+/// The name in a user's or role's record key.
+fn name_of(key: &[u8]) -> String {
+    String::from_utf8_lossy(&key[1..]).into_owned()
 }
 
 /// Whether a user holds the `root` role (its roles are kept sorted).

@@ -9,14 +9,17 @@ pub const LEASE: &[u8] = b"lease";
 pub const META: &[u8] = b"meta";
 pub const MEMBERS: &[u8] = b"members";
 pub const ALARM: &[u8] = b"alarm";
+pub const AUTH: &[u8] = b"auth";
+pub const AUTH_ROLES: &[u8] = b"authRoles";
+pub const AUTH_USERS: &[u8] = b"authUsers";
 
 /// Every bucket an etcd 3.4 database has; those capstan has nothing for
 /// are written empty, as a new etcd member creates them.
 pub const BUCKETS: &[&[u8]] = &[
     ALARM,
-    b"auth",
-    b"authRoles",
-    b"authUsers",
+    AUTH,
+    AUTH_ROLES,
+    AUTH_USERS,
     b"cluster",
     KEY,
     LEASE,
@@ -26,6 +29,10 @@ pub const BUCKETS: &[&[u8]] = &[
 ];
 
 pub const CONSISTENT_INDEX: &[u8] = b"consistent_index";
+/// The `auth` bucket's keys: one byte (1 on), and the auth revision as a
+/// u64 big-endian, as capstan keeps them too.
+pub const AUTH_ENABLED: &[u8] = b"authEnabled";
+pub const AUTH_REVISION: &[u8] = b"authRevision";
 pub const SCHEDULED_COMPACT: &[u8] = b"scheduledCompactRev";
 pub const FINISHED_COMPACT: &[u8] = b"finishedCompactRev";
 

@@ -1,7 +1,7 @@
 //! Capstan's MVCC space as etcd 3.4's database: one pass over the records
 //! in key order, revisions and leases streamed into their buckets as they
-//! come, the few small records (members, alarms, meta) gathered and
-//! written sorted at the end.
+//! come, the few small records (members, alarms, the access rules, meta)
+//! gathered and written sorted at the end.
 
 use std::collections::BTreeMap;
 use std::io::{Seek, Write};
@@ -16,6 +16,7 @@ use super::error::BackupError;
 use super::etcd_layout::{self as etcd, Lease};
 use crate::apply::alarms::{parse_key as parse_alarm_key, ALARM_PREFIX};
 use crate::apply::LEASE_PREFIX;
+use crate::auth::{META_AUTH_ENABLED, META_AUTH_REVISION, ROLE_PREFIX, USER_PREFIX};
 use crate::membership::records::MEMBER_PREFIX;
 use crate::mvcc::{MvccStore, Revision, META_APPLIED_INDEX, META_COMPACT_REV, REVISION_PREFIX};
 
@@ -67,6 +68,9 @@ fn route<W: Write + Seek>(
             gathered.entry(etcd::MEMBERS).or_default().insert(k, v);
             Ok(())
         }
+        // Users and roles are kept as etcd keeps them, under their name.
+        Some(USER_PREFIX) => gather(gathered, etcd::AUTH_USERS, &key[1..], value),
+        Some(ROLE_PREFIX) => gather(gathered, etcd::AUTH_ROLES, &key[1..], value),
         Some(ALARM_PREFIX) => {
             if let Some((member_id, alarm)) = parse_alarm_key(key) {
                 let k = AlarmMember { member_id, alarm }.encode_to_vec();
@@ -77,6 +81,8 @@ fn route<W: Write + Seek>(
             }
             Ok(())
         }
+        _ if key == META_AUTH_ENABLED => gather(gathered, etcd::AUTH, etcd::AUTH_ENABLED, value),
+        _ if key == META_AUTH_REVISION => gather(gathered, etcd::AUTH, etcd::AUTH_REVISION, value),
         _ => {
             if let Some((k, v)) = meta(key, value) {
                 let meta = gathered.entry(etcd::META).or_default();
@@ -87,6 +93,17 @@ fn route<W: Write + Seek>(
             Ok(())
         }
     }
+}
+
+fn gather(
+    gathered: &mut Gathered,
+    bucket: &'static [u8],
+    key: &[u8],
+    value: &[u8],
+) -> Result<(), BackupError> {
+    let pairs = gathered.entry(bucket).or_default();
+    pairs.insert(key.to_vec(), value.to_vec());
+    Ok(())
 }
 
 fn revision(key: &[u8], value: &[u8]) -> Result<(Vec<u8>, Vec<u8>), BackupError> {

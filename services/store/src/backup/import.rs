@@ -1,8 +1,9 @@
 //! An etcd 3.4 database (from `etcdctl snapshot save`, against etcd or
 //! capstan) as capstan's MVCC space: revisions with their history and
-//! deletions, leases, and the compaction point. Membership, alarms, auth
-//! and etcd's consistent index stay behind: the restored store is a new
-//! cluster, as after `etcdctl snapshot restore`.
+//! deletions, leases, the compaction point, and the access rules (users,
+//! roles, whether auth is on), as `etcdctl snapshot restore` keeps them.
+//! Membership, alarms and etcd's consistent index stay behind: the
+//! restored store is a new cluster.
 
 use capstan_proto::internal::{StoredLease, StoredRevision};
 use capstan_proto::mvccpb::KeyValue;
@@ -12,6 +13,7 @@ use super::bolt_reader::BoltReader;
 use super::error::BackupError;
 use super::etcd_layout::{self as etcd, Lease};
 use crate::apply::lease_key;
+use crate::auth::{role_key, user_key, META_AUTH_ENABLED, META_AUTH_REVISION};
 use crate::mvcc::{Revision, META_COMPACT_REV, META_CURRENT_REV};
 
 /// Where converted pairs go.
@@ -36,12 +38,30 @@ pub fn read_database(db: &BoltReader, put: &mut Sink) -> Result<(), BackupError>
         };
         put(lease_key(lease.id), stored.encode_to_vec())
     })?;
+    read_access_rules(db, put)?;
     if let Some(compacted) = compact_revision(db)? {
         // Reads below it were refused before the save; they still are.
         let bytes = compacted.to_be_bytes().to_vec();
         put(META_COMPACT_REV.to_vec(), bytes.clone())?;
         put(META_CURRENT_REV.to_vec(), bytes)?;
     }
+    Ok(())
+}
+
+/// etcd's `auth`, `authUsers` and `authRoles` buckets; their values are
+/// already what capstan keeps.
+fn read_access_rules(db: &BoltReader, put: &mut Sink) -> Result<(), BackupError> {
+    db.for_each(etcd::AUTH_USERS, &mut |name, user| {
+        put(user_key(name), user.to_vec())
+    })?;
+    db.for_each(etcd::AUTH_ROLES, &mut |name, role| {
+        put(role_key(name), role.to_vec())
+    })?;
+    db.for_each(etcd::AUTH, &mut |key, value| match key {
+        etcd::AUTH_ENABLED => put(META_AUTH_ENABLED.to_vec(), value.to_vec()),
+        etcd::AUTH_REVISION => put(META_AUTH_REVISION.to_vec(), value.to_vec()),
+        _ => Ok(()),
+    })?;
     Ok(())
 }
 

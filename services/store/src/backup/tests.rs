@@ -30,6 +30,7 @@ fn store_with_history(dir: &Path, keys: usize) -> MvccStore {
         StoredLease { id: 42, ttl: 60 }.encode_to_vec(),
     );
     view.put(b"leased", b"x".to_vec(), 42).unwrap();
+    add_access_rules(&mut view);
     view.finish(3).unwrap();
     let mut view = mvcc.write();
     view.put(b"k00002", b"third".to_vec(), 0).unwrap();
@@ -39,6 +40,28 @@ fn store_with_history(dir: &Path, keys: usize) -> MvccStore {
     view.finish(5).unwrap();
     mvcc.settle_compaction();
     mvcc
+}
+
+/// A user with a role on a prefix, and auth on, as records.
+fn add_access_rules(view: &mut crate::mvcc::WriteView) {
+    use crate::auth::Records;
+    use capstan_proto::authpb::{Permission, Role, User};
+    view.put_user(&User {
+        name: b"app".to_vec(),
+        password: b"$2a$04$hash".to_vec(),
+        roles: vec!["app-role".into()],
+        options: None,
+    });
+    view.put_role(&Role {
+        name: b"app-role".to_vec(),
+        key_permission: vec![Permission {
+            perm_type: 2,
+            key: b"/app/".to_vec(),
+            range_end: b"/app0".to_vec(),
+        }],
+    });
+    view.put_enabled(true);
+    view.put_revision(7);
 }
 
 /// The saved stream, in chunks of at most 4 KiB, as one file.
@@ -57,16 +80,18 @@ fn saved(mvcc: &MvccStore, dir: &Path) -> std::path::PathBuf {
     path
 }
 
-/// The records a backup carries: revisions, leases and the compaction.
+/// The records a backup carries: revisions, leases, the compaction and
+/// the access rules.
 fn carried(mvcc: &MvccStore) -> Vec<(Vec<u8>, Vec<u8>)> {
     let all = mvcc.backend().scan(Space::Mvcc, &[], None).unwrap();
+    let metas: [&[u8]; 3] = [b"m/compact_rev", b"m/auth_enabled", b"m/auth_revision"];
     all.into_iter()
-        .filter(|(k, _)| matches!(k[0], b'r' | b'l') || k == b"m/compact_rev")
+        .filter(|(k, _)| matches!(k[0], b'r' | b'l' | b'u' | b'o') || metas.contains(&k.as_slice()))
         .collect()
 }
 
 #[test]
-fn a_saved_store_restores_with_every_revision_lease_and_the_compaction() {
+fn a_saved_store_restores_with_every_revision_lease_the_compaction_and_the_rules() {
     let dir = tempfile::tempdir().unwrap();
     let source = store_with_history(&dir.path().join("source"), 3000);
     let path = saved(&source, dir.path());
@@ -78,6 +103,9 @@ fn a_saved_store_restores_with_every_revision_lease_and_the_compaction() {
     assert_eq!(records, carried(&source));
     assert_eq!(target.current_revision(), source.current_revision());
     assert_eq!(target.compact_revision(), 3);
+    let rules = crate::auth::AuthState::load(&**target.backend()).unwrap();
+    assert!(rules.enabled && rules.revision == 7);
+    assert_eq!(rules.user("app").unwrap().roles, ["app-role"]);
 }
 
 #[test]

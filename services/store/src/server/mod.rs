@@ -7,6 +7,7 @@
 
 mod auth;
 mod cluster;
+mod cluster_id;
 mod context;
 mod credentials;
 mod debug;
@@ -144,7 +145,7 @@ pub async fn serve_peers(
     let service = peer::peer_server(ctx.clone());
     let feedback = ctx.raft.peer_feedback();
     let admit: Admit = Arc::new(move |_from, cluster_id| {
-        peer::admit(&ctx, cluster_id).map_err(|status| status.message().to_string())
+        cluster_id::admit(&ctx, cluster_id).map_err(|status| status.message().to_string())
     });
     let incoming = split_listener(listener, tls, admit, feedback);
     builder(None)?

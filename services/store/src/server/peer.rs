@@ -15,6 +15,7 @@ use raft::eraftpb::Message;
 use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::cluster_id::admit;
 use super::context::Context;
 
 pub struct PeerService(pub Arc<Context>, Semaphore);
@@ -27,23 +28,6 @@ pub fn peer_server(ctx: Arc<Context>) -> PeerServer<PeerService> {
 
 fn decode(bytes: &[u8]) -> Result<Message, Status> {
     Message::parse_from_bytes(bytes).map_err(|err| Status::invalid_argument(err.to_string()))
-}
-
-/// Accepts raft traffic only from this member's cluster; a member that
-/// does not know its cluster yet (it is joining) adopts the sender's.
-pub fn admit(ctx: &Context, cluster_id: u64) -> Result<(), Status> {
-    let cluster = &ctx.cluster;
-    let backend = &**ctx.mvcc.backend();
-    let same_cluster =
-        (cluster.cluster_id).adopt(cluster_id, backend, cluster.local_id, &cluster.name)?;
-    if !same_cluster {
-        return Err(Status::permission_denied(format!(
-            "message from cluster {:x}, this is {:x}",
-            cluster_id,
-            cluster.cluster_id.get()
-        )));
-    }
-    Ok(())
 }
 
 #[tonic::async_trait]

@@ -15,8 +15,8 @@ use raft::eraftpb::{Message, MessageType};
 use tokio::sync::Semaphore;
 use tonic::{Status, Streaming};
 
+use super::cluster_id::admit;
 use super::context::Context;
-use super::peer::admit;
 use super::quota::DEFAULT_QUOTA_BYTES;
 use crate::snapshot::{self, Receiver, SnapshotFile};
 
