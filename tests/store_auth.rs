@@ -24,7 +24,8 @@ mod trust_boundary;
 
 use std::time::Duration;
 
-use capstan_tests::store::on_reference_etcd;
+use capstan_tests::poll::wait_for;
+use capstan_tests::store::{http_get, metric_value, on_reference_etcd};
 use grpc::block_on;
 use members::{As, Members, ROOT};
 
@@ -296,6 +297,20 @@ fn every_member_enforces_the_same_rules() {
     store.ok(1, ROOT, &revoke);
     let err = store.refused(2, APP, &["put", "/app/late", "x"]);
     assert_says(&err, DENIED, "app after its permission was revoked");
+    // Every member is at the same auth revision, and says so.
+    let gauge = match on_reference_etcd() {
+        true => "etcd_debugging_auth_revision",
+        false => "capstan_store_debugging_auth_revision",
+    };
+    let revisions = || -> Vec<Option<f64>> {
+        let scrape = |i: usize| http_get(store.members[i].client_port, "/metrics");
+        (0..3).map(|i| metric_value(&scrape(i)?, gauge)).collect()
+    };
+    let agreed = wait_for(Duration::from_secs(10), "the same auth revision", || {
+        let seen = revisions();
+        seen.iter().all(|r| *r == seen[0]).then_some(seen[0])
+    });
+    assert!(agreed.is_some_and(|r| r >= 5.0), "{gauge}: {agreed:?}");
 }
 
 #[test]

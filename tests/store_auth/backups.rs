@@ -10,34 +10,10 @@ use std::path::Path;
 use capstan_tests::etcdctl::{etcdctl, Run};
 use capstan_tests::store::{on_reference_etcd, StoreProcess};
 
-use super::members::{As, Members, ROOT, ROOT_PASSWORD};
+use super::members::{As, Members, ROOT};
 
 const APP: &str = "--user=app:app-pw";
 const ROOT_USER: &str = "--user=root:root-pw";
-
-/// The steps of `Members::set_up_app_user_and_enable` on one endpoint.
-fn set_up(endpoint: &str) {
-    let root = format!("root:{ROOT_PASSWORD}");
-    let steps: [&[&str]; 6] = [
-        &["user", "add", &root],
-        &["user", "add", "app:app-pw"],
-        &["role", "add", "app-role"],
-        &[
-            "role",
-            "grant-permission",
-            "--prefix",
-            "app-role",
-            "readwrite",
-            "/app/",
-        ],
-        &["user", "grant-role", "app", "app-role"],
-        &["auth", "enable"],
-    ];
-    for args in steps {
-        let run = etcdctl(endpoint, args, None);
-        assert!(run.ok, "etcdctl {args:?}: {}", run.stderr);
-    }
-}
 
 /// A new etcd member on `file`, restored with etcdctl.
 fn etcd_restored_from(file: &str, dir: &Path) -> StoreProcess {

@@ -313,25 +313,36 @@ impl Members {
         run.stderr
     }
 
-    /// etcd's documented steps, with etcdctl: root, a user `app` (password
-    /// `app-pw`) whose role reads and writes the prefix `/app/` only, and
-    /// auth on (etcdctl makes the `root` role and grants it).
+    /// [`app_user_steps`] on the first member.
     pub fn set_up_app_user_and_enable(&self) {
-        let root = format!("root:{ROOT_PASSWORD}");
-        self.ok(0, As::Anonymous, &["user", "add", &root]);
-        self.ok(0, As::Anonymous, &["user", "add", "app:app-pw"]);
-        self.ok(0, As::Anonymous, &["role", "add", "app-role"]);
-        let grant = [
+        for args in app_user_steps() {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            self.ok(0, As::Anonymous, &args);
+        }
+    }
+}
+
+/// etcd's documented steps, as etcdctl arguments: root, a user `app`
+/// (password `app-pw`) whose role reads and writes the prefix `/app/`
+/// only, and auth on (etcdctl makes the `root` role and grants it).
+pub fn app_user_steps() -> Vec<Vec<String>> {
+    let steps: [&[&str]; 6] = [
+        &["user", "add", &format!("root:{ROOT_PASSWORD}")],
+        &["user", "add", "app:app-pw"],
+        &["role", "add", "app-role"],
+        &[
             "role",
             "grant-permission",
             "--prefix",
             "app-role",
             "readwrite",
             "/app/",
-        ];
-        self.ok(0, As::Anonymous, &grant);
-        self.ok(0, As::Anonymous, &["user", "grant-role", "app", "app-role"]);
-        let enabled = self.ok(0, As::Anonymous, &["auth", "enable"]);
-        assert!(enabled.contains("Authentication Enabled"), "{enabled}");
-    }
+        ],
+        &["user", "grant-role", "app", "app-role"],
+        &["auth", "enable"],
+    ];
+    steps
+        .iter()
+        .map(|args| args.iter().map(|arg| arg.to_string()).collect())
+        .collect()
 }

@@ -88,6 +88,8 @@ pub struct Authenticated {
 }
 
 pub struct AuthStore {
+    /// Taken after the lessor's lock by whoever holds both: the applier
+    /// changes the rules while it holds the lessor.
     state: RwLock<AuthState>,
     tokens: Tokens,
     passwords: Passwords,

@@ -12,7 +12,7 @@ use capstan_proto::internal::raft_request::Request as RaftRequest;
 use capstan_proto::internal::{AuthenticateRecord, Caller};
 use tonic::{Request, Response, Status};
 
-use super::Context;
+use super::context::Context;
 use crate::apply::{unexpected, ApplyOutcome};
 use crate::error::{Result, StoreError};
 

@@ -116,8 +116,11 @@ impl LeaseService {
 /// Whether `caller` may see or renew lease `id`: `access` to each of its
 /// keys (root may do anything).
 fn check_lease(ctx: &Context, caller: &Caller, id: i64, access: Access) -> Result<()> {
+    // The lessor first, then the rules: the order the applier takes them
+    // in (it changes the rules while it holds the lessor).
+    let lessor = ctx.lessor.lock();
     let checker = ctx.auth.checker(caller);
-    check_lease_keys(&checker, &ctx.lessor.lock(), id, access)
+    check_lease_keys(&checker, &lessor, id, access)
 }
 
 /// Asks the leader, whose clock is the only one that runs, for a lease's
