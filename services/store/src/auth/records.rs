@@ -105,7 +105,6 @@ mod tests {
 
     use capstan_proto::etcdserverpb::{AuthUserAddRequest, AuthUserGrantRoleRequest};
 
-    use super::*;
     use crate::auth::state::AuthState;
     use crate::mvcc::MvccStore;
     use crate::storage::{Backend, SledBackend};
