@@ -1,6 +1,6 @@
 //! The store's other ways in, attacked: the peer port's snapshot handler
 //! (another cluster's snapshot, a snapshot bigger than it claims or than
-//! any store can be), `Snapshot` downloads held open to pile up copies of
+//! any store can be) and its lease requests, `Snapshot` downloads held open to pile up copies of
 //! the database, and the data directory's mode. The peer protocol and the
 //! download bound are capstan's own, so those run on capstan-store only;
 //! the directory's mode is checked on etcd too.
@@ -11,7 +11,7 @@ use std::time::Duration;
 use capstan_proto::etcdserverpb::maintenance_client::MaintenanceClient;
 use capstan_proto::etcdserverpb::SnapshotRequest;
 use capstan_proto::peer::peer_client::PeerClient;
-use capstan_proto::peer::SnapshotChunk;
+use capstan_proto::peer::{LeaseTimeToLiveRequest, SnapshotChunk};
 use capstan_tests::store::on_reference_etcd;
 use prost::Message;
 

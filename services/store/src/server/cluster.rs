@@ -157,7 +157,10 @@ impl ClusterService {
         }
         let mut leader = self.0.leader_client()?;
         let answer = leader
-            .learner_in_sync(LearnerInSyncRequest { member_id: id })
+            .learner_in_sync(LearnerInSyncRequest {
+                member_id: id,
+                cluster_id: self.0.cluster.cluster_id.get(),
+            })
             .await
             .map_err(|_| StoreError::NoLeader)?
             .into_inner();

@@ -128,7 +128,10 @@ fn check_lease(ctx: &Context, caller: &Caller, id: i64, access: Access) -> Resul
 async fn leader_time_to_live(ctx: &Context, id: i64) -> Result<Option<LeaseInfo>> {
     let mut client = ctx.leader_client()?;
     let response = client
-        .lease_time_to_live(PeerTtlRequest { id })
+        .lease_time_to_live(PeerTtlRequest {
+            id,
+            cluster_id: ctx.cluster.cluster_id.get(),
+        })
         .await
         .map_err(|_| StoreError::NoLeader)?
         .into_inner();
@@ -150,7 +153,10 @@ async fn keep_alive(ctx: &Context, id: i64) -> Result<LeaseKeepAliveResponse> {
     } else {
         let mut client = ctx.leader_client()?;
         let response = client
-            .lease_renew(LeaseRenewRequest { id })
+            .lease_renew(LeaseRenewRequest {
+                id,
+                cluster_id: ctx.cluster.cluster_id.get(),
+            })
             .await
             .map_err(|_| StoreError::NoLeader)?
             .into_inner();

@@ -15,7 +15,7 @@ use raft::eraftpb::Message;
 use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::cluster_id::admit;
+use super::cluster_id::{admit, same_cluster};
 use super::context::Context;
 
 pub struct PeerService(pub Arc<Context>, Semaphore);
@@ -57,11 +57,10 @@ impl Peer for PeerService {
         request: Request<LeaseRenewRequest>,
     ) -> Result<Response<LeaseRenewResponse>, Status> {
         let ctx = &self.0;
+        let request = request.into_inner();
+        same_cluster(ctx, request.cluster_id)?;
         let ttl = if ctx.raft.status().is_leader() {
-            ctx.lessor
-                .lock()
-                .renew(request.into_inner().id)
-                .unwrap_or(0)
+            ctx.lessor.lock().renew(request.id).unwrap_or(0)
         } else {
             -1
         };
@@ -73,6 +72,8 @@ impl Peer for PeerService {
         request: Request<LearnerInSyncRequest>,
     ) -> Result<Response<LearnerInSyncResponse>, Status> {
         let ctx = &self.0;
+        let request = request.into_inner();
+        same_cluster(ctx, request.cluster_id)?;
         if !ctx.raft.status().is_leader() {
             return Ok(Response::new(LearnerInSyncResponse {
                 not_leader: true,
@@ -81,7 +82,7 @@ impl Peer for PeerService {
         }
         let in_sync = ctx
             .raft
-            .learner_in_sync(request.into_inner().member_id)
+            .learner_in_sync(request.member_id)
             .await
             .map_err(Status::from)?;
         Ok(Response::new(LearnerInSyncResponse {
@@ -95,16 +96,15 @@ impl Peer for PeerService {
         request: Request<LeaseTimeToLiveRequest>,
     ) -> Result<Response<LeaseTimeToLiveResponse>, Status> {
         let ctx = &self.0;
+        let request = request.into_inner();
+        same_cluster(ctx, request.cluster_id)?;
         if !ctx.raft.status().is_leader() {
             return Ok(Response::new(LeaseTimeToLiveResponse {
                 not_leader: true,
                 ..Default::default()
             }));
         }
-        let info = ctx
-            .lessor
-            .lock()
-            .info(request.into_inner().id, Instant::now());
+        let info = ctx.lessor.lock().info(request.id, Instant::now());
         Ok(Response::new(match info {
             Some(info) => LeaseTimeToLiveResponse {
                 found: true,
