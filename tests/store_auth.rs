@@ -292,6 +292,22 @@ fn every_member_enforces_the_same_rules() {
             .unwrap_err();
         assert_eq!(err.message(), DENIED);
     });
+    // Lease requests a follower forwards to the leader go through.
+    let follower = store.leader_index().map_or(1, |leader| (leader + 1) % 3);
+    let granted = store.ok(follower, APP, &["lease", "grant", "600"]);
+    let lease = granted
+        .split_whitespace()
+        .nth(1)
+        .expect("a lease id")
+        .to_string();
+    store.ok(
+        follower,
+        APP,
+        &["put", "/app/leased", "x", &format!("--lease={lease}")],
+    );
+    let live = store.ok(follower, APP, &["lease", "timetolive", &lease, "--keys"]);
+    assert_says(&live, "/app/leased", "a lease read through a follower");
+    store.ok(follower, APP, &["lease", "keep-alive", "--once", &lease]);
     // A change made through one member holds on another at once.
     let revoke = ["role", "revoke-permission", "app-role", "/app/", "--prefix"];
     store.ok(1, ROOT, &revoke);

@@ -246,6 +246,17 @@ impl Members {
         format!("127.0.0.1:{}", self.members[i].client_port)
     }
 
+    /// Which member leads, as `endpoint status` says.
+    pub fn leader_index(&self) -> Option<usize> {
+        (0..self.members.len()).find(|&i| {
+            let run = self.etcdctl(i, ROOT, &["endpoint", "status", "-w", "json"]);
+            let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+            let header = &status[0]["Status"]["header"];
+            header["member_id"].as_u64().is_some()
+                && header["member_id"] == status[0]["Status"]["leader"]
+        })
+    }
+
     /// Kills member `i` and starts it again on its data.
     pub fn restart(&mut self, i: usize) {
         self.members[i].kill9();
