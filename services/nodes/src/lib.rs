@@ -1,0 +1,8 @@
+//! Simulated nodes that run pods, as kwok simulates them: each node has a
+//! Node object and a Lease it renews, and the pods bound to it go through
+//! a kubelet's lifecycle (admission, init containers, probes, restarts,
+//! graceful deletion) in as few status writes as the lifecycle allows.
+
+pub mod clock;
+pub mod pod;
+pub mod quantity;
