@@ -4,5 +4,7 @@
 //! graceful deletion) in as few status writes as the lifecycle allows.
 
 pub mod clock;
+pub mod heartbeat;
+pub mod node;
 pub mod pod;
 pub mod quantity;
