@@ -3,8 +3,15 @@
 //! a kubelet's lifecycle (admission, init containers, probes, restarts,
 //! graceful deletion) in as few status writes as the lifecycle allows.
 
+pub mod admin;
 pub mod clock;
+pub mod config;
+pub mod error;
 pub mod heartbeat;
 pub mod node;
 pub mod pod;
 pub mod quantity;
+pub mod runtime;
+pub mod settings;
+
+pub use runtime::run;

@@ -40,27 +40,28 @@ pub struct Usage {
 
 impl Usage {
     /// Counts an admitted pod.
-    pub fn add(&mut self, requests: &Amounts, spec: &PodSpec) {
+    pub fn add(&mut self, requests: &Amounts, ports: &[(String, i32)]) {
         for (name, v) in requests {
             *self.requests.entry(name.clone()).or_default() += v;
         }
         self.pods += 1;
-        self.host_ports.extend(host_ports(spec));
+        self.host_ports.extend(ports.iter().cloned());
     }
 
     /// Forgets a pod that finished or left.
-    pub fn remove(&mut self, requests: &Amounts, spec: &PodSpec) {
+    pub fn remove(&mut self, requests: &Amounts, ports: &[(String, i32)]) {
         for (name, v) in requests {
             *self.requests.entry(name.clone()).or_default() -= v;
         }
         self.pods -= 1;
-        for port in host_ports(spec) {
-            self.host_ports.remove(&port);
+        for port in ports {
+            self.host_ports.remove(port);
         }
     }
 }
 
-fn host_ports(spec: &PodSpec) -> Vec<(String, i32)> {
+/// The (protocol, port) of every host port the pod's containers ask for.
+pub fn host_ports(spec: &PodSpec) -> Vec<(String, i32)> {
     spec.containers
         .iter()
         .chain(spec.init_containers.iter().flatten())
@@ -362,14 +363,15 @@ mod tests {
         );
         assert!(admit(&tolerant, &Amounts::new(), &node, &Usage::default()).is_ok());
         let mut used = Usage::default();
-        used.add(&Amounts::new(), tolerant.spec.as_ref().unwrap());
+        let ports = host_ports(tolerant.spec.as_ref().unwrap());
+        used.add(&Amounts::new(), &ports);
         assert_eq!(
             admit(&tolerant, &Amounts::new(), &node, &used)
                 .unwrap_err()
                 .reason,
             "NodePorts"
         );
-        used.remove(&Amounts::new(), tolerant.spec.as_ref().unwrap());
+        used.remove(&Amounts::new(), &ports);
         assert_eq!(
             used,
             Usage {

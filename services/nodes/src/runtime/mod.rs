@@ -1,0 +1,160 @@
+//! The running process: registers the nodes, then keeps their Leases and
+//! statuses and runs their pods until shut down. Everything reaches the
+//! API through one [`Connection`]: reads (the pods watch, listings) as the
+//! process, every write as the node it is for.
+
+pub mod control;
+pub mod fleet;
+mod leases;
+mod metrics;
+mod node_rights;
+mod node_status;
+mod pods;
+mod register;
+mod writes;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use capstan_client::connect::Connection;
+use capstan_client::health::Health;
+use capstan_client::informer::{InformerOptions, Informers};
+use k8s_openapi::api::core::v1::Pod;
+use tokio::net::TcpListener;
+
+use crate::error::Error;
+use crate::settings::Settings;
+use control::Control;
+use fleet::Fleet;
+
+/// Every pod bound to some node: the one pods watch of the process.
+pub const BOUND_PODS: &str = "spec.nodeName!=";
+
+/// Runs the nodes of `settings` through `connection` until `shutdown`
+/// resolves (the entry point for `capstan-nodes` and for a process that
+/// embeds simulated nodes).
+pub async fn run(
+    settings: Settings,
+    connection: Connection,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    let health = Health::new();
+    let admin = TcpListener::bind(&settings.healthz_address)
+        .await
+        .map_err(|source| Error::Serve {
+            what: "health and admin",
+            address: settings.healthz_address.clone(),
+            source,
+        })?;
+    let fleet = Arc::new(Fleet::new(
+        settings.template.clone(),
+        settings.nodes,
+        &connection,
+    )?);
+    let client = connection.client();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let informers = Informers::new(client.clone());
+    let pods = informers.get_with::<Pod>(InformerOptions::default().fields(BOUND_PODS));
+    let control = Control {
+        fleet: fleet.clone(),
+        leases: leases::LeaseKeeper::new(fleet.clone()),
+        status: node_status::StatusReporter::new(fleet.clone()),
+        pods: pods::PodSyncer::new(fleet.clone(), pods.clone(), settings.pod_run_duration),
+    };
+    let server = crate::admin::router(health.clone(), control.clone());
+    let mut admin_stopped = stopped.clone();
+    tokio::spawn(async move {
+        let until = async move {
+            let _ = admin_stopped.wait_for(|s| *s).await;
+        };
+        if let Err(error) = axum::serve(admin, server)
+            .with_graceful_shutdown(until)
+            .await
+        {
+            tracing::error!(%error, "the health and admin endpoint stopped");
+        }
+    });
+    tokio::spawn(signals(control.clone()));
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    });
+    let mut stopped_now = stopped.clone();
+    tokio::select! {
+        result = start(&settings, &client, &control, &health) => result?,
+        _ = stopped_now.wait_for(|s| *s) => return Ok(()),
+    }
+    let _ = stopped_now.wait_for(|s| *s).await;
+    tracing::info!("shutting down");
+    control.leases.shutdown();
+    control.status.shutdown();
+    control.pods.shutdown();
+    drop(informers);
+    Ok(())
+}
+
+/// Registers the nodes (retrying while the API cannot be reached), waits
+/// for the pods watch, counts the pods that already run, then starts the
+/// loops.
+async fn start(
+    settings: &Settings,
+    client: &kube::Client,
+    control: &Control,
+    health: &Health,
+) -> Result<(), Error> {
+    let mut delay = Duration::from_millis(200);
+    loop {
+        match register(settings, client, control).await {
+            Ok(()) => break,
+            Err(Error::Config(e)) => return Err(Error::Config(e)),
+            Err(error) => {
+                tracing::warn!(%error, retry_in = ?delay, "could not register the nodes");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(7));
+            }
+        }
+    }
+    control.pods.pods().wait_synced().await;
+    for node in control.fleet.all() {
+        control.pods.readmit_running(node);
+    }
+    control.leases.start();
+    control.status.start();
+    tokio::spawn(control.leases.clone().run());
+    tokio::spawn(control.status.clone().run());
+    tokio::spawn(control.pods.clone().run());
+    metrics::running_nodes(control.fleet.all().len());
+    health.set_ready(true);
+    tracing::info!(nodes = control.fleet.all().len(), "nodes running");
+    Ok(())
+}
+
+async fn register(
+    settings: &Settings,
+    client: &kube::Client,
+    control: &Control,
+) -> Result<(), Error> {
+    if let Some(first) = control.fleet.all().first() {
+        node_rights::ensure(client, &first.name).await?;
+    }
+    register::register_all(&control.fleet, client, &settings.cluster_cidr).await
+}
+
+/// SIGUSR1 stops every node, SIGUSR2 starts them again.
+async fn signals(control: Control) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut stop), Ok(mut start)) = (
+        signal(SignalKind::user_defined1()),
+        signal(SignalKind::user_defined2()),
+    ) else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            Some(()) = stop.recv() => control.set_all_running(false),
+            Some(()) = start.recv() => control.set_all_running(true),
+            else => return,
+        }
+    }
+}
