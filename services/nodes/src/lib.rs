@@ -8,10 +8,13 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod heartbeat;
+pub mod kubelet;
+pub mod metrics_api;
 pub mod node;
 pub mod pod;
 pub mod quantity;
 pub mod runtime;
+pub mod serving;
 pub mod settings;
 
 pub use runtime::run;

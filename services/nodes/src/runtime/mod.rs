@@ -5,6 +5,7 @@
 
 pub mod control;
 pub mod fleet;
+mod https;
 mod leases;
 mod metrics;
 mod node_rights;
@@ -35,11 +36,10 @@ pub const BOUND_PODS: &str = "spec.nodeName!=";
 /// resolves (the entry point for `capstan-nodes` and for a process that
 /// embeds simulated nodes).
 pub async fn run(
-    settings: Settings,
+    mut settings: Settings,
     connection: Connection,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    let health = Health::new();
     let admin = TcpListener::bind(&settings.healthz_address)
         .await
         .map_err(|source| Error::Serve {
@@ -47,11 +47,10 @@ pub async fn run(
             address: settings.healthz_address.clone(),
             source,
         })?;
-    let fleet = Arc::new(Fleet::new(
-        settings.template.clone(),
-        settings.nodes,
-        &connection,
-    )?);
+    let https = https::bind(&settings).await?;
+    // Every node's daemon endpoint is the listener's port (0 picks one).
+    settings.template.kubelet_port = https.local_addr().map(|a| a.port()).unwrap_or_default();
+    let fleet = Arc::new(Fleet::new(settings.template.clone(), settings.nodes, &connection)?);
     let client = connection.client();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let informers = Informers::new(client.clone());
@@ -62,27 +61,23 @@ pub async fn run(
         status: node_status::StatusReporter::new(fleet.clone()),
         pods: pods::PodSyncer::new(fleet.clone(), pods.clone(), settings.pod_run_duration),
     };
-    let server = crate::admin::router(health.clone(), control.clone());
-    let mut admin_stopped = stopped.clone();
-    tokio::spawn(async move {
-        let until = async move {
-            let _ = admin_stopped.wait_for(|s| *s).await;
-        };
-        if let Err(error) = axum::serve(admin, server)
-            .with_graceful_shutdown(until)
-            .await
-        {
-            tracing::error!(%error, "the health and admin endpoint stopped");
-        }
-    });
+    let health = Health::new();
+    serve_admin(admin, health.clone(), control.clone(), stopped.clone());
     tokio::spawn(signals(control.clone()));
     tokio::spawn(async move {
         shutdown.await;
         let _ = stop.send(true);
     });
+    let parts = https::Parts {
+        fleet,
+        pods,
+        informers: informers.clone(),
+        client: client.clone(),
+        stopped: stopped.clone(),
+    };
     let mut stopped_now = stopped.clone();
     tokio::select! {
-        result = start(&settings, &client, &control, &health) => result?,
+        result = start(&settings, &client, &control, &health, https, parts) => result?,
         _ = stopped_now.wait_for(|s| *s) => return Ok(()),
     }
     let _ = stopped_now.wait_for(|s| *s).await;
@@ -94,27 +89,50 @@ pub async fn run(
     Ok(())
 }
 
-/// Registers the nodes (retrying while the API cannot be reached), waits
-/// for the pods watch, counts the pods that already run, then starts the
-/// loops.
-async fn start(
-    settings: &Settings,
-    client: &kube::Client,
-    control: &Control,
-    health: &Health,
-) -> Result<(), Error> {
+fn serve_admin(listener: TcpListener, health: Health, control: Control, mut stopped: tokio::sync::watch::Receiver<bool>) {
+    let router = crate::admin::router(health, control);
+    tokio::spawn(async move {
+        let until = async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        if let Err(error) = axum::serve(listener, router).with_graceful_shutdown(until).await {
+            tracing::error!(%error, "the health and admin endpoint stopped");
+        }
+    });
+}
+
+/// Retries `attempt` while the API cannot be reached (bad settings and
+/// certificates stop at once), backing off from 200 ms to 7 s.
+pub(crate) async fn retry<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
     let mut delay = Duration::from_millis(200);
     loop {
-        match register(settings, client, control).await {
-            Ok(()) => break,
-            Err(Error::Config(e)) => return Err(Error::Config(e)),
+        match attempt().await {
+            Ok(done) => return Ok(done),
+            Err(e @ (Error::Config(_) | Error::Tls(_))) => return Err(e),
             Err(error) => {
-                tracing::warn!(%error, retry_in = ?delay, "could not register the nodes");
+                tracing::warn!(%error, retry_in = ?delay, "could not {what}");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(7));
             }
         }
     }
+}
+
+/// Registers the nodes, waits for the pods watch, counts the pods that
+/// already run, starts the loops, then the HTTPS listener.
+async fn start(
+    settings: &Settings,
+    client: &kube::Client,
+    control: &Control,
+    health: &Health,
+    https: TcpListener,
+    parts: https::Parts,
+) -> Result<(), Error> {
+    retry("register the nodes", || register(settings, client, control)).await?;
     control.pods.pods().wait_synced().await;
     for node in control.fleet.all() {
         control.pods.readmit_running(node);
@@ -125,6 +143,7 @@ async fn start(
     tokio::spawn(control.status.clone().run());
     tokio::spawn(control.pods.clone().run());
     metrics::running_nodes(control.fleet.all().len());
+    https::start(settings, https, parts).await?;
     health.set_ready(true);
     tracing::info!(nodes = control.fleet.all().len(), "nodes running");
     Ok(())
