@@ -118,3 +118,7 @@ async fn converse(mut socket: WebSocket, request: Request, container: shell::Con
     };
     streams::finish(socket, &request.command, code).await;
 }
+
+#[cfg(test)]
+#[path = "exec_tests.rs"]
+mod tests;
