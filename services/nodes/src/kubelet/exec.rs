@@ -25,7 +25,10 @@ struct Request {
 }
 
 fn parse(query: Option<&str>) -> Request {
-    let mut request = Request { command: Vec::new(), tty: false };
+    let mut request = Request {
+        command: Vec::new(),
+        tty: false,
+    };
     for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match key.as_ref() {
             "command" => request.command.push(value.into_owned()),
@@ -46,11 +49,22 @@ pub async fn exec(
     RawQuery(query): RawQuery,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
-    let target = match target(&state, &peer, &headers, &method, (&namespace, &pod, &container)).await {
+    let target = match target(
+        &state,
+        &peer,
+        &headers,
+        &method,
+        (&namespace, &pod, &container),
+    )
+    .await
+    {
         Ok(target) => target,
         Err(refused) => return refused,
     };
-    let running = target.status().and_then(|s| s.state.as_ref()?.running.as_ref()).is_some();
+    let running = target
+        .status()
+        .and_then(|s| s.state.as_ref()?.running.as_ref())
+        .is_some();
     if !running {
         let message = format!("container \"{container}\" in pod \"{pod}\" is not running");
         return status(StatusCode::BAD_REQUEST, "BadRequest", message);
@@ -64,7 +78,11 @@ pub async fn exec(
     };
     let request = parse(query.as_deref());
     if request.command.is_empty() {
-        return status(StatusCode::BAD_REQUEST, "BadRequest", "you must specify at least one command for the container".into());
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "you must specify at least one command for the container".into(),
+        );
     }
     let simulated = simulated_container(&target.container, &pod);
     upgrade
@@ -80,7 +98,10 @@ fn simulated_container(spec: &Container, pod: &str) -> shell::Container {
             env.push((var.name.clone(), value.clone()));
         }
     }
-    env.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
+    env.push((
+        "PATH".into(),
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
+    ));
     shell::Container {
         hostname: pod.to_string(),
         env,
@@ -89,7 +110,11 @@ fn simulated_container(spec: &Container, pod: &str) -> shell::Container {
 
 async fn converse(mut socket: WebSocket, request: Request, container: shell::Container) {
     let code = match shell::run(&request.command, &container) {
-        Run::Done { stdout, stderr, code } => {
+        Run::Done {
+            stdout,
+            stderr,
+            code,
+        } => {
             let errors = if request.tty { STDOUT } else { STDERR };
             let _ = streams::send(&mut socket, STDOUT, stdout.as_bytes()).await
                 && streams::send(&mut socket, errors, stderr.as_bytes()).await;

@@ -60,7 +60,10 @@ impl RunLog {
         match self.finished {
             Some((end, code)) if index >= periodic => (
                 end,
-                format!("capstan-nodes: container {} exited with code {code}", self.container),
+                format!(
+                    "capstan-nodes: container {} exited with code {code}",
+                    self.container
+                ),
             ),
             _ if index == 0 => (
                 self.started,
@@ -95,7 +98,9 @@ impl RunLog {
     pub fn first(&self, options: &LogOptions, now: DateTime<Utc>) -> u64 {
         let count = self.count(now);
         let from_tail = options.tail_lines.map_or(0, |n| count.saturating_sub(n));
-        let from_since = options.since.map_or(0, |since| self.first_since(since, now));
+        let from_since = options
+            .since
+            .map_or(0, |since| self.first_since(since, now));
         from_tail.max(from_since)
     }
 }
@@ -121,7 +126,10 @@ impl RunLog {
 /// A line as sent, with its timestamp if asked.
 pub fn render(at: DateTime<Utc>, text: &str, timestamps: bool) -> String {
     if timestamps {
-        format!("{} {text}\n", at.to_rfc3339_opts(SecondsFormat::Nanos, true))
+        format!(
+            "{} {text}\n",
+            at.to_rfc3339_opts(SecondsFormat::Nanos, true)
+        )
     } else {
         format!("{text}\n")
     }
@@ -137,7 +145,10 @@ mod tests {
     use super::*;
 
     fn at(seconds: i64) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2025-03-01T10:00:00Z").unwrap().to_utc() + TimeDelta::seconds(seconds)
+        DateTime::parse_from_rfc3339("2025-03-01T10:00:00Z")
+            .unwrap()
+            .to_utc()
+            + TimeDelta::seconds(seconds)
     }
 
     fn run(finished: Option<(i64, i32)>) -> RunLog {
@@ -155,7 +166,13 @@ mod tests {
         let log = run(None);
         assert_eq!(log.count(at(0)), 1);
         assert_eq!(log.count(at(35)), 4);
-        assert_eq!(log.line(3, at(35)), (at(30), "capstan-nodes: container app has been running for 30s".into()));
+        assert_eq!(
+            log.line(3, at(35)),
+            (
+                at(30),
+                "capstan-nodes: container app has been running for 30s".into()
+            )
+        );
         assert_eq!(log.due(4, at(35)), Some(at(40)));
         assert!(log.line(0, at(35)).1.contains("started on node n1"));
     }
@@ -164,7 +181,13 @@ mod tests {
     fn a_finished_run_ends_with_its_exit_code() {
         let log = run(Some((25, 3)));
         assert_eq!(log.count(at(100)), 4);
-        assert_eq!(log.line(3, at(100)), (at(25), "capstan-nodes: container app exited with code 3".into()));
+        assert_eq!(
+            log.line(3, at(100)),
+            (
+                at(25),
+                "capstan-nodes: container app exited with code 3".into()
+            )
+        );
         assert_eq!(log.due(4, at(100)), None);
         let quick = run(Some((0, 0)));
         assert_eq!(quick.count(at(5)), 2);
@@ -173,12 +196,25 @@ mod tests {
     #[test]
     fn tail_and_since_pick_the_first_line() {
         let log = run(None);
-        let tail = LogOptions { tail_lines: Some(2), ..LogOptions::default() };
+        let tail = LogOptions {
+            tail_lines: Some(2),
+            ..LogOptions::default()
+        };
         assert_eq!(log.first(&tail, at(35)), 2);
-        let since = LogOptions { since: Some(at(15)), ..LogOptions::default() };
+        let since = LogOptions {
+            since: Some(at(15)),
+            ..LogOptions::default()
+        };
         assert_eq!(log.first(&since, at(35)), 2);
-        let both = LogOptions { tail_lines: Some(10), since: Some(at(31)), ..LogOptions::default() };
+        let both = LogOptions {
+            tail_lines: Some(10),
+            since: Some(at(31)),
+            ..LogOptions::default()
+        };
         assert_eq!(log.first(&both, at(35)), 4);
-        assert_eq!(render(at(0), "x", true), "2025-03-01T10:00:00.000000000Z x\n");
+        assert_eq!(
+            render(at(0), "x", true),
+            "2025-03-01T10:00:00.000000000Z x\n"
+        );
     }
 }

@@ -33,7 +33,15 @@ pub async fn logs(
     Path((namespace, pod, container)): Path<(String, String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let target = match target(&state, &peer, &headers, &method, (&namespace, &pod, &container)).await {
+    let target = match target(
+        &state,
+        &peer,
+        &headers,
+        &method,
+        (&namespace, &pod, &container),
+    )
+    .await
+    {
         Ok(target) => target,
         Err(refused) => return refused,
     };
@@ -60,12 +68,17 @@ fn options(query: &HashMap<String, String>) -> Result<LogOptions, String> {
     let number = |name: &str| -> Result<Option<i64>, String> {
         query
             .get(name)
-            .map(|v| v.parse::<i64>().map_err(|_| format!("{name}: {v:?} is not an integer")))
+            .map(|v| {
+                v.parse::<i64>()
+                    .map_err(|_| format!("{name}: {v:?} is not an integer"))
+            })
             .transpose()
     };
     let now = Utc::now();
     let since = match (number("sinceSeconds")?, query.get("sinceTime")) {
-        (Some(_), Some(_)) => return Err("at most one of sinceTime or sinceSeconds may be specified".into()),
+        (Some(_), Some(_)) => {
+            return Err("at most one of sinceTime or sinceSeconds may be specified".into())
+        }
         (Some(s), None) if s < 1 => return Err("sinceSeconds: must be greater than 0".into()),
         (Some(s), None) => Some(since_seconds(now, s)),
         (None, Some(t)) => Some(
@@ -89,7 +102,10 @@ fn options(query: &HashMap<String, String>) -> Result<LogOptions, String> {
 
 /// The run to read: the current one, or the one before it.
 fn run_of(target: &Target, previous: bool) -> Result<RunLog, String> {
-    let (name, pod) = (&target.container.name, target.pod.metadata.name.as_deref().unwrap_or_default());
+    let (name, pod) = (
+        &target.container.name,
+        target.pod.metadata.name.as_deref().unwrap_or_default(),
+    );
     let status = target.status();
     let run = |started: Option<DateTime<Utc>>, finished: Option<(DateTime<Utc>, i32)>| RunLog {
         container: name.clone(),
@@ -101,16 +117,20 @@ fn run_of(target: &Target, previous: bool) -> Result<RunLog, String> {
     if previous {
         let last = status
             .and_then(|s| s.last_state.as_ref()?.terminated.clone())
-            .ok_or_else(|| format!("previous terminated container \"{name}\" in pod \"{pod}\" not found"))?;
+            .ok_or_else(|| {
+                format!("previous terminated container \"{name}\" in pod \"{pod}\" not found")
+            })?;
         let finished = last.finished_at.map(|t| (t.0, last.exit_code));
         return Ok(run(last.started_at.map(|t| t.0), finished));
     }
-    current(status).map(|(started, finished)| run(Some(started), finished)).ok_or_else(|| {
-        let reason = status
-            .and_then(|s| s.state.as_ref()?.waiting.as_ref()?.reason.clone())
-            .unwrap_or_else(|| "ContainerCreating".into());
-        format!("container \"{name}\" in pod \"{pod}\" is waiting to start: {reason}")
-    })
+    current(status)
+        .map(|(started, finished)| run(Some(started), finished))
+        .ok_or_else(|| {
+            let reason = status
+                .and_then(|s| s.state.as_ref()?.waiting.as_ref()?.reason.clone())
+                .unwrap_or_else(|| "ContainerCreating".into());
+            format!("container \"{name}\" in pod \"{pod}\" is waiting to start: {reason}")
+        })
 }
 
 type Span = (DateTime<Utc>, Option<(DateTime<Utc>, i32)>);
@@ -122,8 +142,18 @@ fn current(status: Option<&ContainerStatus>) -> Option<Span> {
         return Some((running.started_at.as_ref()?.0, None));
     }
     let terminated = state.terminated.as_ref()?;
-    let started = terminated.started_at.as_ref().or(terminated.finished_at.as_ref())?.0;
-    Some((started, terminated.finished_at.as_ref().map(|t| (t.0, terminated.exit_code))))
+    let started = terminated
+        .started_at
+        .as_ref()
+        .or(terminated.finished_at.as_ref())?
+        .0;
+    Some((
+        started,
+        terminated
+            .finished_at
+            .as_ref()
+            .map(|t| (t.0, terminated.exit_code)),
+    ))
 }
 
 struct Cursor {
@@ -145,7 +175,16 @@ fn lines(
     options: LogOptions,
     follow: bool,
 ) -> impl futures::Stream<Item = Result<Bytes, Infallible>> {
-    let cursor = Cursor { state, key, target, run, options, follow, next: None, sent: 0 };
+    let cursor = Cursor {
+        state,
+        key,
+        target,
+        run,
+        options,
+        follow,
+        next: None,
+        sent: 0,
+    };
     stream::unfold(cursor, |mut cursor| async move {
         let chunk = cursor.chunk().await?;
         Some((Ok(Bytes::from(chunk)), cursor))
@@ -157,7 +196,9 @@ impl Cursor {
     async fn chunk(&mut self) -> Option<String> {
         loop {
             let now = Utc::now();
-            let next = *self.next.get_or_insert_with(|| self.run.first(&self.options, now));
+            let next = *self
+                .next
+                .get_or_insert_with(|| self.run.first(&self.options, now));
             let count = self.run.count(now);
             if next < count {
                 return self.render(next, count.min(next + BATCH), now);
@@ -192,8 +233,14 @@ impl Cursor {
     /// Follows the container: its run ending adds the last line; a new
     /// run, a stopped node or a deleted pod ends the stream.
     fn refresh(&mut self) -> Option<()> {
-        let pod = self.state.pods.store().get(Some(&self.key.0), &self.key.1)?;
-        if pod.metadata.uid != self.target.pod.metadata.uid || !self.state.fleet.get(&self.target.node)?.is_running() {
+        let pod = self
+            .state
+            .pods
+            .store()
+            .get(Some(&self.key.0), &self.key.1)?;
+        if pod.metadata.uid != self.target.pod.metadata.uid
+            || !self.state.fleet.get(&self.target.node)?.is_running()
+        {
             return None;
         }
         let status = pod
@@ -202,7 +249,13 @@ impl Cursor {
             .container_statuses
             .iter()
             .flatten()
-            .chain(pod.status.as_ref()?.init_container_statuses.iter().flatten())
+            .chain(
+                pod.status
+                    .as_ref()?
+                    .init_container_statuses
+                    .iter()
+                    .flatten(),
+            )
             .find(|s| s.name == self.target.container.name)
             .cloned();
         let (started, finished) = current(status.as_ref())?;

@@ -25,7 +25,10 @@ use crate::serving::{status, State as Shared};
 
 pub fn routes() -> Router<Shared> {
     Router::new()
-        .route("/containerLogs/{namespace}/{pod}/{container}", get(logs_handler::logs))
+        .route(
+            "/containerLogs/{namespace}/{pod}/{container}",
+            get(logs_handler::logs),
+        )
         .route("/exec/{namespace}/{pod}/{container}", any(exec::exec))
         .route("/attach/{namespace}/{pod}/{container}", any(refuse_attach))
         .route("/portForward/{namespace}/{pod}", any(refuse_port_forward))
@@ -71,8 +74,18 @@ pub async fn target(
     method: &Method,
     (namespace, pod, container): (&str, &str, &str),
 ) -> Result<Target, Response> {
-    let not_found = || status(StatusCode::NOT_FOUND, "NotFound", format!("pod {namespace}/{pod} is not on a node of this process"));
-    let found = state.pods.store().get(Some(namespace), pod).ok_or_else(not_found)?;
+    let not_found = || {
+        status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("pod {namespace}/{pod} is not on a node of this process"),
+        )
+    };
+    let found = state
+        .pods
+        .store()
+        .get(Some(namespace), pod)
+        .ok_or_else(not_found)?;
     let node = found
         .spec
         .as_ref()
@@ -80,7 +93,11 @@ pub async fn target(
         .filter(|n| state.fleet.get(n).is_some())
         .ok_or_else(not_found)?;
     state
-        .authorize(peer, headers, &Action::on_node(verb(method), &node, "proxy"))
+        .authorize(
+            peer,
+            headers,
+            &Action::on_node(verb(method), &node, "proxy"),
+        )
         .await?;
     let spec = found.spec.as_ref().ok_or_else(not_found)?;
     let container = spec
@@ -96,7 +113,11 @@ pub async fn target(
                 format!("container {container} is not valid for pod {pod}"),
             )
         })?;
-    Ok(Target { pod: found, node, container })
+    Ok(Target {
+        pod: found,
+        node,
+        container,
+    })
 }
 
 async fn refuse_attach(
@@ -106,7 +127,15 @@ async fn refuse_attach(
     headers: HeaderMap,
     Path((namespace, pod, container)): Path<(String, String, String)>,
 ) -> Response {
-    if let Err(refused) = target(&state, &peer, &headers, &method, (&namespace, &pod, &container)).await {
+    if let Err(refused) = target(
+        &state,
+        &peer,
+        &headers,
+        &method,
+        (&namespace, &pod, &container),
+    )
+    .await
+    {
         return refused;
     }
     status(
@@ -126,14 +155,30 @@ async fn refuse_port_forward(
     headers: HeaderMap,
     Path((namespace, pod)): Path<(String, String)>,
 ) -> Response {
-    let not_found = status(StatusCode::NOT_FOUND, "NotFound", format!("pod {namespace}/{pod} is not on a node of this process"));
+    let not_found = status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        format!("pod {namespace}/{pod} is not on a node of this process"),
+    );
     let Some(found) = state.pods.store().get(Some(&namespace), &pod) else {
         return not_found;
     };
-    let Some(node) = found.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| state.fleet.get(n).is_some()) else {
+    let Some(node) = found
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .filter(|n| state.fleet.get(n).is_some())
+    else {
         return not_found;
     };
-    if let Err(refused) = state.authorize(&peer, &headers, &Action::on_node(verb(&method), &node, "proxy")).await {
+    if let Err(refused) = state
+        .authorize(
+            &peer,
+            &headers,
+            &Action::on_node(verb(&method), &node, "proxy"),
+        )
+        .await
+    {
         return refused;
     }
     status(

@@ -18,7 +18,11 @@ pub struct Container {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Run {
     /// Writes, then exits with the code.
-    Done { stdout: String, stderr: String, code: i32 },
+    Done {
+        stdout: String,
+        stderr: String,
+        code: i32,
+    },
     /// Copies stdin to stdout until stdin closes, then exits 0.
     Echo,
     /// Waits, then exits 0.
@@ -103,7 +107,11 @@ fn echo(args: &[String]) -> Run {
 }
 
 fn environment(container: &Container) -> String {
-    container.env.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    container
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .collect()
 }
 
 fn printenv(names: &[String], container: &Container) -> Run {
@@ -121,7 +129,10 @@ fn printenv(names: &[String], container: &Container) -> Run {
 }
 
 fn sleep(args: &[String]) -> Run {
-    match args.first().and_then(|a| a.trim_end_matches('s').parse::<f64>().ok()) {
+    match args
+        .first()
+        .and_then(|a| a.trim_end_matches('s').parse::<f64>().ok())
+    {
         Some(seconds) if seconds >= 0.0 && seconds.is_finite() => {
             Run::Sleep(Duration::from_secs_f64(seconds).min(LONGEST_SLEEP))
         }
@@ -136,7 +147,10 @@ mod tests {
     fn container() -> Container {
         Container {
             hostname: "web-1".into(),
-            env: vec![("HOSTNAME".into(), "web-1".into()), ("MODE".into(), "test".into())],
+            env: vec![
+                ("HOSTNAME".into(), "web-1".into()),
+                ("MODE".into(), "test".into()),
+            ],
         }
     }
 
@@ -154,7 +168,10 @@ mod tests {
         assert_eq!(run(&words("sh -c 'echo $0 ok'"), &c), out("$0 ok\n"));
         assert_eq!(run(&words("/bin/sh -c 'exit 3'"), &c), fail("", 3));
         assert_eq!(run(&words("cat"), &c), Run::Echo);
-        assert_eq!(run(&words("sleep 2"), &c), Run::Sleep(Duration::from_secs(2)));
+        assert_eq!(
+            run(&words("sleep 2"), &c),
+            Run::Sleep(Duration::from_secs(2))
+        );
         assert_eq!(run(&words("false"), &c), fail("", 1));
     }
 
@@ -164,7 +181,13 @@ mod tests {
             panic!("not done");
         };
         assert_eq!(code, NOT_FOUND);
-        assert!(stderr.contains("\"nginx\": executable file not found in $PATH"), "{stderr}");
-        assert_eq!(run(&[], &container()), fail("no command given\n", NOT_FOUND));
+        assert!(
+            stderr.contains("\"nginx\": executable file not found in $PATH"),
+            "{stderr}"
+        );
+        assert_eq!(
+            run(&[], &container()),
+            fail("no command given\n", NOT_FOUND)
+        );
     }
 }

@@ -37,8 +37,14 @@ pub fn routes() -> Router<Shared> {
         .route(&format!("{base}/nodes"), get(list_nodes))
         .route(&format!("{base}/nodes/{{name}}"), get(get_node))
         .route(&format!("{base}/pods"), get(list_all_pods))
-        .route(&format!("{base}/namespaces/{{namespace}}/pods"), get(list_pods))
-        .route(&format!("{base}/namespaces/{{namespace}}/pods/{{name}}"), get(get_pod))
+        .route(
+            &format!("{base}/namespaces/{{namespace}}/pods"),
+            get(list_pods),
+        )
+        .route(
+            &format!("{base}/namespaces/{{namespace}}/pods/{{name}}"),
+            get(get_pod),
+        )
 }
 
 fn action(verb: &str, resource: &str, namespace: &str, name: &str) -> Action {
@@ -53,9 +59,7 @@ fn action(verb: &str, resource: &str, namespace: &str, name: &str) -> Action {
 }
 
 async fn resources() -> Json<Value> {
-    let resource = |name: &str, kind: &str, namespaced: bool| {
-        json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": ["get", "list"]})
-    };
+    let resource = |name: &str, kind: &str, namespaced: bool| json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": ["get", "list"]});
     Json(json!({
         "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "metrics.k8s.io/v1beta1",
         "resources": [resource("nodes", "NodeMetrics", false), resource("pods", "PodMetrics", true)],
@@ -87,7 +91,11 @@ fn pod_metrics(pod: &Pod) -> Option<Value> {
 fn node_metrics(state: &Shared, node: &Node) -> Value {
     let name = node.metadata.name.clone().unwrap_or_default();
     let (mut cpu, mut memory) = (SYSTEM_CPU, SYSTEM_MEMORY);
-    for pod in state.pods.store().by_index(capstan_client::informer::indexes::BY_NODE_NAME, &name) {
+    for pod in state
+        .pods
+        .store()
+        .by_index(capstan_client::informer::indexes::BY_NODE_NAME, &name)
+    {
         for usage in pod_usage(&pod).into_iter().flatten() {
             cpu += usage.cpu;
             memory += usage.memory;
@@ -126,7 +134,10 @@ async fn list_nodes(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(refused) = state.authorize(&peer, &headers, &action("list", "nodes", "", "")).await {
+    if let Err(refused) = state
+        .authorize(&peer, &headers, &action("list", "nodes", "", ""))
+        .await
+    {
         return refused;
     }
     let selector = match selector(&query) {
@@ -136,7 +147,10 @@ async fn list_nodes(
     let mut nodes = state.nodes.store().list();
     nodes.retain(|n| selector.matches(n.metadata.labels.as_ref()));
     nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    list("NodeMetricsList", nodes.iter().map(|n| node_metrics(&state, n)).collect())
+    list(
+        "NodeMetricsList",
+        nodes.iter().map(|n| node_metrics(&state, n)).collect(),
+    )
 }
 
 async fn get_node(
@@ -145,7 +159,10 @@ async fn get_node(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Response {
-    if let Err(refused) = state.authorize(&peer, &headers, &action("get", "nodes", "", &name)).await {
+    if let Err(refused) = state
+        .authorize(&peer, &headers, &action("get", "nodes", "", &name))
+        .await
+    {
         return refused;
     }
     match state.nodes.store().get(None, &name) {
@@ -154,7 +171,11 @@ async fn get_node(
     }
 }
 
-async fn pods_in(state: &Shared, namespace: Option<&str>, query: &HashMap<String, String>) -> Response {
+async fn pods_in(
+    state: &Shared,
+    namespace: Option<&str>,
+    query: &HashMap<String, String>,
+) -> Response {
     let selector = match selector(query) {
         Ok(s) => s,
         Err(refused) => return *refused,
@@ -165,13 +186,22 @@ async fn pods_in(state: &Shared, namespace: Option<&str>, query: &HashMap<String
         None => store.list(),
     };
     pods.retain(|p| selector.matches(p.metadata.labels.as_ref()) && on_simulated_node(state, p));
-    pods.sort_by(|a, b| (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name)));
-    list("PodMetricsList", pods.iter().filter_map(|p| pod_metrics(p)).collect())
+    pods.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
+    list(
+        "PodMetricsList",
+        pods.iter().filter_map(|p| pod_metrics(p)).collect(),
+    )
 }
 
 /// Only pods on simulated nodes have simulated usage.
 fn on_simulated_node(state: &Shared, pod: &Pod) -> bool {
-    let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or_default();
     state.nodes.store().get(None, node).is_some()
 }
 
@@ -181,7 +211,10 @@ async fn list_all_pods(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(refused) = state.authorize(&peer, &headers, &action("list", "pods", "", "")).await {
+    if let Err(refused) = state
+        .authorize(&peer, &headers, &action("list", "pods", "", ""))
+        .await
+    {
         return refused;
     }
     pods_in(&state, None, &query).await
@@ -194,7 +227,10 @@ async fn list_pods(
     Path(namespace): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(refused) = state.authorize(&peer, &headers, &action("list", "pods", &namespace, "")).await {
+    if let Err(refused) = state
+        .authorize(&peer, &headers, &action("list", "pods", &namespace, ""))
+        .await
+    {
         return refused;
     }
     pods_in(&state, Some(&namespace), &query).await
@@ -206,11 +242,17 @@ async fn get_pod(
     headers: HeaderMap,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Response {
-    if let Err(refused) = state.authorize(&peer, &headers, &action("get", "pods", &namespace, &name)).await {
+    if let Err(refused) = state
+        .authorize(&peer, &headers, &action("get", "pods", &namespace, &name))
+        .await
+    {
         return refused;
     }
     let pod = state.pods.store().get(Some(&namespace), &name);
-    match pod.filter(|p| on_simulated_node(&state, p)).and_then(|p| pod_metrics(&p)) {
+    match pod
+        .filter(|p| on_simulated_node(&state, p))
+        .and_then(|p| pod_metrics(&p))
+    {
         Some(metrics) => Json(metrics).into_response(),
         None => not_found("pods", &name),
     }

@@ -29,7 +29,12 @@ pub fn service_names() -> Vec<String> {
 
 /// Points the aggregator at `address:port`; `ca_pem` is the CA to trust
 /// (none: the APIService skips verification, and the log says so).
-pub async fn register(client: &kube::Client, address: &str, port: u16, ca_pem: Option<&str>) -> Result<(), Error> {
+pub async fn register(
+    client: &kube::Client,
+    address: &str,
+    port: u16,
+    ca_pem: Option<&str>,
+) -> Result<(), Error> {
     let params = PatchParams::apply(MANAGER).force();
     let service = json!({
         "apiVersion": "v1", "kind": "Service",
@@ -55,7 +60,9 @@ pub async fn register(client: &kube::Client, address: &str, port: u16, ca_pem: O
         "service": {"namespace": NAMESPACE, "name": SERVICE, "port": 443},
     });
     match ca_pem {
-        Some(pem) => spec["caBundle"] = base64::engine::general_purpose::STANDARD.encode(pem).into(),
+        Some(pem) => {
+            spec["caBundle"] = base64::engine::general_purpose::STANDARD.encode(pem).into()
+        }
         None => {
             tracing::warn!("no CA for the serving certificate (--metrics-ca-file): the APIService skips TLS verification");
             spec["insecureSkipTLSVerify"] = true.into();

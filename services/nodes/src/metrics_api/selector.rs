@@ -39,8 +39,12 @@ fn terms(text: &str) -> Vec<&str> {
 fn key(text: &str) -> Result<String, String> {
     let key = text.trim();
     let valid = !key.is_empty()
-        && key.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
-    valid.then(|| key.to_string()).ok_or_else(|| format!("invalid label key {key:?}"))
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+    valid
+        .then(|| key.to_string())
+        .ok_or_else(|| format!("invalid label key {key:?}"))
 }
 
 fn set(text: &str) -> Result<Vec<String>, String> {
@@ -55,7 +59,11 @@ fn set(text: &str) -> Result<Vec<String>, String> {
 impl LabelSelector {
     pub fn parse(text: &str) -> Result<LabelSelector, String> {
         let mut requirements = Vec::new();
-        for term in terms(text).into_iter().map(str::trim).filter(|t| !t.is_empty()) {
+        for term in terms(text)
+            .into_iter()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
             let requirement = if let Some((k, v)) = term.split_once("!=") {
                 Requirement::NotEquals(key(k)?, v.trim().to_string())
             } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
@@ -93,19 +101,44 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn every_form_of_requirement_matches() {
         let l = labels(&[("app", "web"), ("tier", "front")]);
-        let yes = ["", "app=web", "app==web", "app!=db", "tier in (front, back)", "tier notin (back)", "app", "!missing", "app=web,tier"];
+        let yes = [
+            "",
+            "app=web",
+            "app==web",
+            "app!=db",
+            "tier in (front, back)",
+            "tier notin (back)",
+            "app",
+            "!missing",
+            "app=web,tier",
+        ];
         for text in yes {
-            assert!(LabelSelector::parse(text).unwrap().matches(Some(&l)), "{text}");
+            assert!(
+                LabelSelector::parse(text).unwrap().matches(Some(&l)),
+                "{text}"
+            );
         }
-        let no = ["app=db", "tier in (back)", "missing", "!app", "app=web,tier=back"];
+        let no = [
+            "app=db",
+            "tier in (back)",
+            "missing",
+            "!app",
+            "app=web,tier=back",
+        ];
         for text in no {
-            assert!(!LabelSelector::parse(text).unwrap().matches(Some(&l)), "{text}");
+            assert!(
+                !LabelSelector::parse(text).unwrap().matches(Some(&l)),
+                "{text}"
+            );
         }
     }
 

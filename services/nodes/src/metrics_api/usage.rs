@@ -49,11 +49,21 @@ pub fn pod_usage(pod: &Pod) -> Option<Vec<Usage>> {
         .enumerate()
         .map(|(i, c)| {
             let requests = container_requests(c).unwrap_or_default();
-            let own = |name: &str, idle: i64| requests.get(name).copied().filter(|v| *v > 0).unwrap_or(idle);
+            let own = |name: &str, idle: i64| {
+                requests
+                    .get(name)
+                    .copied()
+                    .filter(|v| *v > 0)
+                    .unwrap_or(idle)
+            };
             Usage {
                 container: c.name.clone(),
-                cpu: plan.cpu_usage.map_or_else(|| own("cpu", IDLE_CPU), |t| share(t, i)),
-                memory: plan.memory_usage.map_or_else(|| own("memory", IDLE_MEMORY), |t| share(t, i)),
+                cpu: plan
+                    .cpu_usage
+                    .map_or_else(|| own("cpu", IDLE_CPU), |t| share(t, i)),
+                memory: plan
+                    .memory_usage
+                    .map_or_else(|| own("memory", IDLE_MEMORY), |t| share(t, i)),
             }
         })
         .collect();
@@ -83,13 +93,29 @@ mod tests {
     #[test]
     fn containers_use_their_requests_by_default() {
         let usage = pod_usage(&running_pod(json!({}))).unwrap();
-        assert_eq!(usage[0], Usage { container: "a".into(), cpu: 250, memory: 64 << 20 });
-        assert_eq!(usage[1], Usage { container: "b".into(), cpu: 1, memory: 8 << 20 });
+        assert_eq!(
+            usage[0],
+            Usage {
+                container: "a".into(),
+                cpu: 250,
+                memory: 64 << 20
+            }
+        );
+        assert_eq!(
+            usage[1],
+            Usage {
+                container: "b".into(),
+                cpu: 1,
+                memory: 8 << 20
+            }
+        );
     }
 
     #[test]
     fn the_annotation_sets_the_pods_usage() {
-        let pod = running_pod(json!({"nodes.capstan.dev/cpu-usage": "1001m", "nodes.capstan.dev/memory-usage": "1Gi"}));
+        let pod = running_pod(
+            json!({"nodes.capstan.dev/cpu-usage": "1001m", "nodes.capstan.dev/memory-usage": "1Gi"}),
+        );
         let usage = pod_usage(&pod).unwrap();
         assert_eq!(usage.iter().map(|u| u.cpu).sum::<i64>(), 1001);
         assert_eq!(usage[0].memory, 512 << 20);

@@ -24,12 +24,17 @@ use super::retry;
 
 /// Binds the listener first: its port is every node's daemon endpoint.
 pub async fn bind(settings: &Settings) -> Result<TcpListener, Error> {
-    let address = format!("{}:{}", settings.template.address, settings.template.kubelet_port);
-    TcpListener::bind(&address).await.map_err(|source| Error::Serve {
-        what: "the kubelet and metrics APIs",
-        address,
-        source,
-    })
+    let address = format!(
+        "{}:{}",
+        settings.template.address, settings.template.kubelet_port
+    );
+    TcpListener::bind(&address)
+        .await
+        .map_err(|source| Error::Serve {
+            what: "the kubelet and metrics APIs",
+            address,
+            source,
+        })
 }
 
 /// Everything the listener needs from the rest of the process.
@@ -42,10 +47,15 @@ pub struct Parts {
 }
 
 /// The TLS settings and who to trust, once the API can be read.
-async fn prepare(settings: &Settings, client: &kube::Client) -> Result<(rustls::ServerConfig, Arc<Authentication>, Option<String>), Error> {
+async fn prepare(
+    settings: &Settings,
+    client: &kube::Client,
+) -> Result<(rustls::ServerConfig, Arc<Authentication>, Option<String>), Error> {
     let authentication = Authentication::load(client, settings.tls.client_ca.as_deref()).await?;
     let certificate = match &settings.tls.cert_and_key {
-        Some((cert, key)) => certificates::from_files(cert, key, settings.tls.metrics_ca.as_deref())?,
+        Some((cert, key)) => {
+            certificates::from_files(cert, key, settings.tls.metrics_ca.as_deref())?
+        }
         None => {
             let address: IpAddr = settings
                 .template
@@ -62,7 +72,10 @@ async fn prepare(settings: &Settings, client: &kube::Client) -> Result<(rustls::
 
 /// Serves on `listener` and registers the metrics API.
 pub async fn start(settings: &Settings, listener: TcpListener, parts: Parts) -> Result<(), Error> {
-    let (config, authentication, ca_pem) = retry("prepare the HTTPS listener", || prepare(settings, &parts.client)).await?;
+    let (config, authentication, ca_pem) = retry("prepare the HTTPS listener", || {
+        prepare(settings, &parts.client)
+    })
+    .await?;
     let nodes: Informer<Node> = parts
         .informers
         .get_with(InformerOptions::default().labels(&format!("{SIMULATED_LABEL}=true")));
@@ -79,10 +92,19 @@ pub async fn start(settings: &Settings, listener: TcpListener, parts: Parts) -> 
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state);
     let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
-    tokio::spawn(listener::serve(listener, config, authentication, app, parts.stopped));
+    tokio::spawn(listener::serve(
+        listener,
+        config,
+        authentication,
+        app,
+        parts.stopped,
+    ));
     if settings.register_metrics_api {
         let (client, address, ca) = (&parts.client, &settings.template.address, ca_pem.as_deref());
-        retry("register metrics.k8s.io", || metrics_api::register::register(client, address, port, ca)).await?;
+        retry("register metrics.k8s.io", || {
+            metrics_api::register::register(client, address, port, ca)
+        })
+        .await?;
     }
     tracing::info!(port, "serving the kubelet API and metrics.k8s.io");
     Ok(())

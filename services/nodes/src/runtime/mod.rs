@@ -50,7 +50,11 @@ pub async fn run(
     let https = https::bind(&settings).await?;
     // Every node's daemon endpoint is the listener's port (0 picks one).
     settings.template.kubelet_port = https.local_addr().map(|a| a.port()).unwrap_or_default();
-    let fleet = Arc::new(Fleet::new(settings.template.clone(), settings.nodes, &connection)?);
+    let fleet = Arc::new(Fleet::new(
+        settings.template.clone(),
+        settings.nodes,
+        &connection,
+    )?);
     let client = connection.client();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let informers = Informers::new(client.clone());
@@ -89,13 +93,21 @@ pub async fn run(
     Ok(())
 }
 
-fn serve_admin(listener: TcpListener, health: Health, control: Control, mut stopped: tokio::sync::watch::Receiver<bool>) {
+fn serve_admin(
+    listener: TcpListener,
+    health: Health,
+    control: Control,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) {
     let router = crate::admin::router(health, control);
     tokio::spawn(async move {
         let until = async move {
             let _ = stopped.wait_for(|s| *s).await;
         };
-        if let Err(error) = axum::serve(listener, router).with_graceful_shutdown(until).await {
+        if let Err(error) = axum::serve(listener, router)
+            .with_graceful_shutdown(until)
+            .await
+        {
             tracing::error!(%error, "the health and admin endpoint stopped");
         }
     });

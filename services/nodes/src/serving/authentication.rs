@@ -77,26 +77,36 @@ fn verifier(store: &RootCertStore) -> Result<Arc<dyn ClientCertVerifier>, Error>
 }
 
 fn json_list(text: Option<&String>) -> Vec<String> {
-    text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or_default()
+    text.and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default()
 }
 
 impl Authentication {
     /// Reads the API server's settings (and `client_ca_file`, which wins).
-    pub async fn load(client: &kube::Client, client_ca_file: Option<&Path>) -> Result<Authentication, Error> {
+    pub async fn load(
+        client: &kube::Client,
+        client_ca_file: Option<&Path>,
+    ) -> Result<Authentication, Error> {
         let configmap = Api::<ConfigMap>::namespaced(client.clone(), "kube-system")
             .get_opt(CONFIGMAP)
             .await
             .map_err(Error::api(format!("read kube-system/{CONFIGMAP}")))?;
         let data = configmap.and_then(|c| c.data).unwrap_or_default();
         let client_ca_pem = match client_ca_file {
-            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| Error::Tls(format!("{}: {e}", path.display())))?),
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| Error::Tls(format!("{}: {e}", path.display())))?,
+            ),
             None => data.get("client-ca-file").cloned(),
         };
         let client_ca = match client_ca_pem.as_deref().and_then(roots) {
             Some(store) => Some((store.clone(), verifier(&store)?)),
             None => None,
         };
-        let front_proxy = match data.get("requestheader-client-ca-file").and_then(|p| roots(p)) {
+        let front_proxy = match data
+            .get("requestheader-client-ca-file")
+            .and_then(|p| roots(p))
+        {
             Some(store) => Some((
                 store.clone(),
                 FrontProxy {
@@ -109,9 +119,14 @@ impl Authentication {
             None => None,
         };
         if client_ca.is_none() {
-            tracing::warn!("no client CA known: every caller of the kubelet and metrics APIs is anonymous");
+            tracing::warn!(
+                "no client CA known: every caller of the kubelet and metrics APIs is anonymous"
+            );
         }
-        Ok(Authentication { client_ca, front_proxy })
+        Ok(Authentication {
+            client_ca,
+            front_proxy,
+        })
     }
 
     /// The TLS layer's verifier: any certificate either CA signed, or none.
@@ -143,8 +158,12 @@ impl Authentication {
             return Peer::Anonymous;
         };
         if let Some((_, proxy)) = &self.front_proxy {
-            let signed = proxy.verifier.verify_client_cert(end, intermediates, now).is_ok();
-            let allowed = proxy.allowed_names.is_empty() || proxy.allowed_names.contains(&names.user);
+            let signed = proxy
+                .verifier
+                .verify_client_cert(end, intermediates, now)
+                .is_ok();
+            let allowed =
+                proxy.allowed_names.is_empty() || proxy.allowed_names.contains(&names.user);
             if signed && allowed {
                 return Peer::FrontProxy;
             }
@@ -186,7 +205,12 @@ impl Authentication {
 fn subject(cert: &CertificateDer<'_>) -> Option<Caller> {
     let (_, parsed) = x509_parser::parse_x509_certificate(cert).ok()?;
     let subject = parsed.subject();
-    let user = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    let user = subject
+        .iter_common_name()
+        .next()?
+        .as_str()
+        .ok()?
+        .to_string();
     let groups = subject
         .iter_organization()
         .filter_map(|o| o.as_str().ok().map(str::to_string))

@@ -7,7 +7,9 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, SanType};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, SanType,
+};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -31,29 +33,40 @@ pub fn from_files(cert: &Path, key: &Path, ca: Option<&Path>) -> Result<Serving,
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .map_err(|e| tls_error(&cert.display().to_string())(e.to_string()))?;
     if chain.is_empty() {
-        return Err(Error::Tls(format!("{}: no certificate in the file", cert.display())));
+        return Err(Error::Tls(format!(
+            "{}: no certificate in the file",
+            cert.display()
+        )));
     }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| tls_error(&key.display().to_string())(e.to_string()))?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| tls_error(&key.display().to_string())(e.to_string()))?;
     let ca_pem = ca
-        .map(|path| std::fs::read_to_string(path).map_err(|e| tls_error(&path.display().to_string())(e.to_string())))
+        .map(|path| {
+            std::fs::read_to_string(path)
+                .map_err(|e| tls_error(&path.display().to_string())(e.to_string()))
+        })
         .transpose()?;
     Ok(Serving { chain, key, ca_pem })
 }
 
 /// Makes a CA and a serving certificate it signs, for `address` and `dns_names`.
 pub fn generate(address: IpAddr, dns_names: &[String]) -> Result<Serving, Error> {
-    let rcgen_error = |e: rcgen::Error| Error::Tls(format!("generate the serving certificate: {e}"));
+    let rcgen_error =
+        |e: rcgen::Error| Error::Tls(format!("generate the serving certificate: {e}"));
     let ca_key = KeyPair::generate().map_err(rcgen_error)?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(rcgen_error)?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, format!("capstan-nodes-ca@{}", chrono::Utc::now().timestamp()));
+    ca_params.distinguished_name.push(
+        DnType::CommonName,
+        format!("capstan-nodes-ca@{}", chrono::Utc::now().timestamp()),
+    );
     let ca = ca_params.self_signed(&ca_key).map_err(rcgen_error)?;
     let key = KeyPair::generate().map_err(rcgen_error)?;
     let mut params = CertificateParams::new(dns_names.to_vec()).map_err(rcgen_error)?;
     params.subject_alt_names.push(SanType::IpAddress(address));
-    params.distinguished_name.push(DnType::CommonName, "capstan-nodes");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "capstan-nodes");
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let cert = params.signed_by(&key, &ca, &ca_key).map_err(rcgen_error)?;
     Ok(Serving {
@@ -76,7 +89,10 @@ mod tests {
         let san = cert.subject_alternative_name().unwrap().unwrap().value;
         let text = format!("{san:?}");
         assert!(text.contains("capstan-nodes.kube-system.svc"), "{text}");
-        assert!(text.contains("127.0.0.1") || text.contains("[127, 0, 0, 1]"), "{text}");
+        assert!(
+            text.contains("127.0.0.1") || text.contains("[127, 0, 0, 1]"),
+            "{text}"
+        );
         assert!(serving.ca_pem.unwrap().contains("BEGIN CERTIFICATE"));
     }
 }

@@ -22,7 +22,10 @@ const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// The TLS settings: the serving certificate, client certificates
 /// checked by `authentication`'s CAs but not required.
-pub fn tls_config(certificate: Certificate, authentication: &Authentication) -> Result<rustls::ServerConfig, Error> {
+pub fn tls_config(
+    certificate: Certificate,
+    authentication: &Authentication,
+) -> Result<rustls::ServerConfig, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -52,18 +55,24 @@ pub async fn serve(
             continue;
         };
         let _ = tcp.set_nodelay(true);
-        let (acceptor, authentication, app) = (acceptor.clone(), authentication.clone(), app.clone());
+        let (acceptor, authentication, app) =
+            (acceptor.clone(), authentication.clone(), app.clone());
         tokio::spawn(async move {
             let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)).await else {
                 return;
             };
             let peer = authentication.peer(tls.get_ref().1.peer_certificates());
-            let service = app.map_request(move |mut request: axum::http::Request<hyper::body::Incoming>| {
-                request.extensions_mut().insert(peer.clone());
-                request
-            });
+            let service = app.map_request(
+                move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                    request.extensions_mut().insert(peer.clone());
+                    request
+                },
+            );
             let _ = auto::Builder::new(TokioExecutor::new())
-                .serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(service))
+                .serve_connection_with_upgrades(
+                    TokioIo::new(tls),
+                    TowerToHyperService::new(service),
+                )
                 .await;
         });
     }

@@ -37,10 +37,19 @@ pub type State = Arc<Serving>;
 
 impl Serving {
     /// The caller, if it may do `action`; else the answer to send.
-    pub async fn authorize(&self, peer: &Peer, headers: &HeaderMap, action: &Action) -> Result<Caller, Response> {
+    pub async fn authorize(
+        &self,
+        peer: &Peer,
+        headers: &HeaderMap,
+        action: &Action,
+    ) -> Result<Caller, Response> {
         let caller = self.authentication.caller(peer, headers);
         if caller.user == "system:anonymous" {
-            return Err(status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized".into()));
+            return Err(status(
+                StatusCode::UNAUTHORIZED,
+                "Unauthorized",
+                "Unauthorized".into(),
+            ));
         }
         if self.authorizer.allowed(&caller, action).await {
             return Ok(caller);
