@@ -12,11 +12,11 @@
 //! --test nodes heartbeat_cost -- --ignored --nocapture`) prints the API
 //! server's CPU while N nodes hold their Leases.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use capstan_tests::apiserver::{Embedded, Kubectl};
+use capstan_tests::apiserver::{ApiCluster, Backend, Embedded, Kubectl};
 use capstan_tests::poll::wait_for;
 use capstan_tests::{binary, free_port, watchdog};
 use serde_json::Value;
@@ -33,12 +33,17 @@ struct Nodes {
 
 impl Nodes {
     fn start(capstan: &Embedded, args: &[&str]) -> Nodes {
+        Nodes::start_on(capstan.dir.path(), &capstan.kubectl, args)
+    }
+
+    /// Against the API server `kubectl` reaches, logging into `dir`.
+    fn start_on(dir: &Path, kubectl: &Kubectl, args: &[&str]) -> Nodes {
         let admin_port = free_port();
-        let log = capstan.dir.path().join(format!("nodes-{admin_port}.log"));
+        let log = dir.join(format!("nodes-{admin_port}.log"));
         let file = std::fs::File::create(&log).expect("create the nodes log");
         let child = Command::new(binary("capstan-nodes"))
             .arg("--kubeconfig")
-            .arg(&capstan.kubectl.kubeconfig)
+            .arg(&kubectl.kubeconfig)
             .args([
                 "--kubelet-port",
                 "0",
@@ -182,7 +187,65 @@ fn three_nodes_register_heartbeat_and_run_pods() {
             "sim-",
         ],
     );
-    let ready = wait_ready_nodes(kubectl, 3, &nodes);
+    let web = nodes_run_pods(kubectl, &nodes);
+
+    let top = wait_for(WAIT, "kubectl top pods", || {
+        let output = kubectl.run(&["top", "pods", "-l", "app=web"]);
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).to_string())
+    });
+    assert!(
+        top.lines()
+            .any(|l| l.starts_with("web") && l.contains("250m") && l.contains("64Mi")),
+        "{top}"
+    );
+    let top_nodes = kubectl.ok(&["top", "nodes"]);
+    assert!(
+        top_nodes
+            .lines()
+            .any(|l| l.starts_with("sim-1 ") && l.contains("350m")),
+        "{top_nodes}"
+    );
+
+    let log = kubelet_log(&capstan, &web, "default/web/app");
+    assert!(
+        log.contains(
+            "capstan-nodes: container app (docker.io/library/nginx:latest) started on node sim-1"
+        ),
+        "{log}"
+    );
+
+    kubectl.ok(&["delete", "pod", "web", "--timeout=60s"]);
+    assert!(!kubectl.run(&["get", "pod", "web"]).status.success());
+}
+
+/// The same on capstan-apiserver over a real etcd.
+#[test]
+fn three_nodes_run_pods_on_etcd() {
+    let cluster = ApiCluster::start_on(Backend::Etcd);
+    let kubectl = &cluster.kubectl;
+    let args = [
+        "--nodes",
+        "3",
+        "--zones",
+        "zone-a,zone-b,zone-c",
+        "--name-prefix",
+        "sim-",
+        "--register-metrics-api",
+        "false",
+    ];
+    let nodes = Nodes::start_on(cluster.dir.path(), kubectl, &args);
+    nodes_run_pods(kubectl, &nodes);
+    kubectl.ok(&["delete", "pod", "web", "--timeout=60s"]);
+    assert!(!kubectl.run(&["get", "pod", "web"]).status.success());
+}
+
+/// Nodes sim-0..2 Ready across three zones; pods run, finish, are
+/// refused; Leases renew. Returns the running pod `web` (on sim-1).
+fn nodes_run_pods(kubectl: &Kubectl, nodes: &Nodes) -> Value {
+    let ready = wait_ready_nodes(kubectl, 3, nodes);
     let mut zones: Vec<&str> = ready
         .iter()
         .map(|n| {
@@ -249,34 +312,11 @@ fn three_nodes_register_heartbeat_and_run_pods() {
         "Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: 0, capacity: 32000"
     );
 
-    let top = wait_for(WAIT, "kubectl top pods", || {
-        let output = kubectl.run(&["top", "pods", "-l", "app=web"]);
-        output
-            .status
-            .success()
-            .then(|| String::from_utf8_lossy(&output.stdout).to_string())
+    // The first renewals are spread over one interval.
+    wait_for(Duration::from_secs(30), "sim-0's Lease", || {
+        let get = ["get", "lease", "-n", "kube-node-lease", "sim-0"];
+        kubectl.run(&get).status.success().then_some(())
     });
-    assert!(
-        top.lines()
-            .any(|l| l.starts_with("web") && l.contains("250m") && l.contains("64Mi")),
-        "{top}"
-    );
-    let top_nodes = kubectl.ok(&["top", "nodes"]);
-    assert!(
-        top_nodes
-            .lines()
-            .any(|l| l.starts_with("sim-1 ") && l.contains("350m")),
-        "{top_nodes}"
-    );
-
-    let log = kubelet_log(&capstan, &web, "default/web/app");
-    assert!(
-        log.contains(
-            "capstan-nodes: container app (docker.io/library/nginx:latest) started on node sim-1"
-        ),
-        "{log}"
-    );
-
     let first = renew_time(kubectl, "sim-0");
     wait_for(Duration::from_secs(30), "sim-0's Lease renewed", || {
         (renew_time(kubectl, "sim-0") != first).then_some(())
@@ -286,8 +326,7 @@ fn three_nodes_register_heartbeat_and_run_pods() {
     assert_eq!(lease["spec"]["leaseDurationSeconds"], 40);
     assert_eq!(lease["metadata"]["ownerReferences"][0]["kind"], "Node");
 
-    kubectl.ok(&["delete", "pod", "web", "--timeout=60s"]);
-    assert!(!kubectl.run(&["get", "pod", "web"]).status.success());
+    web
 }
 
 /// A container's log straight from the node's kubelet endpoint, with the
