@@ -106,7 +106,7 @@ pub struct Flags {
     pub log_level: Option<String>,
 }
 
-/// The settled configuration, as text; [`crate::settings`] parses it.
+/// The settled configuration, as text (the settings module parses it).
 #[derive(Debug, Clone, Deserialize)]
 pub struct NodesConfig {
     pub kubeconfig: String,
