@@ -6,17 +6,15 @@
 
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::extract::{Path, RawQuery};
+use axum::http::StatusCode;
 use axum::response::Response;
-use axum::Extension;
 use k8s_openapi::api::core::v1::Container;
 
 use super::shell::{self, Run};
 use super::streams::{self, Input, PROTOCOLS, STDERR, STDOUT};
 use super::target;
-use crate::serving::authentication::Peer;
-use crate::serving::{status, State as Shared};
+use crate::serving::{status, Call};
 
 /// What the caller asked to run and which streams it opened.
 struct Request {
@@ -39,25 +37,13 @@ fn parse(query: Option<&str>) -> Request {
     request
 }
 
-#[allow(clippy::too_many_arguments)]
 pub async fn exec(
-    State(state): State<Shared>,
-    Extension(peer): Extension<Peer>,
-    method: Method,
-    headers: HeaderMap,
+    call: Call,
     Path((namespace, pod, container)): Path<(String, String, String)>,
     RawQuery(query): RawQuery,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
-    let target = match target(
-        &state,
-        &peer,
-        &headers,
-        &method,
-        (&namespace, &pod, &container),
-    )
-    .await
-    {
+    let target = match target(&call, (&namespace, &pod, &container)).await {
         Ok(target) => target,
         Err(refused) => return refused,
     };

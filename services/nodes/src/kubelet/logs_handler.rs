@@ -8,10 +8,9 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::extract::{Path, Query};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use futures::stream;
@@ -19,29 +18,17 @@ use k8s_openapi::api::core::v1::ContainerStatus;
 
 use super::logs::{render, since_seconds, LogOptions, RunLog};
 use super::{target, Target};
-use crate::serving::authentication::Peer;
-use crate::serving::{status, State as Shared};
+use crate::serving::{status, Call, State as Shared};
 
 /// Lines per chunk of the body.
 const BATCH: u64 = 1000;
 
 pub async fn logs(
-    State(state): State<Shared>,
-    Extension(peer): Extension<Peer>,
-    method: Method,
-    headers: HeaderMap,
+    call: Call,
     Path((namespace, pod, container)): Path<(String, String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let target = match target(
-        &state,
-        &peer,
-        &headers,
-        &method,
-        (&namespace, &pod, &container),
-    )
-    .await
-    {
+    let target = match target(&call, (&namespace, &pod, &container)).await {
         Ok(target) => target,
         Err(refused) => return refused,
     };
@@ -56,7 +43,7 @@ pub async fn logs(
     };
     let follow = flag(&query, "follow") && !previous && run.finished.is_none();
     let key = (namespace, pod);
-    let body = Body::from_stream(lines(state, key, target, run, options, follow));
+    let body = Body::from_stream(lines(call.state, key, target, run, options, follow));
     ([(header::CONTENT_TYPE, "text/plain")], body).into_response()
 }
 

@@ -12,16 +12,15 @@ mod streams;
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::extract::Path;
+use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use axum::routing::{any, get};
-use axum::{Extension, Router};
+use axum::Router;
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod};
 
-use crate::serving::authentication::Peer;
 use crate::serving::authorization::Action;
-use crate::serving::{status, State as Shared};
+use crate::serving::{status, Call, State as Shared};
 
 pub fn routes() -> Router<Shared> {
     Router::new()
@@ -66,22 +65,19 @@ impl Target {
     }
 }
 
-/// Finds the pod and container, and checks the caller may reach them.
-pub async fn target(
-    state: &Shared,
-    peer: &Peer,
-    headers: &HeaderMap,
-    method: &Method,
-    (namespace, pod, container): (&str, &str, &str),
-) -> Result<Target, Response> {
+/// The pod `namespace/pod` if one of this process's nodes runs it, and
+/// that node, once the caller may reach the node (`nodes/proxy`).
+async fn pod_on_node(
+    call: &Call,
+    namespace: &str,
+    pod: &str,
+) -> Result<(Arc<Pod>, String), Response> {
     let not_found = || {
-        status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("pod {namespace}/{pod} is not on a node of this process"),
-        )
+        let message = format!("pod {namespace}/{pod} is not on a node of this process");
+        status(StatusCode::NOT_FOUND, "NotFound", message)
     };
-    let found = state
+    let found = call
+        .state
         .pods
         .store()
         .get(Some(namespace), pod)
@@ -90,16 +86,20 @@ pub async fn target(
         .spec
         .as_ref()
         .and_then(|s| s.node_name.clone())
-        .filter(|n| state.fleet.get(n).is_some())
+        .filter(|n| call.state.fleet.get(n).is_some())
         .ok_or_else(not_found)?;
-    state
-        .authorize(
-            peer,
-            headers,
-            &Action::on_node(verb(method), &node, "proxy"),
-        )
+    call.authorize(&Action::on_node(verb(&call.method), &node, "proxy"))
         .await?;
-    let spec = found.spec.as_ref().ok_or_else(not_found)?;
+    Ok((found, node))
+}
+
+/// Finds the pod and container, and checks the caller may reach them.
+pub async fn target(
+    call: &Call,
+    (namespace, pod, container): (&str, &str, &str),
+) -> Result<Target, Response> {
+    let (found, node) = pod_on_node(call, namespace, pod).await?;
+    let spec = found.spec.clone().unwrap_or_default();
     let container = spec
         .containers
         .iter()
@@ -107,11 +107,8 @@ pub async fn target(
         .find(|c| c.name == container)
         .cloned()
         .ok_or_else(|| {
-            status(
-                StatusCode::BAD_REQUEST,
-                "BadRequest",
-                format!("container {container} is not valid for pod {pod}"),
-            )
+            let message = format!("container {container} is not valid for pod {pod}");
+            status(StatusCode::BAD_REQUEST, "BadRequest", message)
         })?;
     Ok(Target {
         pod: found,
@@ -121,72 +118,29 @@ pub async fn target(
 }
 
 async fn refuse_attach(
-    State(state): State<Shared>,
-    Extension(peer): Extension<Peer>,
-    method: Method,
-    headers: HeaderMap,
+    call: Call,
     Path((namespace, pod, container)): Path<(String, String, String)>,
 ) -> Response {
-    if let Err(refused) = target(
-        &state,
-        &peer,
-        &headers,
-        &method,
-        (&namespace, &pod, &container),
-    )
-    .await
-    {
+    if let Err(refused) = target(&call, (&namespace, &pod, &container)).await {
         return refused;
     }
-    status(
-        StatusCode::BAD_REQUEST,
-        "BadRequest",
-        format!(
-            "attach is not simulated: the container {container} of pod {namespace}/{pod} runs no process to attach to \
-             (capstan-nodes simulates its node); use kubectl logs -f or kubectl exec"
-        ),
-    )
+    let message = format!(
+        "attach is not simulated: the container {container} of pod {namespace}/{pod} runs no process to attach to \
+         (capstan-nodes simulates its node); use kubectl logs -f or kubectl exec"
+    );
+    status(StatusCode::BAD_REQUEST, "BadRequest", message)
 }
 
 async fn refuse_port_forward(
-    State(state): State<Shared>,
-    Extension(peer): Extension<Peer>,
-    method: Method,
-    headers: HeaderMap,
+    call: Call,
     Path((namespace, pod)): Path<(String, String)>,
 ) -> Response {
-    let not_found = status(
-        StatusCode::NOT_FOUND,
-        "NotFound",
-        format!("pod {namespace}/{pod} is not on a node of this process"),
-    );
-    let Some(found) = state.pods.store().get(Some(&namespace), &pod) else {
-        return not_found;
-    };
-    let Some(node) = found
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.clone())
-        .filter(|n| state.fleet.get(n).is_some())
-    else {
-        return not_found;
-    };
-    if let Err(refused) = state
-        .authorize(
-            &peer,
-            &headers,
-            &Action::on_node(verb(&method), &node, "proxy"),
-        )
-        .await
-    {
+    if let Err(refused) = pod_on_node(&call, &namespace, &pod).await {
         return refused;
     }
-    status(
-        StatusCode::BAD_REQUEST,
-        "BadRequest",
-        format!(
-            "port-forward is not simulated: pod {namespace}/{pod} runs on a simulated node (capstan-nodes), \
-             where no container listens on any port"
-        ),
-    )
+    let message = format!(
+        "port-forward is not simulated: pod {namespace}/{pod} runs on a simulated node (capstan-nodes), \
+         where no container listens on any port"
+    );
+    status(StatusCode::BAD_REQUEST, "BadRequest", message)
 }

@@ -9,19 +9,18 @@ pub mod usage;
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Path, Query};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Extension, Json, Router};
+use axum::{Json, Router};
 use chrono::{SecondsFormat, Utc};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::{json, Value};
 
 use crate::quantity::{format_bytes, format_milli};
-use crate::serving::authentication::Peer;
 use crate::serving::authorization::Action;
-use crate::serving::{status, State as Shared};
+use crate::serving::{status, Call, State as Shared};
 use selector::LabelSelector;
 use usage::{pod_usage, SYSTEM_CPU, SYSTEM_MEMORY};
 
@@ -128,45 +127,29 @@ fn not_found(resource: &str, name: &str) -> Response {
     )
 }
 
-async fn list_nodes(
-    State(state): State<Shared>,
-    Extension(peer): Extension<Peer>,
-    headers: HeaderMap,
-    Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    if let Err(refused) = state
-        .authorize(&peer, &headers, &action("list", "nodes", "", ""))
-        .await
-    {
+async fn list_nodes(call: Call, Query(query): Query<HashMap<String, String>>) -> Response {
+    if let Err(refused) = call.authorize(&action("list", "nodes", "", "")).await {
         return refused;
     }
     let selector = match selector(&query) {
         Ok(s) => s,
         Err(refused) => return *refused,
     };
-    let mut nodes = state.nodes.store().list();
+    let mut nodes = call.state.nodes.store().list();
     nodes.retain(|n| selector.matches(n.metadata.labels.as_ref()));
     nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     list(
         "NodeMetricsList",
-        nodes.iter().map(|n| node_metrics(&state, n)).collect(),
+        nodes.iter().map(|n| node_metrics(&call.state, n)).collect(),
     )
 }
 
-async fn get_node(
-    State(state): State<Shared>,
-    Extension(peer): Extension<Peer>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-) -> Response {
-    if let Err(refused) = state
-        .authorize(&peer, &headers, &action("get", "nodes", "", &name))
-        .await
-    {
+async fn get_node(call: Call, Path(name): Path<String>) -> Response {
+    if let Err(refused) = call.authorize(&action("get", "nodes", "", &name)).await {
         return refused;
     }
-    match state.nodes.store().get(None, &name) {
-        Some(node) => Json(node_metrics(&state, &node)).into_response(),
+    match call.state.nodes.store().get(None, &name) {
+        Some(node) => Json(node_metrics(&call.state, &node)).into_response(),
         None => not_found("nodes", &name),
     }
 }
@@ -205,52 +188,37 @@ fn on_simulated_node(state: &Shared, pod: &Pod) -> bool {
     state.nodes.store().get(None, node).is_some()
 }
 
-async fn list_all_pods(
-    State(state): State<Shared>,
-    Extension(peer): Extension<Peer>,
-    headers: HeaderMap,
-    Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    if let Err(refused) = state
-        .authorize(&peer, &headers, &action("list", "pods", "", ""))
-        .await
-    {
+async fn list_all_pods(call: Call, Query(query): Query<HashMap<String, String>>) -> Response {
+    if let Err(refused) = call.authorize(&action("list", "pods", "", "")).await {
         return refused;
     }
-    pods_in(&state, None, &query).await
+    pods_in(&call.state, None, &query).await
 }
 
 async fn list_pods(
-    State(state): State<Shared>,
-    Extension(peer): Extension<Peer>,
-    headers: HeaderMap,
+    call: Call,
     Path(namespace): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(refused) = state
-        .authorize(&peer, &headers, &action("list", "pods", &namespace, ""))
+    if let Err(refused) = call
+        .authorize(&action("list", "pods", &namespace, ""))
         .await
     {
         return refused;
     }
-    pods_in(&state, Some(&namespace), &query).await
+    pods_in(&call.state, Some(&namespace), &query).await
 }
 
-async fn get_pod(
-    State(state): State<Shared>,
-    Extension(peer): Extension<Peer>,
-    headers: HeaderMap,
-    Path((namespace, name)): Path<(String, String)>,
-) -> Response {
-    if let Err(refused) = state
-        .authorize(&peer, &headers, &action("get", "pods", &namespace, &name))
+async fn get_pod(call: Call, Path((namespace, name)): Path<(String, String)>) -> Response {
+    if let Err(refused) = call
+        .authorize(&action("get", "pods", &namespace, &name))
         .await
     {
         return refused;
     }
-    let pod = state.pods.store().get(Some(&namespace), &name);
+    let pod = call.state.pods.store().get(Some(&namespace), &name);
     match pod
-        .filter(|p| on_simulated_node(&state, p))
+        .filter(|p| on_simulated_node(&call.state, p))
         .and_then(|p| pod_metrics(&p))
     {
         Some(metrics) => Json(metrics).into_response(),

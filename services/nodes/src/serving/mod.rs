@@ -11,7 +11,9 @@ pub mod listener;
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use capstan_client::informer::Informer;
@@ -67,6 +69,41 @@ impl Serving {
                 caller.user, action.verb, action.resource
             ),
         ))
+    }
+}
+
+/// One request as the handlers see it: the shared state, the connection's
+/// peer, the method and headers (what authorization needs).
+pub struct Call {
+    pub state: State,
+    pub peer: Peer,
+    pub method: Method,
+    pub headers: HeaderMap,
+}
+
+impl Call {
+    /// The caller, if it may do `action`; else the answer to send.
+    pub async fn authorize(&self, action: &Action) -> Result<Caller, Response> {
+        self.state
+            .authorize(&self.peer, &self.headers, action)
+            .await
+    }
+}
+
+impl FromRequestParts<State> for Call {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Call, Response> {
+        Ok(Call {
+            state: state.clone(),
+            peer: parts
+                .extensions
+                .get::<Peer>()
+                .cloned()
+                .unwrap_or(Peer::Anonymous),
+            method: parts.method.clone(),
+            headers: parts.headers.clone(),
+        })
     }
 }
 
