@@ -217,3 +217,95 @@ fn subject(cert: &CertificateDer<'_>) -> Option<Caller> {
         .collect();
     Some(Caller { user, groups })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{BasicConstraints, Certificate, CertificateParams, DnType, IsCa, KeyPair};
+
+    struct Ca {
+        pem: String,
+        cert: Certificate,
+        key: KeyPair,
+    }
+
+    fn ca(name: &str) -> Ca {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let cert = params.self_signed(&key).unwrap();
+        Ca {
+            pem: cert.pem(),
+            cert,
+            key,
+        }
+    }
+
+    fn client(ca: &Ca, user: &str, group: &str) -> Vec<CertificateDer<'static>> {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, user);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, group);
+        vec![params
+            .signed_by(&key, &ca.cert, &ca.key)
+            .unwrap()
+            .der()
+            .clone()]
+    }
+
+    fn authentication(client_ca: &Ca, front_proxy_ca: &Ca) -> Authentication {
+        let store = roots(&client_ca.pem).unwrap();
+        let proxy_store = roots(&front_proxy_ca.pem).unwrap();
+        Authentication {
+            client_ca: Some((store.clone(), verifier(&store).unwrap())),
+            front_proxy: Some((
+                proxy_store.clone(),
+                FrontProxy {
+                    verifier: verifier(&proxy_store).unwrap(),
+                    allowed_names: vec!["front-proxy-client".into()],
+                    user_headers: vec!["X-Remote-User".into()],
+                    group_headers: vec!["X-Remote-Group".into()],
+                },
+            )),
+        }
+    }
+
+    #[test]
+    fn callers_are_told_apart_by_who_signed_their_certificate() {
+        let (clients, proxies, stranger) = (ca("clients"), ca("front-proxy"), ca("stranger"));
+        let auth = authentication(&clients, &proxies);
+        let mut headers = HeaderMap::new();
+        headers.insert("X-Remote-User", "jane".parse().unwrap());
+        headers.insert("X-Remote-Group", "dev".parse().unwrap());
+
+        let admin = auth.peer(Some(&client(&clients, "admin", "system:masters")));
+        let expected = Caller {
+            user: "admin".into(),
+            groups: vec!["system:masters".into()],
+        };
+        assert_eq!(
+            auth.caller(&admin, &headers),
+            expected,
+            "headers are ignored from a plain client"
+        );
+
+        let proxy = auth.peer(Some(&client(&proxies, "front-proxy-client", "")));
+        assert!(matches!(proxy, Peer::FrontProxy));
+        let jane = Caller {
+            user: "jane".into(),
+            groups: vec!["dev".into()],
+        };
+        assert_eq!(auth.caller(&proxy, &headers), jane);
+
+        let wrong_name = auth.peer(Some(&client(&proxies, "someone-else", "")));
+        assert!(matches!(wrong_name, Peer::Anonymous));
+        assert!(matches!(
+            auth.peer(Some(&client(&stranger, "admin", "system:masters"))),
+            Peer::Anonymous
+        ));
+        assert_eq!(auth.caller(&auth.peer(None), &headers), Caller::anonymous());
+    }
+}
