@@ -101,6 +101,9 @@ pub struct Flags {
     /// OnFailure) run unless the pod's annotation says otherwise.
     #[arg(long)]
     pub pod_run_duration: Option<String>,
+    /// Lease renewals in flight at once (kwok's flag).
+    #[arg(long)]
+    pub node_lease_parallelism: Option<usize>,
     /// Log filter (`info`, `capstan_nodes=debug`, ...).
     #[arg(long)]
     pub log_level: Option<String>,
@@ -134,6 +137,7 @@ pub struct NodesConfig {
     pub healthz_bind_address: String,
     pub healthz_port: u16,
     pub pod_run_duration: String,
+    pub node_lease_parallelism: usize,
     pub log_level: String,
 }
 
@@ -167,6 +171,7 @@ impl NodesConfig {
             .set_default("healthz_bind_address", "127.0.0.1")?
             .set_default("healthz_port", 10248)?
             .set_default("pod_run_duration", "1s")?
+            .set_default("node_lease_parallelism", 16)?
             .set_default("log_level", "info")?;
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         let text = |v: &Option<String>| v.clone();
@@ -205,6 +210,10 @@ impl NodesConfig {
             ("healthz_bind_address", text(&flags.healthz_bind_address)),
             ("healthz_port", flags.healthz_port.map(|v| v.to_string())),
             ("pod_run_duration", text(&flags.pod_run_duration)),
+            (
+                "node_lease_parallelism",
+                flags.node_lease_parallelism.map(|v| v.to_string()),
+            ),
             ("log_level", text(&flags.log_level)),
         ];
         capstan_telemetry::settings::load_layered(

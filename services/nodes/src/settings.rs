@@ -25,6 +25,8 @@ pub struct Settings {
     pub register_metrics_api: bool,
     pub healthz_address: String,
     pub pod_run_duration: Duration,
+    /// Lease renewals in flight at once.
+    pub node_lease_parallelism: usize,
 }
 
 /// Certificate files given by flags (`None`: not given).
@@ -102,6 +104,7 @@ impl Settings {
             register_metrics_api: config.register_metrics_api,
             healthz_address: format!("{}:{}", config.healthz_bind_address, config.healthz_port),
             pod_run_duration,
+            node_lease_parallelism: config.node_lease_parallelism.max(1),
         })
     }
 }

@@ -16,17 +16,16 @@ use super::{metrics, writes};
 use crate::error::Error;
 use crate::heartbeat::lease::{first_renewal_after, new_lease, renew_after, renewed};
 
-/// Renewals in flight at once.
-pub const WORKERS: usize = 64;
-
 /// Keeps the Leases of a fleet's running nodes.
 pub struct LeaseKeeper {
     fleet: SharedFleet,
     queue: WorkQueue<String>,
+    /// Renewals in flight at once.
+    parallelism: usize,
 }
 
 impl LeaseKeeper {
-    pub fn new(fleet: SharedFleet) -> Arc<LeaseKeeper> {
+    pub fn new(fleet: SharedFleet, parallelism: usize) -> Arc<LeaseKeeper> {
         // The kubelet retries a failed renewal after 200 ms, doubling to 7 s.
         let limiter = ItemExponentialFailureRateLimiter::new(
             Duration::from_millis(200),
@@ -35,6 +34,7 @@ impl LeaseKeeper {
         Arc::new(LeaseKeeper {
             fleet,
             queue: WorkQueue::with_rate_limiter("node_lease", limiter),
+            parallelism,
         })
     }
 
@@ -57,7 +57,7 @@ impl LeaseKeeper {
 
     pub async fn run(self: Arc<Self>) {
         let keeper = self.clone();
-        run_workers(self.queue.clone(), WORKERS, move |name: String| {
+        run_workers(self.queue.clone(), self.parallelism, move |name: String| {
             let keeper = keeper.clone();
             async move { keeper.renew(&name).await }
         })

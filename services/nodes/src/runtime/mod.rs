@@ -61,7 +61,7 @@ pub async fn run(
     let pods = informers.get_with::<Pod>(InformerOptions::default().fields(BOUND_PODS));
     let control = Control {
         fleet: fleet.clone(),
-        leases: leases::LeaseKeeper::new(fleet.clone()),
+        leases: leases::LeaseKeeper::new(fleet.clone(), settings.node_lease_parallelism),
         status: node_status::StatusReporter::new(fleet.clone()),
         pods: pods::PodSyncer::new(fleet.clone(), pods.clone(), settings.pod_run_duration),
     };
