@@ -266,8 +266,7 @@ fn cel_range(n: usize) -> String {
 fn a_policy_expression_past_the_cost_limit_is_stopped() {
     let server = Embedded::start();
     let range = cel_range(80);
-    let expression =
-        format!("{range}.all(a, {range}.all(b, {range}.all(c, a + b + c >= 0)))");
+    let expression = format!("{range}.all(a, {range}.all(b, {range}.all(c, a + b + c >= 0)))");
     let policy = format!(
         r#"apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy

@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use capstan_apiserver::pki::Pki;
 use capstan_tests::apiserver::Kubectl;
 use capstan_tests::etcdctl::etcdctl;
 use capstan_tests::http::Connection;
 use capstan_tests::poll::wait_for;
 use capstan_tests::store::http_get;
 use capstan_tests::{binary, free_port, tls, watchdog};
-use capstan_apiserver::pki::Pki;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -200,7 +200,11 @@ fn files_holding_secrets_are_readable_by_their_owner_only() {
         let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": format!("filler-{i}")}, "data": {"x": "x".repeat(200_000)}});
         let (code, body) = connection
-            .json("POST", "/api/v1/namespaces/default/configmaps", Some(&configmap))
+            .json(
+                "POST",
+                "/api/v1/namespaces/default/configmaps",
+                Some(&configmap),
+            )
             .expect("create a ConfigMap");
         assert_eq!(code, 201, "{body}");
         std::thread::sleep(Duration::from_millis(100));
@@ -209,8 +213,14 @@ fn files_holding_secrets_are_readable_by_their_owner_only() {
         assert_private(&backup);
     }
     assert_private(&audit_log);
-    let out = capstan.kubectl().ok(&["get", "ns", "default", "-o", "name"]);
-    assert_eq!(out.trim(), "namespace/default", "the kubeconfig was rewritten");
+    let out = capstan
+        .kubectl()
+        .ok(&["get", "ns", "default", "-o", "name"]);
+    assert_eq!(
+        out.trim(),
+        "namespace/default",
+        "the kubeconfig was rewritten"
+    );
 }
 
 /// The EncryptionConfiguration an older `capstan` wrote on first start:
@@ -257,7 +267,10 @@ fn an_older_aescbc_data_folder_reads_its_secrets_and_a_rewrite_moves_them_to_sec
     let text = std::fs::read_to_string(&generated).expect("the configuration");
     let secretbox = text.find("secretbox").expect("a secretbox key now");
     let aescbc = text.find("aescbc").expect("the older key is kept");
-    assert!(secretbox < aescbc, "secretbox writes, aescbc reads:\n{text}");
+    assert!(
+        secretbox < aescbc,
+        "secretbox writes, aescbc reads:\n{text}"
+    );
     assert!(text.contains("MTExMTExMTExMTExMTExMTExMTExMTExMTExMTExMTE="));
     assert_private(&generated);
     let kubectl = capstan.kubectl();

@@ -2,6 +2,7 @@
 //! time. No I/O here, so all of it is unit-tested in place.
 
 pub mod apply;
+pub mod limits;
 pub mod managed_fields;
 pub mod meta;
 pub mod patch;

@@ -266,8 +266,7 @@ async fn patch(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, A
     let bytes = read_body(payload).await?;
     // An apply patch is YAML (kubectl sends JSON, which is YAML too).
     let patch: Value = match kind {
-        PatchType::Apply => serde_yaml::from_slice(&bytes)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?,
+        PatchType::Apply => codec::decode_yaml(&bytes)?,
         _ => serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?,
     };
