@@ -2,8 +2,10 @@
 # A local replicated control plane on loopback: three capstan-store members
 # and two capstan-apiservers, each apiserver talking to all three members,
 # everything over TLS with certificates made on first start under
-# $DATA/pki (`capstan certificates`, kept on later starts). Data and logs
-# under $DATA (default data/cluster). Ctrl-C stops everything.
+# $DATA/pki (`capstan certificates`, kept on later starts), Secrets
+# encrypted at rest with the secretbox key it writes there too
+# ($DATA/pki/encryption-config.yaml, shared by both apiservers). Data and
+# logs under $DATA (default data/cluster). Ctrl-C stops everything.
 #
 #   store members:  https://127.0.0.1:12379, 22379, 32379  (peers on 12380, 22380, 32380)
 #   apiservers:     https://127.0.0.1:16443, 26443
@@ -59,6 +61,7 @@ for i in 1 2; do
     --client-ca-file "$PKI/client-ca.crt" \
     --service-account-key-file "$PKI/service-account.key" \
     --service-account-signing-key-file "$PKI/service-account.key" \
+    --encryption-provider-config "$PKI/encryption-config.yaml" \
     >"$DATA/apiserver$i.log" 2>&1 &
   pids+=($!)
 done

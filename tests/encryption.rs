@@ -542,7 +542,7 @@ fn capstan_encrypts_secrets_by_default() {
     );
     assert!(run.ok, "{}", run.stderr);
     assert!(
-        run.stdout.starts_with("k8s:enc:aescbc:v1:key1:"),
+        run.stdout.starts_with("k8s:enc:secretbox:v1:key1:"),
         "{:?}",
         run.stdout
     );

@@ -4,15 +4,18 @@
 //! `kubeadm init phase certs` does for a kubeadm cluster: the API
 //! servers' CAs, serving certificate and admin client certificate, the
 //! service-account key, the store's CA with one certificate per member and
-//! the store client certificate, and an admin kubeconfig. Files that exist
-//! are kept, so running it again is harmless.
+//! the store client certificate, an admin kubeconfig, and the
+//! EncryptionConfiguration every API server is given so that Secrets are
+//! encrypted at rest with one key (`encryption-config.yaml`, as `capstan`
+//! makes for itself). Files that exist are kept, so running it again is
+//! harmless.
 
 use std::path::PathBuf;
 
 use capstan_apiserver::pki::{self, Pki};
 use clap::Args;
 
-use crate::kubeconfig;
+use crate::{encryption, kubeconfig};
 
 #[derive(Debug, Clone, Args)]
 pub struct CertificatesFlags {
@@ -40,7 +43,9 @@ pub enum CertificatesError {
     #[error(transparent)]
     Pki(#[from] pki::PkiError),
     #[error("writing the kubeconfig: {0}")]
-    Kubeconfig(#[from] std::io::Error),
+    Kubeconfig(#[source] std::io::Error),
+    #[error("writing the encryption configuration: {0}")]
+    Encryption(#[source] std::io::Error),
 }
 
 /// Makes what is missing and writes the kubeconfig; returns its path.
@@ -53,7 +58,8 @@ pub fn generate(flags: &CertificatesFlags) -> Result<PathBuf, CertificatesError>
     let pki = Pki::at(&flags.dir);
     pki.ensure(&pki::serving_names(&flags.tls_san))?;
     pki.ensure_store(&members)?;
-    Ok(kubeconfig::write(&flags.dir, &flags.server, &pki)?)
+    encryption::ensure(&flags.dir).map_err(CertificatesError::Encryption)?;
+    kubeconfig::write(&flags.dir, &flags.server, &pki).map_err(CertificatesError::Kubeconfig)
 }
 
 /// `NAME=SAN,SAN` into the name and its names.
@@ -106,6 +112,7 @@ mod tests {
             pki.store_client_cert(),
             pki.admin_cert(),
             pki.serving_cert(),
+            flags.dir.join("encryption-config.yaml"),
         ] {
             assert!(file.exists(), "{}", file.display());
         }

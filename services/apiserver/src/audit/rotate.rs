@@ -3,12 +3,18 @@
 //! `<name>-<UTC time to the millisecond>.<ext>` (`audit-2024-05-01T10-00-00.000.log`)
 //! and a new one started; backups beyond `--audit-log-maxbackup` or older
 //! than `--audit-log-maxage` days are removed. Lines are never split
-//! between files.
+//! between files. The log may hold Secrets (at Request level and above):
+//! it is readable by its owner only, as kube-apiserver writes it (an
+//! existing log with a looser mode is tightened), and so are its backups,
+//! which are the log renamed.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
+
+use crate::pki::files::{tighten, PRIVATE_FILE};
 
 /// When to rotate and what to keep; zero means "no limit" as in kube.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -31,7 +37,8 @@ impl RotatingFile {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let file = open_private(path)?;
+        tighten(path, PRIVATE_FILE)?;
         let size = file.metadata()?.len();
         Ok(RotatingFile {
             path: path.to_path_buf(),
@@ -60,10 +67,7 @@ impl RotatingFile {
         self.file.flush()?;
         let backup = self.backup_name(SystemTime::now());
         std::fs::rename(&self.path, &backup)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        let file = open_private(&self.path)?;
         self.file = BufWriter::new(file);
         self.size = 0;
         self.remove_old_backups()
@@ -127,6 +131,15 @@ impl RotatingFile {
         }
         Ok(())
     }
+}
+
+/// Opens `path` to append to, made readable by its owner only if new.
+fn open_private(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(PRIVATE_FILE)
+        .open(path)
 }
 
 /// `2024-05-01T10-00-00.000` back to a time.
@@ -193,5 +206,26 @@ mod tests {
         assert_eq!(lines(&path).len(), 2);
         let file = RotatingFile::open(&path, Limits::default()).unwrap();
         assert!(file.backups().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_log_and_its_backups_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        std::fs::write(&path, "older\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let limits = Limits {
+            max_bytes: 10,
+            ..Limits::default()
+        };
+        let mut file = RotatingFile::open(&path, limits).unwrap();
+        assert_eq!(mode(&path), 0o600, "an existing log is tightened");
+        file.write_line(b"a line past the limit\n").unwrap();
+        file.flush().unwrap();
+        let backups = file.backups().unwrap();
+        assert_eq!(backups.len(), 1);
+        assert_eq!((mode(&path), mode(&backups[0].0)), (0o600, 0o600));
     }
 }

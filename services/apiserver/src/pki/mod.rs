@@ -4,8 +4,10 @@
 //! certificates, the serving certificate for the loopback names, the host
 //! name and extra SANs, the service-account signing key pair, and an
 //! admin client certificate in `system:masters`. Files that exist are
-//! kept, so a restart reuses them.
+//! kept, so a restart reuses them. Keys are readable by their owner only,
+//! in a folder only the owner enters ([`files`]).
 
+pub mod files;
 mod store;
 
 use std::path::{Path, PathBuf};
@@ -252,7 +254,7 @@ impl Pki {
             let key = KeyPair::generate()?;
             write_secret(&self.service_account_key(), &key.serialize_pem())?;
         }
-        Ok(())
+        tighten_keys(&self.dir)
     }
 
     /// The client CA, to sign more client certificates with.
@@ -305,14 +307,16 @@ pub fn read(path: &Path) -> Result<String, PkiError> {
 }
 
 fn create_dir(dir: &Path) -> Result<(), PkiError> {
-    std::fs::create_dir_all(dir).map_err(|source| PkiError::Io {
+    files::private_dir(dir).map_err(|source| PkiError::Io {
         path: dir.to_path_buf(),
         source,
     })
 }
 
+/// Certificates are public, but written whole like keys: half a CA
+/// certificate would stop every later start.
 fn write(path: &Path, text: &str) -> Result<(), PkiError> {
-    std::fs::write(path, text).map_err(|source| PkiError::Io {
+    files::write_whole(path, text.as_bytes(), 0o644).map_err(|source| PkiError::Io {
         path: path.to_path_buf(),
         source,
     })
@@ -320,26 +324,31 @@ fn write(path: &Path, text: &str) -> Result<(), PkiError> {
 
 /// Writes a private key readable by its owner only.
 fn write_secret(path: &Path, text: &str) -> Result<(), PkiError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let io = |source| PkiError::Io {
+    files::write_private(path, text.as_bytes()).map_err(|source| PkiError::Io {
         path: path.to_path_buf(),
         source,
-    };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io)?;
-    file.write_all(text.as_bytes()).map_err(io)?;
-    file.sync_all().map_err(io)
+    })
 }
 
 fn write_pair(cert: &Path, key: &Path, issued: &Issued) -> Result<(), PkiError> {
     write_secret(key, &issued.key)?;
     write(cert, &issued.certificate)
+}
+
+/// Keys already in `dir` (made by an older build, or copied) are
+/// tightened to their owner.
+fn tighten_keys(dir: &Path) -> Result<(), PkiError> {
+    let io = |source| PkiError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if path.extension().is_some_and(|e| e == "key") {
+            files::tighten(&path, files::PRIVATE_FILE).map_err(io)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

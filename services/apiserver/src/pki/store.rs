@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use super::{create_dir, write_pair, ExtendedKeyUsagePurpose, Pki, PkiError};
+use super::{create_dir, tighten_keys, write_pair, ExtendedKeyUsagePurpose, Pki, PkiError};
 
 /// Who the store's client certificate names.
 const STORE_CLIENT: &str = "kube-apiserver-etcd-client";
@@ -59,7 +59,7 @@ impl Pki {
                 ca.issue_leaf(STORE_CLIENT, &[], &[ExtendedKeyUsagePurpose::ClientAuth])?;
             write_pair(&self.store_client_cert(), &self.store_client_key(), &issued)?;
         }
-        Ok(())
+        tighten_keys(&self.store_dir())
     }
 }
 
