@@ -297,9 +297,7 @@ spec:
     );
     let message = status["message"].as_str().unwrap_or_default();
     assert!(
-        message.starts_with(
-            "ValidatingAdmissionPolicy 'costly' with binding 'costly' denied request: expression '"
-        ),
+        message.starts_with("configmaps \"probe\" is forbidden: ValidatingAdmissionPolicy 'costly' with binding 'costly' denied request: expression '"),
         "{message}"
     );
     assert_alive(&server);

@@ -1,13 +1,21 @@
-//! Compiling an expression: parsing it in the shared environment and
+//! Compiling an expression: parsing it in the shared environment,
 //! checking it names no variable its user does not declare (cel-rust has
-//! no type checker, so this is the part of kube's check we can make).
+//! no type checker, so this is the part of kube's check we can make), and
+//! rewriting it to charge its meter as it runs ([`super::instrument`]).
+//! Evaluating it: against a [`super::meter::Meter`] whose limit is kube's
+//! per-call limit or what is left of the request's [`Budget`].
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use cel::common::ast::{EntryExpr, Expr};
-use cel::{Context, IdedExpr, Program, Value as Cel};
+use cel::{Context, IdedExpr, Value as Cel};
 
-use super::environment;
+use super::cost::{Budget, EvalError};
+use super::instrument::instrument;
+use super::meter::{self, Meter};
+use super::values::Activation;
+use super::{environment, kube_lists};
 
 /// Identifiers that name types (`type(x) == string`), not variables.
 const TYPE_NAMES: &[&str] = &[
@@ -24,41 +32,16 @@ const TYPE_NAMES: &[&str] = &[
     "optional_type",
 ];
 
-/// Calls whose work grows with their inputs (a list's length, a
-/// string's): for [`super::cost`] each counts as one more level of
-/// comprehension where it stands.
-const LINEAR: &[&str] = &[
-    "@in",
-    "sum",
-    "min",
-    "max",
-    "isSorted",
-    "matches",
-    "contains",
-    "startsWith",
-    "endsWith",
-    "indexOf",
-    "lastIndexOf",
-    "replace",
-    "split",
-    "join",
-    "lowerAscii",
-    "upperAscii",
-    "trim",
-];
-
 /// Function namespaces a call may be qualified with (`optional.of(x)`).
-const NAMESPACES: &[&str] = &["optional"];
+const NAMESPACES: &[&str] = &["optional", "strings"];
 
-/// A compiled expression, its source, and its shape for [`super::cost`].
+/// A compiled expression: its source, and the syntax tree rewritten to
+/// charge its meter.
 pub struct Expression {
     pub source: String,
-    program: Program,
-    /// How many nodes the expression has.
-    pub nodes: u64,
-    /// How deeply its comprehensions (`all`, `exists`, `map`, ...) nest,
-    /// a linear call (`x in list`, `sum()`, `matches()`) counting as one.
-    pub depth: u32,
+    metered: IdedExpr,
+    /// What the nodes outside its loops cost, charged before it runs.
+    fixed: u64,
     /// The declared variables it reads.
     pub variables: BTreeSet<String>,
 }
@@ -76,7 +59,7 @@ pub fn compile(source: &str, declared: &[&str]) -> Result<Expression, String> {
         .compile(source)
         .map_err(|errors| format!("compilation failed: {errors}"))?;
     let mut shape = Shape::default();
-    shape.walk(program.expression(), &mut Vec::new(), 0);
+    shape.walk(program.expression(), &mut Vec::new());
     let undeclared = shape
         .free
         .iter()
@@ -86,36 +69,53 @@ pub fn compile(source: &str, declared: &[&str]) -> Result<Expression, String> {
             "compilation failed: ERROR: <input>: undeclared reference to '{name}' (in container '')"
         ));
     }
+    let instrumented = instrument(program.expression());
     Ok(Expression {
         source: source.to_string(),
-        program,
-        nodes: shape.nodes,
-        depth: shape.depth,
+        metered: instrumented.expr,
+        fixed: instrumented.fixed,
         variables: shape.free,
     })
 }
 
 impl Expression {
-    /// Evaluates the expression with `bindings` as its variables; an
-    /// error's text is cel's.
-    pub fn evaluate(&self, bindings: Vec<(&str, Cel)>) -> Result<Cel, String> {
-        self.evaluate_with(bindings, |_| {})
+    /// Evaluates the expression over `activation`'s variables, spending
+    /// from `budget`; an error's text is cel's, or kube's for a limit.
+    pub fn evaluate(&self, activation: &Activation, budget: &mut Budget) -> Result<Cel, EvalError> {
+        self.evaluate_with(activation, budget, |_| {})
     }
 
     /// [`Expression::evaluate`] with functions of the caller's own
     /// library added to the context (admission's `authorizer`).
     pub fn evaluate_with(
         &self,
-        bindings: Vec<(&str, Cel)>,
+        activation: &Activation,
+        budget: &mut Budget,
+        library: impl FnOnce(&mut Context),
+    ) -> Result<Cel, EvalError> {
+        let (limit, stop) = budget.next_limit();
+        let meter = Meter::new(limit);
+        let outcome = self.run(activation, &meter, library);
+        budget.spend(meter.spent().min(limit));
+        match meter.passed() {
+            true => Err(stop),
+            false => outcome.map_err(EvalError::Failed),
+        }
+    }
+
+    fn run(
+        &self,
+        activation: &Activation,
+        meter: &Arc<Meter>,
         library: impl FnOnce(&mut Context),
     ) -> Result<Cel, String> {
+        meter.charge(self.fixed).map_err(|e| e.to_string())?;
         let mut context = Context::with_env(environment::shared());
-        super::kube_lists::install(&mut context);
+        kube_lists::install(&mut context);
+        meter::install(&mut context, meter);
         library(&mut context);
-        for (name, value) in bindings {
-            context.add_variable_from_value(name, value);
-        }
-        self.program.execute(&context).map_err(|e| e.to_string())
+        context.set_variable_resolver(activation);
+        Cel::resolve(&self.metered, &context).map_err(|e| e.to_string())
     }
 
     /// Whether the expression reads `variable`.
@@ -127,55 +127,48 @@ impl Expression {
 /// What a walk of the syntax tree finds.
 #[derive(Default)]
 struct Shape {
-    nodes: u64,
-    depth: u32,
     /// Identifiers read that no comprehension binds.
     free: BTreeSet<String>,
 }
 
 impl Shape {
-    fn walk(&mut self, node: &IdedExpr, bound: &mut Vec<String>, depth: u32) {
-        self.nodes += 1;
-        self.depth = self.depth.max(depth);
+    fn walk(&mut self, node: &IdedExpr, bound: &mut Vec<String>) {
         match &node.expr {
             Expr::Ident(name) => {
                 if !bound.contains(name) && !TYPE_NAMES.contains(&name.as_str()) {
                     self.free.insert(name.clone());
                 }
             }
-            Expr::Select(select) => self.walk(&select.operand, bound, depth),
+            Expr::Select(select) => self.walk(&select.operand, bound),
             Expr::Call(call) => {
-                if LINEAR.contains(&call.func_name.as_str()) {
-                    self.depth = self.depth.max(depth + 1);
-                }
                 match call.target.as_deref() {
                     Some(IdedExpr {
                         expr: Expr::Ident(space),
                         ..
                     }) if NAMESPACES.contains(&space.as_str()) && !bound.contains(space) => {}
-                    Some(target) => self.walk(target, bound, depth),
+                    Some(target) => self.walk(target, bound),
                     None => {}
                 }
                 for arg in &call.args {
-                    self.walk(arg, bound, depth);
+                    self.walk(arg, bound);
                 }
             }
             Expr::List(list) => {
                 for element in &list.elements {
-                    self.walk(element, bound, depth);
+                    self.walk(element, bound);
                 }
             }
-            Expr::Map(map) => self.entries(&map.entries, bound, depth),
-            Expr::Struct(s) => self.entries(&s.entries, bound, depth),
+            Expr::Map(map) => self.entries(&map.entries, bound),
+            Expr::Struct(s) => self.entries(&s.entries, bound),
             Expr::Comprehension(c) => {
-                self.walk(&c.iter_range, bound, depth);
-                self.walk(&c.accu_init, bound, depth);
+                self.walk(&c.iter_range, bound);
+                self.walk(&c.accu_init, bound);
                 let before = bound.len();
                 bound.push(c.iter_var.clone());
                 bound.extend(c.iter_var2.clone());
                 bound.push(c.accu_var.clone());
                 for inner in [&c.loop_cond, &c.loop_step, &c.result] {
-                    self.walk(inner, bound, depth + 1);
+                    self.walk(inner, bound);
                 }
                 bound.truncate(before);
             }
@@ -183,18 +176,13 @@ impl Shape {
         }
     }
 
-    fn entries(
-        &mut self,
-        entries: &[cel::common::ast::IdedEntryExpr],
-        bound: &mut Vec<String>,
-        depth: u32,
-    ) {
+    fn entries(&mut self, entries: &[cel::common::ast::IdedEntryExpr], bound: &mut Vec<String>) {
         for entry in entries {
             match &entry.expr {
-                EntryExpr::StructField(field) => self.walk(&field.value, bound, depth),
+                EntryExpr::StructField(field) => self.walk(&field.value, bound),
                 EntryExpr::MapEntry(entry) => {
-                    self.walk(&entry.key, bound, depth);
-                    self.walk(&entry.value, bound, depth);
+                    self.walk(&entry.key, bound);
+                    self.walk(&entry.value, bound);
                 }
             }
         }
@@ -205,6 +193,15 @@ impl Shape {
 mod tests {
     use super::*;
 
+    fn run(source: &str, bindings: Vec<(&str, Cel)>) -> Result<Cel, EvalError> {
+        let declared: Vec<&str> = bindings.iter().map(|(n, _)| *n).collect();
+        let expression = compile(source, &declared).map_err(EvalError::Failed)?;
+        let activation = bindings
+            .into_iter()
+            .fold(Activation::new(), |a, (name, value)| a.with(name, value));
+        expression.evaluate(&activation, &mut Budget::default())
+    }
+
     #[test]
     fn comprehension_variables_are_bound_and_others_declared() {
         let declared = ["self", "oldSelf"];
@@ -213,9 +210,6 @@ mod tests {
             &declared,
         )
         .unwrap();
-        assert_eq!(e.depth, 2);
-        let linear = compile("self.items.all(i, i in self.other)", &declared).unwrap();
-        assert_eq!(linear.depth, 2, "`in` walks a list inside the loop");
         assert!(e.reads("self") && !e.reads("oldSelf"));
         assert!(compile("oldSelf.optMap(o, o) == optional.none()", &declared).is_ok());
         assert!(compile("type(self) == string", &declared).is_ok());
@@ -239,13 +233,9 @@ mod tests {
 
     #[test]
     fn strings_extension_functions_evaluate() {
-        let e = compile(
-            "self.lowerAscii().startsWith('ab') && self.lowerAscii().indexOf('c') == 2",
-            &["self"],
-        )
-        .unwrap();
+        let source = "self.lowerAscii().startsWith('ab') && self.lowerAscii().indexOf('c') == 2";
         assert_eq!(
-            e.evaluate(vec![("self", Cel::from("ABC"))]),
+            run(source, vec![("self", Cel::from("ABC"))]),
             Ok(Cel::Bool(true))
         );
     }

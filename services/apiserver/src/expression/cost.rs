@@ -1,98 +1,91 @@
-//! A bound on what an evaluation costs, checked before it runs.
+//! kube's limits on what CEL may cost, one mechanism wherever CEL runs
+//! (CRD validation rules, ValidatingAdmissionPolicy expressions, webhook
+//! match conditions): each evaluation runs against a [`super::meter`]
+//! that counts its work as it goes and stops it past kube's per-call
+//! limit, and what it spent comes off the [`Budget`] of the request (per
+//! custom resource, per policy binding, per webhook's match conditions),
+//! which stops evaluating once it is spent.
 //!
-//! kube estimates every rule's cost from the schema when a CRD is written
-//! and meters evaluations as they run; cel-rust does neither. What this
-//! server does instead: before evaluating, it bounds the work from the
-//! size of the input and the shape of the expression (each node once per
-//! element of every comprehension around it: `nodes * size^depth`) and
-//! does not start an evaluation whose bound passes kube's per-call limit,
-//! nor one that would take a request past kube's per-request budget. The
-//! bound over-estimates (a comprehension rarely ranges over the whole
-//! input), so a rule that nests comprehensions is refused on large
-//! objects where kube might still run it; a runaway rule never runs.
-
-use serde_json::Value;
-
-use super::Expression;
+//! The units are kube's (cel-go's runtime cost): about one per node
+//! evaluated, one per turn of a loop per node in its body, a tenth per
+//! byte of string a function traverses, one per element of a list or map
+//! it copies or compares, 350,000 per authorization check.
 
 /// kube's limit on one evaluation (celconfig.PerCallLimit).
 pub const PER_CALL_LIMIT: u64 = 1_000_000;
 
-/// kube's budget for all the rules of one request
-/// (celconfig.RuntimeCELCostBudget).
+/// kube's budget for all the rules of one custom resource, or the
+/// expressions of one policy binding (celconfig.RuntimeCELCostBudget).
 pub const REQUEST_BUDGET: u64 = 10_000_000;
 
-/// The error text kube's evaluator reports when the limit is passed.
-pub const EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
+/// kube's budget for one webhook's (or one binding's) match conditions
+/// (celconfig.RuntimeCELCostBudgetMatchConditions).
+pub const MATCH_CONDITIONS_BUDGET: u64 = 2_500_000;
 
-/// How many values `value` holds: itself and everything inside it.
-pub fn size(value: &Value) -> u64 {
-    match value {
-        Value::Array(items) => 1 + items.iter().map(size).sum::<u64>(),
-        Value::Object(map) => 1 + map.values().map(size).sum::<u64>(),
-        _ => 1,
+/// What one `authorizer...check()` costs: kube's, two per expression.
+pub const AUTHORIZATION_CHECK: u64 = 350_000;
+
+/// cel-go's text when an evaluation passes the per-call limit.
+pub const CALL_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
+
+/// kube's text when the request's budget runs out.
+pub const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// Why an evaluation stopped or failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    /// CEL's own error (a missing field, no such overload...).
+    #[error("{0}")]
+    Failed(String),
+    /// The evaluation passed [`PER_CALL_LIMIT`].
+    #[error("{CALL_LIMIT_EXCEEDED}")]
+    CallLimit,
+    /// The evaluation passed what was left of the request's budget.
+    #[error("{OUT_OF_BUDGET}")]
+    OutOfBudget,
+}
+
+impl EvalError {
+    /// Whether no further expression of the request may run: kube's
+    /// filters go on after an expression passes the per-call limit (CRD
+    /// rules do not) and stop once the budget is spent.
+    pub fn stops_the_rest(&self) -> bool {
+        matches!(self, EvalError::OutOfBudget)
     }
 }
 
-/// The most work evaluating `expression` over inputs holding `size`
-/// values can do.
-pub fn bound(expression: &Expression, size: u64) -> u64 {
-    let per_element = size
-        .max(1)
-        .checked_pow(expression.depth)
-        .unwrap_or(u64::MAX);
-    expression.nodes.saturating_mul(per_element)
-}
-
 /// What a request has left to spend on evaluations.
-#[derive(Debug)]
-pub struct Budget(u64);
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    left: u64,
+}
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget(REQUEST_BUDGET)
+        Budget::of(REQUEST_BUDGET)
     }
 }
 
 impl Budget {
-    /// Takes what evaluating `expression` over `size` values may cost;
-    /// false (and nothing taken) when that passes the per-call limit or
-    /// what is left.
-    pub fn take(&mut self, expression: &Expression, size: u64) -> bool {
-        let cost = bound(expression, size);
-        if cost > PER_CALL_LIMIT || cost > self.0 {
-            return false;
+    pub fn of(total: u64) -> Budget {
+        Budget { left: total }
+    }
+
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// The most the next evaluation may spend, and the error it stops
+    /// with there: the per-call limit, or what is left if less.
+    pub(super) fn next_limit(&self) -> (u64, EvalError) {
+        match self.left < PER_CALL_LIMIT {
+            true => (self.left, EvalError::OutOfBudget),
+            false => (PER_CALL_LIMIT, EvalError::CallLimit),
         }
-        self.0 -= cost;
-        true
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::expression::compile;
-    use serde_json::json;
-
-    #[test]
-    fn nested_comprehensions_over_large_inputs_are_refused() {
-        let flat = compile("self.all(x, x > 0)", &["self"]).unwrap();
-        let nested = compile("self.all(x, self.all(y, x != y || true))", &["self"]).unwrap();
-        let small = json!([1, 2, 3]);
-        let large = Value::from((0..5_000).collect::<Vec<i64>>());
-        assert_eq!(size(&small), 4);
-        let mut budget = Budget::default();
-        assert!(budget.take(&flat, size(&large)));
-        assert!(budget.take(&nested, size(&small)));
-        assert!(!budget.take(&nested, size(&large)));
     }
 
-    #[test]
-    fn the_request_budget_runs_out() {
-        let flat = compile("self.all(x, x > 0)", &["self"]).unwrap();
-        let large = size(&Value::from((0..50_000).collect::<Vec<i64>>()));
-        let mut budget = Budget::default();
-        let runs = (0..100).take_while(|_| budget.take(&flat, large)).count();
-        assert!(runs > 0 && runs < 100, "{runs}");
+    pub(super) fn spend(&mut self, cost: u64) {
+        self.left = self.left.saturating_sub(cost);
     }
 }

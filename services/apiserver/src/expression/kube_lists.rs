@@ -71,11 +71,13 @@ fn max(This(list): This<Arc<Vec<Value>>>) -> ResolveResult {
 
 #[cfg(test)]
 mod tests {
-    use crate::expression::compile;
+    use crate::expression::{compile, Activation, Budget};
     use cel::Value;
 
     fn run(source: &str) -> Result<Value, String> {
-        compile(source, &[])?.evaluate(Vec::new())
+        compile(source, &[])?
+            .evaluate(&Activation::new(), &mut Budget::default())
+            .map_err(|e| e.to_string())
     }
 
     #[test]

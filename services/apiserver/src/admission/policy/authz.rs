@@ -233,7 +233,7 @@ mod tests {
     use super::*;
     use crate::admission::plugins::testing::attributes;
     use crate::admission::Operation;
-    use crate::expression::compile;
+    use crate::expression::{compile, Activation, Budget};
     use std::sync::Mutex;
 
     /// Allows `alice` to create deployments in `ns`; records questions.
@@ -269,9 +269,30 @@ mod tests {
         let a = attributes(Operation::Create, "pods", "ns", "p", &who);
         let expression = compile(source, &["authorizer"])?;
         let authorizer: Arc<dyn Authorize> = authorizer;
-        expression.evaluate_with(vec![("authorizer", variable(&a))], |context| {
-            install(context, Some(authorizer))
-        })
+        let activation = Activation::new().with("authorizer", variable(&a));
+        let mut budget = Budget::default();
+        expression
+            .evaluate_with(&activation, &mut budget, |context| {
+                install(context, Some(authorizer))
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    /// kube's cost of a check allows two per expression: a third stops
+    /// the evaluation before it asks.
+    #[test]
+    fn a_third_check_in_one_expression_passes_the_cost_limit() {
+        let alice = Arc::new(Alice::default());
+        let check = "authorizer.group('apps').resource('deployments').namespace('ns').check('create').allowed()";
+        let two = format!("{check} && {check}");
+        assert_eq!(run(&two, alice.clone(), "alice"), Ok(Value::Bool(true)));
+        let three = format!("{check} && {check} && {check}");
+        let err = run(&three, alice.clone(), "alice").unwrap_err();
+        assert_eq!(err, crate::expression::cost::CALL_LIMIT_EXCEEDED);
+        assert_eq!(alice.0.lock().unwrap().len(), 4, "two asked each time");
+        let looped = format!("[1, 2, 3, 4, 5, 6, 7, 8].all(i, {check})");
+        assert!(run(&looped, alice.clone(), "alice").is_err());
+        assert_eq!(alice.0.lock().unwrap().len(), 6);
     }
 
     #[test]

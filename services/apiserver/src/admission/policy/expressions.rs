@@ -2,7 +2,9 @@
 //! expression is compiled once, refusing syntax errors and variables a
 //! policy cannot see, and evaluated against a request's inputs (kube's
 //! `object`, `oldObject`, `request`, `params`, `namespaceObject` and the
-//! policy's own `variables`), converted from JSON.
+//! policy's own `variables`), converted from JSON once per evaluation of
+//! a policy and shared by its expressions, each of which spends from the
+//! budget kube gives them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,8 +14,8 @@ use serde_json::Value;
 
 use super::authz;
 use crate::admission::authorize::Authorize;
-pub use crate::expression::Expression;
-use crate::expression::{self, to_cel};
+use crate::expression::{self, Activation};
+pub use crate::expression::{Budget, EvalError, Expression};
 
 /// The variables kube declares for ValidatingAdmissionPolicy expressions.
 const DECLARED: &[&str] = &[
@@ -63,22 +65,44 @@ impl Default for Inputs {
     }
 }
 
-/// Evaluates `expression` on `inputs`; an error's text is cel's.
-pub fn evaluate(expression: &Expression, inputs: &Inputs) -> Result<Cel, String> {
-    let mut bindings: Vec<(&str, Cel)> = [
-        ("object", &inputs.object),
-        ("oldObject", &inputs.old_object),
-        ("request", &inputs.request),
-        ("params", &inputs.params),
-        ("namespaceObject", &inputs.namespace_object),
-    ]
-    .into_iter()
-    .map(|(name, value)| (name, to_cel(value)))
-    .collect();
-    bindings.push(("variables", Cel::from(inputs.variables.clone())));
-    bindings.push(("authorizer", inputs.authorizer.clone()));
+impl Inputs {
+    /// The inputs as CEL variables, converted once for every expression
+    /// evaluated over them.
+    pub fn activation(&self) -> Activation {
+        let mut activation = Activation::new();
+        for (name, value) in [
+            ("object", &self.object),
+            ("oldObject", &self.old_object),
+            ("request", &self.request),
+            ("params", &self.params),
+            ("namespaceObject", &self.namespace_object),
+        ] {
+            activation.bind_json(name, value);
+        }
+        activation.bind("authorizer", self.authorizer.clone());
+        activation.bind("variables", Cel::from(self.variables.clone()));
+        activation
+    }
+
+    /// Adds a variable's value, for the expressions evaluated after it.
+    pub fn set_variable(&mut self, activation: &mut Activation, name: &str, value: Cel) {
+        self.variables.insert(name.to_string(), value);
+        activation.bind("variables", Cel::from(self.variables.clone()));
+    }
+}
+
+/// Evaluates `expression` over `activation` (made by
+/// [`Inputs::activation`]), spending from `budget`.
+pub fn evaluate(
+    expression: &Expression,
+    inputs: &Inputs,
+    activation: &Activation,
+    budget: &mut Budget,
+) -> Result<Cel, EvalError> {
     let checker = inputs.checker.clone();
-    expression.evaluate_with(bindings, |context| authz::install(context, checker))
+    expression.evaluate_with(activation, budget, |context| {
+        authz::install(context, checker)
+    })
 }
 
 #[cfg(test)]
@@ -91,7 +115,10 @@ mod tests {
             object,
             ..Inputs::default()
         };
-        evaluate(&compile(source)?, &inputs)
+        let expression = compile(source)?;
+        let activation = inputs.activation();
+        evaluate(&expression, &inputs, &activation, &mut Budget::default())
+            .map_err(|e| e.to_string())
     }
 
     #[test]

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use cel::Value as Cel;
 use serde_json::{json, Value};
 
-use super::compiled::Compiled;
-use super::expressions::{evaluate, Expression, Inputs};
+use super::compiled::{Compiled, Validation};
+use super::expressions::{evaluate, Budget, EvalError, Inputs};
 use super::matching::covers;
 use super::{authz, params};
 use crate::admission::authorize::AuthorizerSlot;
@@ -20,6 +20,8 @@ use crate::admission::objects::{
     VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS,
 };
 use crate::admission::{AdmissionError, Admit, Attributes, Plugin};
+use crate::expression::cost::MATCH_CONDITIONS_BUDGET;
+use crate::expression::Activation;
 use crate::object::meta;
 
 /// The audit annotation failures recorded with the Audit action go to.
@@ -230,36 +232,56 @@ fn covered(
     }
 }
 
-/// One evaluation of a policy (with one `params`): match conditions,
-/// variables, audit annotations, then validations.
+/// One evaluation of a policy (with one `params`): match conditions (on
+/// kube's budget for them), then variables, validations and audit
+/// annotations, which share kube's budget for a binding. The inputs are
+/// converted to CEL once, for all of them.
 fn evaluate_policy(policy: &Compiled, a: &Attributes<'_>, mut inputs: Inputs) -> Vec<Failure> {
-    let fail = |why: String| policy.fail(misconfigured("policy", &why));
-    for condition in &policy.match_conditions {
-        match evaluate(&condition.expression, &inputs) {
-            Ok(Cel::Bool(true)) => {}
-            Ok(Cel::Bool(false)) => return Vec::new(),
-            Ok(other) => {
-                return fail(format!(
-                    "matchCondition '{}' is not a bool: {other:?}",
-                    condition.name
-                ))
-            }
-            Err(e) => {
-                return fail(format!(
-                    "matchCondition '{}' resulted in error: {e}",
-                    condition.name
-                ))
-            }
-        }
+    let mut activation = inputs.activation();
+    if let Some(failures) = unmatched(policy, &inputs, &activation) {
+        return failures;
     }
+    let mut budget = Budget::default();
     for variable in &policy.variables {
         // A variable that fails is left out: an expression using it fails.
-        if let Ok(value) = evaluate(&variable.expression, &inputs) {
-            inputs.variables.insert(variable.name.clone(), value);
+        match evaluate(&variable.expression, &inputs, &activation, &mut budget) {
+            Ok(value) => inputs.set_variable(&mut activation, &variable.name, value),
+            Err(stop) if stop.stops_the_rest() => return policy.fail(out_of_budget(stop, 0)),
+            Err(_) => {}
         }
     }
+    let failures = validations(policy, &inputs, &activation, &mut budget);
+    annotate(policy, a, &inputs, &activation, &mut budget);
+    failures
+}
+
+/// `Some` when the policy's match conditions leave the request alone
+/// (nothing to report) or fail (what the failure policy makes of it).
+fn unmatched(policy: &Compiled, inputs: &Inputs, activation: &Activation) -> Option<Vec<Failure>> {
+    let fail = |why: String| Some(policy.fail(misconfigured("policy", &why)));
+    let mut budget = Budget::of(MATCH_CONDITIONS_BUDGET);
+    for condition in &policy.match_conditions {
+        let name = &condition.name;
+        match evaluate(&condition.expression, inputs, activation, &mut budget) {
+            Ok(Cel::Bool(true)) => {}
+            Ok(Cel::Bool(false)) => return Some(Vec::new()),
+            Ok(other) => return fail(format!("matchCondition '{name}' is not a bool: {other:?}")),
+            Err(e) => return fail(format!("matchCondition '{name}' resulted in error: {e}")),
+        }
+    }
+    None
+}
+
+fn annotate(
+    policy: &Compiled,
+    a: &Attributes<'_>,
+    inputs: &Inputs,
+    activation: &Activation,
+    budget: &mut Budget,
+) {
     for annotation in &policy.audit_annotations {
-        if let Ok(Cel::String(value)) = evaluate(&annotation.expression, &inputs) {
+        if let Ok(Cel::String(value)) = evaluate(&annotation.expression, inputs, activation, budget)
+        {
             if !value.is_empty() {
                 a.feedback.annotate(
                     format!("{}/{}", policy.name, annotation.name),
@@ -268,22 +290,36 @@ fn evaluate_policy(policy: &Compiled, a: &Attributes<'_>, mut inputs: Inputs) ->
             }
         }
     }
-    validations(policy, &inputs)
 }
 
-fn validations(policy: &Compiled, inputs: &Inputs) -> Vec<Failure> {
+/// kube's failure when the budget runs out: no further expression runs.
+fn out_of_budget(stop: EvalError, index: usize) -> Failure {
+    Failure {
+        message: stop.to_string(),
+        reason: "Invalid",
+        index,
+        config: false,
+    }
+}
+
+fn validations(
+    policy: &Compiled,
+    inputs: &Inputs,
+    activation: &Activation,
+    budget: &mut Budget,
+) -> Vec<Failure> {
     let mut failures = Vec::new();
     for (index, validation) in policy.validations.iter().enumerate() {
         let source = &validation.expression.source;
-        let message = match evaluate(&validation.expression, inputs) {
+        let message = match evaluate(&validation.expression, inputs, activation, budget) {
             Ok(Cel::Bool(true)) => continue,
-            Ok(Cel::Bool(false)) => message(
-                validation.message_expression.as_ref(),
-                &validation.message,
-                inputs,
-            )
-            .unwrap_or_else(|| format!("failed expression: {source}")),
+            Ok(Cel::Bool(false)) => message(validation, inputs, activation, budget)
+                .unwrap_or_else(|| format!("failed expression: {source}")),
             Ok(other) => format!("expression '{source}' resulted in a non-bool: {other:?}"),
+            Err(stop) if stop.stops_the_rest() => {
+                failures.extend(policy.fail(out_of_budget(stop, index)));
+                break;
+            }
             Err(_) if !policy.fail_closed => continue,
             Err(e) => format!("expression '{source}' resulted in error: {e}"),
         };
@@ -298,11 +334,19 @@ fn validations(policy: &Compiled, inputs: &Inputs) -> Vec<Failure> {
 }
 
 /// The failure's message: messageExpression's string, else `message`.
-fn message(expression: Option<&Expression>, fixed: &str, inputs: &Inputs) -> Option<String> {
-    let evaluated = expression.and_then(|e| match evaluate(e, inputs) {
-        Ok(Cel::String(text)) if !text.trim().is_empty() => Some(text.to_string()),
-        _ => None,
+fn message(
+    validation: &Validation,
+    inputs: &Inputs,
+    activation: &Activation,
+    budget: &mut Budget,
+) -> Option<String> {
+    let evaluated = validation.message_expression.as_ref().and_then(|e| {
+        match evaluate(e, inputs, activation, budget) {
+            Ok(Cel::String(text)) if !text.trim().is_empty() => Some(text.to_string()),
+            _ => None,
+        }
     });
+    let fixed = &validation.message;
     evaluated.or_else(|| (!fixed.is_empty()).then(|| fixed.to_string()))
 }
 

@@ -4,7 +4,9 @@
 //! (or a value that is not a bool) with none false follows the
 //! failurePolicy: Ignore skips the webhook, Fail refuses the request
 //! with kube's 403. Expressions were checked when the configuration was
-//! written; they are compiled once and kept by their text.
+//! written; they are compiled once and kept by their text. A hook's
+//! conditions share kube's budget for match conditions, and each stops
+//! past kube's per-call limit, which is an error like any other.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -12,10 +14,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cel::Value as Cel;
 use serde_json::Value;
 
-use super::super::policy::expressions::{compile, evaluate, Expression, Inputs};
+use super::super::policy::expressions::{compile, evaluate, Budget, Expression, Inputs};
 use super::super::policy::request_input;
 use super::super::{AdmissionError, Attributes};
 use super::hook::Hook;
+use crate::expression::cost::MATCH_CONDITIONS_BUDGET;
 
 /// Compiled expressions kept at most; past it the cache starts over
 /// (configurations change rarely, so this only bounds a pathological
@@ -37,10 +40,13 @@ pub fn allow_call(
         request: request_input(attributes, object),
         ..Inputs::default()
     };
+    let activation = inputs.activation();
+    let mut budget = Budget::of(MATCH_CONDITIONS_BUDGET);
     let mut errors = Vec::new();
     for condition in &hook.match_conditions {
-        let outcome =
-            compiled(&condition.expression).and_then(|expression| evaluate(&expression, &inputs));
+        let outcome = compiled(&condition.expression).and_then(|expression| {
+            evaluate(&expression, &inputs, &activation, &mut budget).map_err(|e| e.to_string())
+        });
         match outcome {
             Ok(Cel::Bool(true)) => {}
             Ok(Cel::Bool(false)) => return Ok(false),

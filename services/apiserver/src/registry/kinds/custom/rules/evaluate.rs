@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::{Node, Rule, Rules};
 use crate::error::Cause;
-use crate::expression::cost::{self, Budget, EXCEEDED};
-use crate::expression::to_cel;
+use crate::expression::cost::CALL_LIMIT_EXCEEDED;
+use crate::expression::{to_cel, Activation, Budget, EvalError};
 
 impl Rules {
     /// The causes `obj` breaks; `old` is the stored object on an update.
@@ -102,58 +102,70 @@ impl Run {
             // when it asks to.
             (true, None, false) => return,
         };
-        let size = cost::size(value) + old.map_or(0, cost::size);
-        let at = shown(path);
-        if !self.budget.take(&rule.expression, size) {
-            let why = format!(
-                "'{EXCEEDED}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                rule.error_string()
-            );
-            self.causes.push(invalid(at, &node.type_name, &why));
-            self.stopped = true;
-            return;
+        let mut activation = Activation::new().with("self", to_cel(value));
+        if let Some(old_self) = old_self {
+            activation.bind("oldSelf", old_self);
         }
-        let mut bindings = vec![("self", to_cel(value))];
-        bindings.extend(old_self.map(|o| ("oldSelf", o)));
-        let cause = match rule.expression.evaluate(bindings.clone()) {
-            Ok(Cel::Bool(true)) => return,
+        let outcome = rule.expression.evaluate(&activation, &mut self.budget);
+        if let Some(cause) = self.cause(node, rule, path, outcome, &activation) {
+            self.causes.push(cause);
+        }
+    }
+
+    /// What an evaluation's outcome says is wrong, in kube's words.
+    fn cause(
+        &mut self,
+        node: &Node,
+        rule: &Rule,
+        path: &str,
+        outcome: Result<Cel, EvalError>,
+        activation: &Activation,
+    ) -> Option<Cause> {
+        let at = shown(path);
+        let why = match outcome {
+            Ok(Cel::Bool(true)) => return None,
             Ok(Cel::Bool(false)) => {
-                let detail = self.message(rule, bindings, size);
+                let detail = self.message(rule, activation);
                 let field = match &rule.field_path {
                     Some(below) => shown(&join(path, below)),
                     None => at,
                 };
-                for_reason(field, &node.type_name, &detail, rule.reason)
+                return Some(for_reason(field, &node.type_name, &detail, rule.reason));
             }
-            Ok(other) => {
-                let why = format!(
-                    "no such overload: the rule evaluated to {}, not a bool evaluating rule: {}",
-                    other.type_of(),
+            Ok(other) => format!(
+                "no such overload: the rule evaluated to {}, not a bool evaluating rule: {}",
+                other.type_of(),
+                rule.error_string()
+            ),
+            // kube runs no further rule past either limit.
+            Err(EvalError::CallLimit) => {
+                self.stopped = true;
+                format!(
+                    "'{CALL_LIMIT_EXCEEDED}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
                     rule.error_string()
-                );
-                invalid(at, &node.type_name, &why)
+                )
             }
-            Err(err) => {
-                let why = match err.to_lowercase().starts_with("no such overload") {
-                    true => format!("'{err}': call arguments did not match a supported operator, function or macro signature for rule: {}", rule.error_string()),
-                    false => format!("{err} evaluating rule: {}", rule.error_string()),
-                };
-                invalid(at, &node.type_name, &why)
+            Err(stop @ EvalError::OutOfBudget) => {
+                self.stopped = true;
+                stop.to_string()
+            }
+            Err(EvalError::Failed(err)) if err.to_lowercase().starts_with("no such overload") => {
+                format!("'{err}': call arguments did not match a supported operator, function or macro signature for rule: {}", rule.error_string())
+            }
+            Err(EvalError::Failed(err)) => {
+                format!("{err} evaluating rule: {}", rule.error_string())
             }
         };
-        self.causes.push(cause);
+        Some(invalid(at, &node.type_name, &why))
     }
 
     /// The failure's detail: the messageExpression's string when it gives
     /// a usable one, else the message (or `failed rule: <rule>`).
-    fn message(&mut self, rule: &Rule, bindings: Vec<(&str, Cel)>, size: u64) -> String {
+    fn message(&mut self, rule: &Rule, activation: &Activation) -> String {
         let Some(expression) = &rule.message_expression else {
             return rule.message_or_default();
         };
-        if !self.budget.take(expression, size) {
-            return rule.message_or_default();
-        }
-        match expression.evaluate(bindings) {
+        match expression.evaluate(activation, &mut self.budget) {
             Ok(Cel::String(text)) if !text.trim().is_empty() && !text.contains(['\n', '\r']) => {
                 text.to_string()
             }
