@@ -176,6 +176,119 @@ fn fuzz_rest() {
     assert!(http_get(server.port, "/readyz").is_some(), "still ready");
 }
 
+/// Small bodies that ask for far more than they are: a YAML alias bomb
+/// (as a create and as an apply patch), a JSON patch whose copies double
+/// a list, one whose moves nest chains past the depth limit, and bodies
+/// nested deeper than the server keeps. Each is refused as it is; bit
+/// flips and truncations of it are refused (writing nothing) or taken.
+fn attack_shapes() -> Vec<FuzzRequest> {
+    let collection = format!("/api/v1/namespaces/{NAMESPACE}/configmaps");
+    let target = format!("{collection}/{TARGET}");
+    let strings = vec!["\"0123456789abcdef\""; 500].join(", ");
+    let twenty = |name: &str| vec![format!("*{name}"); 20].join(", ");
+    let bomb = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n\
+             laughs:\n  a: &a [{strings}]\n  b: &b [{}]\n  c: [{}]\n",
+            twenty("a"),
+            twenty("b")
+        )
+    };
+    let mut copies = vec![json!({"op": "add", "path": "/laughs", "value": ["x".repeat(4096)]})];
+    copies.extend((0..12).map(|_| json!({"op": "copy", "from": "/laughs", "path": "/laughs/-"})));
+    let chain = |depth: usize| (0..depth).fold(json!(0), |inner, _| json!({ "n": inner }));
+    let bottom = |top: &str| format!("/{top}{}", "/n".repeat(59));
+    let moves = json!([
+        {"op": "add", "path": "/a", "value": chain(60)},
+        {"op": "add", "path": "/b", "value": chain(60)},
+        {"op": "move", "from": "/a", "path": format!("{}/a", bottom("b"))},
+    ]);
+    let deep = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "deep", "annotations": chain(110)}});
+    let shape = |method, path: &str, content_type, body: Vec<u8>, what: &str| FuzzRequest {
+        method,
+        path: path.to_string(),
+        content_type,
+        body,
+        mutation: format!("attack: {what}"),
+    };
+    let apply = format!("{target}?fieldManager=fuzz&force=true");
+    vec![
+        shape(
+            "POST",
+            &collection,
+            "application/yaml",
+            bomb("laughs").into_bytes(),
+            "YAML aliases",
+        ),
+        shape(
+            "PATCH",
+            &apply,
+            "application/apply-patch+yaml",
+            bomb(TARGET).into_bytes(),
+            "YAML aliases in an apply",
+        ),
+        shape(
+            "PATCH",
+            &target,
+            "application/json-patch+json",
+            Value::from(copies).to_string().into_bytes(),
+            "copy chain",
+        ),
+        shape(
+            "PATCH",
+            &target,
+            "application/json-patch+json",
+            moves.to_string().into_bytes(),
+            "nesting moves",
+        ),
+        shape(
+            "POST",
+            &collection,
+            "application/json",
+            deep.to_string().into_bytes(),
+            "110 levels",
+        ),
+        shape(
+            "PATCH",
+            &target,
+            "application/merge-patch+json",
+            json!({"metadata": {"annotations": chain(110)}})
+                .to_string()
+                .into_bytes(),
+            "a deep merge patch",
+        ),
+    ]
+}
+
+#[test]
+fn attack_shapes_and_their_mutations_get_a_status_and_write_nothing() {
+    let seed = setting("CAPSTAN_FUZZ_SEED", 14);
+    let server = Embedded::start();
+    setup(server.port);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut before = listing(server.port);
+    for (index, attack) in attack_shapes().into_iter().enumerate() {
+        let mut variants = vec![attack.clone()];
+        for _ in 0..4 {
+            let mut mutated = attack.clone();
+            mutate_message(&mut rng, &mut mutated.body);
+            mutated.mutation = format!("{}, mutated", attack.mutation);
+            variants.push(mutated);
+        }
+        for (i, request) in variants.iter().enumerate() {
+            let response = send(server.port, index, request);
+            let after = listing(server.port);
+            if i == 0 || response.status >= 300 {
+                check_refusal(index, request, &response);
+                assert_eq!(after, before, "refused request {index} ({request:?}) wrote");
+            }
+            before = after;
+        }
+    }
+    assert!(http_get(server.port, "/readyz").is_some(), "still ready");
+}
+
 /// kube-apiserver names an unknown field as Go's `%q` quotes it, so a
 /// control character in the name becomes an escape and the `Warning`
 /// header stays valid (it was a 500 "failed to parse header value").
