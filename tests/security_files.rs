@@ -15,7 +15,6 @@ use capstan_apiserver::pki::Pki;
 use capstan_tests::apiserver::Kubectl;
 use capstan_tests::etcdctl::etcdctl;
 use capstan_tests::http::Connection;
-use capstan_tests::poll::wait_for;
 use capstan_tests::store::http_get;
 use capstan_tests::{binary, free_port, tls, watchdog};
 use serde_json::json;
