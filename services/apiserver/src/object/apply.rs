@@ -4,6 +4,8 @@
 //! taking a field another manager owns with a different value is a
 //! conflict unless forced.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value};
 
 use super::managed_fields::{
@@ -219,9 +221,15 @@ fn merge_lists(field: &str, live: &[Value], config: &[Value], shape: Shape) -> V
             .collect()
     };
     let (live_ids, config_ids) = (ids(live), ids(config));
-    let live_of = |id: &String| live_ids.iter().position(|l| l == id).map(|i| &live[i]);
+    // Indexed by element, so long lists cost their length, not its square.
+    let mut live_at: HashMap<&String, usize> = HashMap::new();
+    for (i, id) in live_ids.iter().enumerate() {
+        live_at.entry(id).or_insert(i);
+    }
+    let configured: HashSet<&String> = config_ids.iter().collect();
+    let live_of = |id: &String| live_at.get(id).map(|&i| &live[i]);
     let mut out = Vec::with_capacity(live.len() + config.len());
-    let mut emitted = std::collections::HashSet::new();
+    let mut emitted = HashSet::new();
     let (mut l, mut r) = (0, 0);
     while l < live.len() || r < config.len() {
         if l < live.len() && r < config.len() && live_ids[l] == config_ids[r] {
@@ -231,7 +239,7 @@ fn merge_lists(field: &str, live: &[Value], config: &[Value], shape: Shape) -> V
             continue;
         }
         if l < live.len() {
-            if !config_ids.contains(&live_ids[l]) {
+            if !configured.contains(&live_ids[l]) {
                 out.push(live[l].clone());
                 l += 1;
                 continue;
@@ -263,62 +271,81 @@ fn prune(
     top: bool,
     shape: Shape,
 ) {
+    if let Value::Array(items) = value {
+        return prune_list(items, field, last, keep, shape);
+    }
+    let Value::Object(map) = value else {
+        return;
+    };
     for (element, last_child) in last.children() {
         let keep_child = keep.and_then(|k| k.child(element));
         let kept = keep_child.is_some_and(|k| !k.is_empty());
         let removable = last_child.is_member() || element.starts_with("f:");
+        let Some(name) = element.strip_prefix("f:") else {
+            continue;
+        };
         if !kept && removable && !(top && element == "f:metadata") {
-            remove_element(value, field, element, shape);
+            map.remove(name);
             continue;
         }
-        let name = element.strip_prefix("f:").unwrap_or("");
-        let inner = match value {
-            Value::Array(_) => shape.items(),
-            _ => shape.member(name),
-        };
-        if let Some(child) = find_element(value, field, element, shape) {
-            prune(child, name, last_child, keep_child, false, inner);
+        if let Some(child) = map.get_mut(name) {
+            prune(
+                child,
+                name,
+                last_child,
+                keep_child,
+                false,
+                shape.member(name),
+            );
         }
     }
 }
 
-fn find_element<'a>(
-    value: &'a mut Value,
+/// [`prune`] for a list: its elements named once, then looked up by name
+/// (a list and a field set of thousands of elements cost thousands, not
+/// millions); every element with a removed name goes.
+fn prune_list(
+    items: &mut Vec<Value>,
     field: &str,
-    element: &str,
+    last: &FieldSet,
+    keep: Option<&FieldSet>,
     shape: Shape,
-) -> Option<&'a mut Value> {
-    match value {
-        Value::Object(map) => map.get_mut(element.strip_prefix("f:")?),
-        Value::Array(items) => {
-            let kind = shape.list_kind(field, items);
-            let at = items
-                .iter()
-                .enumerate()
-                .position(|(i, item)| item_element(&kind, item, i) == element)?;
-            items.get_mut(at)
-        }
-        _ => None,
+) {
+    let kind = shape.list_kind(field, items);
+    let names: Vec<String> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| item_element(&kind, item, i))
+        .collect();
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (i, name) in names.iter().enumerate() {
+        first.entry(name.as_str()).or_insert(i);
     }
-}
-
-fn remove_element(value: &mut Value, field: &str, element: &str, shape: Shape) {
-    match value {
-        Value::Object(map) => {
-            if let Some(name) = element.strip_prefix("f:") {
-                map.remove(name);
-            }
+    let mut removed: HashSet<&str> = HashSet::new();
+    for (element, last_child) in last.children() {
+        let keep_child = keep.and_then(|k| k.child(element));
+        let kept = keep_child.is_some_and(|k| !k.is_empty());
+        if !kept && (last_child.is_member() || element.starts_with("f:")) {
+            removed.insert(element.as_str());
+        } else if let Some(&i) = first.get(element.as_str()) {
+            prune(
+                &mut items[i],
+                "",
+                last_child,
+                keep_child,
+                false,
+                shape.items(),
+            );
         }
-        Value::Array(items) => {
-            let kind = shape.list_kind(field, items);
-            let mut i = 0;
-            items.retain(|item| {
-                i += 1;
-                item_element(&kind, item, i - 1) != element
-            });
-        }
-        _ => {}
     }
+    if removed.is_empty() {
+        return;
+    }
+    let mut i = 0;
+    items.retain(|_| {
+        i += 1;
+        !removed.contains(names[i - 1].as_str())
+    });
 }
 
 /// The fields kubectl's client-side apply recorded in the last-applied

@@ -1,6 +1,8 @@
 //! Label selectors (the full grammar: `=`, `==`, `!=`, `in`, `notin`,
 //! exists, `!` not exists, `>`/`<`) and field selectors (`=`, `==`, `!=`).
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -11,8 +13,10 @@ pub struct SelectorError(pub String);
 enum Op {
     Equals(String),
     NotEquals(String),
-    In(Vec<String>),
-    NotIn(Vec<String>),
+    /// Sets, as kube keeps them: a selector of thousands of values costs
+    /// each object a lookup, not a scan.
+    In(BTreeSet<String>),
+    NotIn(BTreeSet<String>),
     Exists,
     DoesNotExist,
     Greater(i64),
@@ -55,7 +59,7 @@ impl LabelSelector {
         for expression in expressions.into_iter().flatten() {
             let key = expression["key"].as_str().unwrap_or_default();
             let values = expression["values"].as_array().into_iter().flatten();
-            let values: Vec<String> = values
+            let values: BTreeSet<String> = values
                 .filter_map(Value::as_str)
                 .map(str::to_string)
                 .collect();
@@ -93,8 +97,8 @@ impl LabelSelector {
             match &req.op {
                 Op::Equals(v) => value == Some(v.as_str()),
                 Op::NotEquals(v) => value != Some(v.as_str()),
-                Op::In(vs) => value.is_some_and(|x| vs.iter().any(|v| v == x)),
-                Op::NotIn(vs) => !value.is_some_and(|x| vs.iter().any(|v| v == x)),
+                Op::In(vs) => value.is_some_and(|x| vs.contains(x)),
+                Op::NotIn(vs) => !value.is_some_and(|x| vs.contains(x)),
                 Op::Exists => value.is_some(),
                 Op::DoesNotExist => value.is_none(),
                 Op::Greater(n) => value
@@ -141,7 +145,7 @@ fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
                 .strip_prefix('(')
                 .and_then(|r| r.strip_suffix(')'))
                 .ok_or_else(bad)?;
-            let values: Vec<String> = list.split(',').map(|v| v.trim().to_string()).collect();
+            let values: BTreeSet<String> = list.split(',').map(|v| v.trim().to_string()).collect();
             let op = if make {
                 Op::NotIn(values)
             } else {

@@ -5,6 +5,8 @@
 //! `$deleteFromPrimitiveList/<list>`, `$retainKeys`. This covers what
 //! kubectl's client-side apply, `edit` and `patch` send.
 
+use std::collections::{HashMap, HashSet, VecDeque};
+
 use serde_json::{Map, Value};
 
 const ORDER_PREFIX: &str = "$setElementOrder/";
@@ -132,31 +134,59 @@ fn merge_list(
             .collect();
     }
     if is_merged_scalar_list(field) {
+        let present: HashSet<String> = existing.iter().map(Value::to_string).collect();
         let mut out = existing.to_vec();
-        out.extend(patch.iter().filter(|p| !existing.contains(p)).cloned());
+        out.extend(
+            patch
+                .iter()
+                .filter(|p| !present.contains(&p.to_string()))
+                .cloned(),
+        );
         return out;
     }
     let Some(key) = merge_key(field, patch).filter(|_| patch.iter().all(Value::is_object)) else {
         return patch.iter().map(strip_directives).collect();
     };
-    let mut out: Vec<Value> = existing.to_vec();
-    for item in patch {
-        let id = item.get(key);
-        let position = out.iter().position(|e| e.get(key) == id);
-        let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
-        match (position, delete) {
-            (Some(i), true) => {
-                out.remove(i);
-            }
-            (None, true) => {}
-            (Some(i), false) => out[i] = merge(&out[i], item),
-            (None, false) => out.push(strip_directives(item)),
-        }
-    }
+    let out = merge_keyed(existing, patch, key);
     match order {
         Some(order) => reorder(field, out, order),
         None => out,
     }
+}
+
+/// An element's merge key as a hashable text (JSON, with sorted object
+/// keys: equal values give equal texts); elements without it share one.
+fn key_of(item: &Value, key: &str) -> Option<String> {
+    item.get(key).map(Value::to_string)
+}
+
+/// Merges `patch` into `existing` by `key`, each patch element into the
+/// first live element with its key: indexed by key, so a long list costs
+/// its length, not its length times the patch's.
+fn merge_keyed(existing: &[Value], patch: &[Value], key: &str) -> Vec<Value> {
+    let mut out: Vec<Option<Value>> = existing.iter().cloned().map(Some).collect();
+    let mut at: HashMap<Option<String>, VecDeque<usize>> = HashMap::new();
+    for (i, item) in existing.iter().enumerate() {
+        at.entry(key_of(item, key)).or_default().push_back(i);
+    }
+    for item in patch {
+        let id = key_of(item, key);
+        let first = at.get(&id).and_then(|found| found.front().copied());
+        let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
+        match (first, delete) {
+            (Some(i), true) => {
+                out[i] = None;
+                at.entry(id).or_default().pop_front();
+            }
+            (None, true) => {}
+            (Some(i), false) => out[i] = out[i].as_ref().map(|old| merge(old, item)),
+            (None, false) => {
+                at.entry(id).or_default().push_back(out.len());
+                out.push(Some(strip_directives(item)));
+            }
+        }
+    }
+    out.into_iter().flatten().collect()
 }
 
 /// Puts items in the order `$setElementOrder` gives; items it does not
@@ -165,20 +195,20 @@ fn reorder(field: &str, items: Vec<Value>, order: &[Value]) -> Vec<Value> {
     let Some(key) = merge_key(field, order) else {
         return items;
     };
-    let rank = |item: &Value| {
-        order
-            .iter()
-            .position(|o| o.get(key) == item.get(key))
-            .unwrap_or(usize::MAX)
-    };
+    let mut ranks: HashMap<Option<String>, usize> = HashMap::new();
+    for (rank, o) in order.iter().enumerate() {
+        ranks.entry(key_of(o, key)).or_insert(rank);
+    }
+    let rank = |item: &Value| ranks.get(&key_of(item, key)).copied().unwrap_or(usize::MAX);
     let mut items = items;
-    items.sort_by_key(rank);
+    items.sort_by_cached_key(rank);
     items
 }
 
 fn remove_primitives(out: &mut Map<String, Value>, list: &str, remove: &Value) {
     if let (Some(Value::Array(items)), Value::Array(remove)) = (out.get_mut(list), remove) {
-        items.retain(|item| !remove.contains(item));
+        let remove: HashSet<String> = remove.iter().map(Value::to_string).collect();
+        items.retain(|item| !remove.contains(&item.to_string()));
     }
 }
 
@@ -240,5 +270,40 @@ mod tests {
             merge(&orig, &json!({"args": ["c"]})),
             json!({"args": ["c"]})
         );
+    }
+
+    #[test]
+    fn keyed_merges_take_the_first_live_element_with_the_key() {
+        let orig =
+            json!({"ports": [{"port": 80, "name": "a"}, {"port": 80, "name": "b"}, {"port": 90}]});
+        let patch = json!({"ports": [
+            {"port": 80, "$patch": "delete"}, {"port": 80, "protocol": "UDP"},
+            {"port": 91}, {"port": 91, "name": "again"}]});
+        let out = merge(&orig, &patch);
+        assert_eq!(
+            out["ports"],
+            json!([{"port": 80, "name": "b", "protocol": "UDP"}, {"port": 90},
+                   {"port": 91, "name": "again"}])
+        );
+    }
+
+    /// Lists of tens of thousands merge by index, not by scanning the
+    /// list for every patch element.
+    #[test]
+    fn long_lists_merge() {
+        let n = 20_000;
+        let names = |from: usize| -> Vec<Value> {
+            (from..from + n)
+                .map(|i| json!({"name": format!("c{i}")}))
+                .collect()
+        };
+        let orig = json!({"containers": names(0), "finalizers": (0..n).map(|i| format!("f{i}")).collect::<Vec<_>>()});
+        let patch = json!({"containers": names(n / 2),
+            "finalizers": (n / 2..n + n / 2).map(|i| format!("f{i}")).collect::<Vec<_>>(),
+            "$setElementOrder/containers": names(n / 2)});
+        let out = merge(&orig, &patch);
+        assert_eq!(out["containers"].as_array().unwrap().len(), n + n / 2);
+        assert_eq!(out["containers"][0]["name"], format!("c{}", n / 2));
+        assert_eq!(out["finalizers"].as_array().unwrap().len(), n + n / 2);
     }
 }
