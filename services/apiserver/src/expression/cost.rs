@@ -1,6 +1,6 @@
 //! kube's limits on what CEL may cost, one mechanism wherever CEL runs
 //! (CRD validation rules, ValidatingAdmissionPolicy expressions, webhook
-//! match conditions): each evaluation runs against a [`super::meter`]
+//! match conditions): each evaluation runs against a meter (`meter.rs`)
 //! that counts its work as it goes and stops it past kube's per-call
 //! limit, and what it spent comes off the [`Budget`] of the request (per
 //! custom resource, per policy binding, per webhook's match conditions),

@@ -1,4 +1,4 @@
-//! Rewrites a compiled expression to charge its [`super::meter`] where its
+//! Rewrites a compiled expression to charge its meter (`meter.rs`) where its
 //! work grows, keeping what it means and the shapes cel-rust evaluates
 //! fast (`map`/`filter` append in place, `all`/`exists` fold):
 //! - each loop turn charges the nodes of its body: through the loop

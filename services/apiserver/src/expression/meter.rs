@@ -1,5 +1,5 @@
 //! The meter an evaluation runs against: what it has spent and how much
-//! it may, and the functions [`super::instrument`] calls into it. cel-rust
+//! it may, and the functions a rewritten expression (`instrument.rs`) calls into it. cel-rust
 //! counts nothing as it evaluates, so the expression is rewritten to call
 //! these at the points where its work grows: each turn of a loop, each
 //! value passed to a function or operator or copied into a list or map

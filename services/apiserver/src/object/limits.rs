@@ -1,5 +1,5 @@
 //! How large and how deep an object may become, whoever makes it: a
-//! decoded body ([`crate::codec`]) or a patch ([`super::patch`]).
+//! decoded body (the codec) or a patch (`patch.rs`).
 //!
 //! Depth matters twice: code that walks a value recursively (decoding it
 //! into a type, encoding it, dropping it) overflows its stack on a value
