@@ -12,28 +12,11 @@ use cel::common::ast::{EntryExpr, Expr};
 use cel::{Context, IdedExpr, Value as Cel};
 
 use super::cost::{Budget, EvalError};
+use super::environment::{self, NAMESPACES, TYPE_NAMES};
 use super::instrument::instrument;
+use super::kube_lists;
 use super::meter::{self, Meter};
 use super::values::Activation;
-use super::{environment, kube_lists};
-
-/// Identifiers that name types (`type(x) == string`), not variables.
-const TYPE_NAMES: &[&str] = &[
-    "bool",
-    "bytes",
-    "double",
-    "int",
-    "list",
-    "map",
-    "null_type",
-    "string",
-    "type",
-    "uint",
-    "optional_type",
-];
-
-/// Function namespaces a call may be qualified with (`optional.of(x)`).
-const NAMESPACES: &[&str] = &["optional", "strings"];
 
 /// A compiled expression: its source, and the syntax tree rewritten to
 /// charge its meter.

@@ -8,6 +8,25 @@ use std::sync::{Arc, OnceLock};
 
 use cel::{extensions, Env};
 
+/// Identifiers that name types (`type(x) == string`), not variables.
+pub const TYPE_NAMES: &[&str] = &[
+    "bool",
+    "bytes",
+    "double",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "string",
+    "type",
+    "uint",
+    "optional_type",
+];
+
+/// Function namespaces a call may be qualified with (`optional.of(x)`,
+/// `strings.quote(s)`).
+pub const NAMESPACES: &[&str] = &["optional", "strings"];
+
 /// Built once: building an environment is not free.
 pub fn shared() -> Arc<Env> {
     static ENV: OnceLock<Arc<Env>> = OnceLock::new();

@@ -23,24 +23,8 @@ use cel::common::ast::{
 use cel::common::types::{CelBool, CelInt};
 
 use super::cost::AUTHORIZATION_CHECK;
+use super::environment::{NAMESPACES, TYPE_NAMES};
 use super::meter::{CHARGE, JOIN, REPLACE};
-
-/// Identifiers that name types or function namespaces, not values.
-const NOT_VALUES: &[&str] = &[
-    "bool",
-    "bytes",
-    "double",
-    "int",
-    "list",
-    "map",
-    "null_type",
-    "string",
-    "type",
-    "uint",
-    "optional_type",
-    "optional",
-    "strings",
-];
 
 /// Calls that do constant work whatever their operands hold, or steer
 /// evaluation without touching values.
@@ -129,6 +113,11 @@ fn max_id(e: &IdedExpr) -> u64 {
     children.into_iter().map(max_id).fold(e.id, u64::max)
 }
 
+/// Whether `name` names a type or a function namespace, not a value.
+fn names_no_value(name: &str) -> bool {
+    TYPE_NAMES.contains(&name) || NAMESPACES.contains(&name)
+}
+
 /// `a.b.c` made of names only: cel-rust resolves it as one qualified name,
 /// which must stay as written.
 fn is_qualified_name(e: &IdedExpr) -> bool {
@@ -189,9 +178,7 @@ impl Rewriter {
     fn measured(&self, e: &IdedExpr) -> bool {
         match &e.expr {
             Expr::Literal(_) => false,
-            Expr::Ident(name) => {
-                !NOT_VALUES.contains(&name.as_str()) && !self.accumulators.contains(name)
-            }
+            Expr::Ident(name) => !names_no_value(name) && !self.accumulators.contains(name),
             _ => true,
         }
     }
@@ -306,7 +293,7 @@ impl Rewriter {
         while let Expr::Select(select) = &root.expr {
             root = &select.operand;
         }
-        matches!(&root.expr, Expr::Ident(name) if NOT_VALUES.contains(&name.as_str()))
+        matches!(&root.expr, Expr::Ident(name) if names_no_value(name))
     }
 
     fn comprehension(&mut self, c: &ComprehensionExpr) -> ComprehensionExpr {
