@@ -370,11 +370,17 @@ fn a_stopped_node_lets_its_lease_lapse_and_renews_when_started() {
     let kubectl = &capstan.kubectl;
     let nodes = Nodes::start(&capstan, &["--nodes", "2", "--name-prefix", "stop-"]);
     wait_ready_nodes(kubectl, 2, &nodes);
-    wait_for(Duration::from_secs(30), "stop-0's Lease", || {
-        kubectl
-            .run(&["get", "lease", "-n", "kube-node-lease", "stop-0"])
-            .status
-            .success()
+    // Both Leases: the nodes write theirs independently, so one existing
+    // says nothing about the other.
+    wait_for(Duration::from_secs(30), "both nodes' Leases", || {
+        ["stop-0", "stop-1"]
+            .iter()
+            .all(|node| {
+                kubectl
+                    .run(&["get", "lease", "-n", "kube-node-lease", node])
+                    .status
+                    .success()
+            })
             .then_some(())
     });
     let answer: Value = serde_json::from_str(&nodes.admin("POST", "/nodes/stop-0/stop")).unwrap();
