@@ -337,12 +337,12 @@ impl ApiserverConfig {
             field: "etcd_compaction_interval",
             reason: "not a duration (such as 5m or 30s; 0 turns compaction off)".into(),
         })?;
-        crate::routes::chain::authorization::parse_modes(&self.authorization_mode).map_err(
-            |reason| ConfigError::Invalid {
+        crate::auth::parse_modes(&self.authorization_mode).map_err(|reason| {
+            ConfigError::Invalid {
                 field: "authorization_mode",
                 reason,
-            },
-        )?;
+            }
+        })?;
         self.admission_plugins()?;
         match parse_interval(&self.event_ttl) {
             Some(ttl) if ttl >= Duration::from_secs(1) => Ok(()),

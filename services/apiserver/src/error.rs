@@ -5,8 +5,6 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde_json::{json, Value};
 
-use crate::storage::StorageError;
-
 /// One field-level validation failure (`details.causes[]` of an Invalid).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cause {
@@ -327,48 +325,6 @@ impl ApiError {
 impl From<actix::MailboxError> for ApiError {
     fn from(err: actix::MailboxError) -> ApiError {
         ApiError::Internal(format!("resource actor unavailable: {err}"))
-    }
-}
-
-/// What a failed store read was doing, where that changes the answer.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Reading {
-    /// A read of one object, a write, or a list from its start.
-    Plain,
-    /// A list resuming from a continue token.
-    Continue,
-}
-
-impl ApiError {
-    /// The one place a storage error becomes an API error; `target` names
-    /// the object (for lists, the collection with no name).
-    pub fn from_storage(err: StorageError, target: Target, reading: Reading) -> ApiError {
-        match err {
-            StorageError::Exists(_) => ApiError::AlreadyExists(target),
-            StorageError::NotFound(_) => ApiError::NotFound(target),
-            StorageError::Conflict => ApiError::stale(target),
-            StorageError::Precondition { .. } => ApiError::Conflict(target, err.to_string()),
-            StorageError::Compacted { .. } if reading == Reading::Continue => ApiError::Expired(
-                "The provided continue parameter is too old to display a consistent list result. \
-                 You can start a new list without the continue parameter."
-                    .into(),
-            ),
-            StorageError::Compacted { requested, .. } => {
-                ApiError::Expired(format!("too old resource version: {requested}"))
-            }
-            StorageError::FutureRevision { requested, current } => {
-                ApiError::TooLargeResourceVersion(requested, current)
-            }
-            StorageError::Corrupt { .. } => ApiError::Internal(err.to_string()),
-            StorageError::Transform { .. } => {
-                ApiError::Internal(format!("Internal error occurred: {err}"))
-            }
-            StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
-            StorageError::CacheBehind(message) => ApiError::CacheBehind(message),
-            StorageError::Conversion(why) => {
-                ApiError::Internal(format!("Internal error occurred: {why}"))
-            }
-        }
     }
 }
 

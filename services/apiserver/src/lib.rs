@@ -16,6 +16,7 @@ pub mod admission;
 pub mod aggregator;
 pub mod allocator;
 pub mod audit;
+pub mod auth;
 pub mod bootstrap;
 pub mod cache;
 pub mod codec;

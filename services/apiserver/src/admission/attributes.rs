@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use crate::auth::UserInfo;
+
 /// The operation being admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
@@ -22,38 +24,6 @@ impl Operation {
             Operation::Delete => "DELETE",
             Operation::Connect => "CONNECT",
         }
-    }
-}
-
-/// The user a request acts as (Kubernetes' `user.Info`), as the handler
-/// chain's authentication and impersonation decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserInfo {
-    pub name: String,
-    pub groups: Vec<String>,
-}
-
-impl UserInfo {
-    /// What the chain says today: no authentication is configured.
-    pub fn anonymous() -> UserInfo {
-        UserInfo {
-            name: "system:anonymous".into(),
-            groups: vec!["system:unauthenticated".into()],
-        }
-    }
-
-    /// The API server's own writes (its controllers').
-    pub fn server() -> UserInfo {
-        UserInfo {
-            name: "system:apiserver".into(),
-            groups: vec!["system:masters".into()],
-        }
-    }
-}
-
-impl Default for UserInfo {
-    fn default() -> UserInfo {
-        UserInfo::anonymous()
     }
 }
 

@@ -181,8 +181,9 @@ impl Chain {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Operation, UserInfo};
+    use super::super::Operation;
     use super::*;
+    use crate::auth::UserInfo;
     use serde_json::json;
 
     struct Label;

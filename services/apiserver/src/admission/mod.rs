@@ -11,7 +11,6 @@
 //! look at ([`objects::Objects`]) are served.
 
 mod attributes;
-pub mod authorize;
 mod chain;
 pub mod config_file;
 mod feedback;
@@ -23,6 +22,6 @@ pub mod quota_scopes;
 pub mod usage;
 pub mod webhook;
 
-pub use attributes::{Attributes, Operation, UserInfo};
+pub use attributes::{Attributes, Operation};
 pub use chain::{allow, AdmissionError, Admit, BadField, Chain, Denial, Plugin, Rejection};
 pub use feedback::Feedback;

@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::informer::{Shared, Snapshot};
 use super::objects::{Kind, Objects};
-use super::rule::PolicyRule;
 use super::store;
+use crate::auth::PolicyRule;
 use crate::error::ApiError;
 use crate::object::meta;
 use crate::object::selector::LabelSelector;

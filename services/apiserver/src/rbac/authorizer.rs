@@ -8,9 +8,7 @@ use std::sync::Arc;
 use super::index::Index;
 use super::informer::{Shared, Snapshot};
 use super::objects::Kind;
-use super::rule::{PolicyRule, Request};
-use crate::routes::chain::authentication::User;
-use crate::routes::chain::authorization::{Attributes, Authorizer, Decision, RuleList};
+use crate::auth::{Attributes, Authorizer, Decision, PolicyRule, RuleList, UserInfo};
 
 pub struct Rbac {
     shared: Shared,
@@ -31,7 +29,7 @@ impl Authorizer for Rbac {
         decide(&self.snapshot().index, attributes)
     }
 
-    fn rules_for(&self, user: &User, namespace: &str) -> RuleList {
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RuleList {
         let (rules, errors) = self
             .snapshot()
             .index
@@ -64,28 +62,14 @@ impl Authorizer for Rbac {
 
 /// The decision `index` gives.
 pub fn decide(index: &Index, attributes: &Attributes) -> Decision {
-    let request = match attributes.path {
-        Some(path) => Request::NonResource {
-            verb: attributes.verb,
-            path,
-        },
-        None => Request::Resource {
-            verb: attributes.verb,
-            group: attributes.group,
-            resource: attributes.resource,
-            subresource: attributes.subresource,
-            name: attributes.name,
-        },
-    };
     let (mut allowed, mut errors) = (false, Vec::new());
     let user = attributes.user;
-    let namespace = attributes.namespace.unwrap_or("");
     index.visit(
         &user.name,
         &user.groups,
-        namespace,
+        attributes.namespace,
         |_, rules| match rules {
-            Ok(rules) if rules.iter().any(|rule| rule.allows(&request)) => {
+            Ok(rules) if rules.iter().any(|rule| rule.allows(attributes)) => {
                 allowed = true;
                 false
             }
@@ -152,32 +136,26 @@ mod tests {
         Index::build(&objects)
     }
 
-    fn user(name: &str, groups: &[&str]) -> User {
-        User {
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
             name: name.into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..User::default()
+            ..UserInfo::default()
         }
     }
 
     fn resource<'a>(
-        user: &'a User,
+        user: &'a UserInfo,
         verb: &'a str,
         gr: (&'a str, &'a str),
         sub: Option<&'a str>,
         ns: Option<&'a str>,
         name: Option<&'a str>,
     ) -> Attributes<'a> {
-        Attributes {
-            user,
-            verb,
-            group: gr.0,
-            resource: gr.1,
-            subresource: sub,
-            namespace: ns,
-            name,
-            path: None,
-        }
+        Attributes::for_resource(user, verb, gr.0, gr.1)
+            .with_subresource(sub.unwrap_or(""))
+            .with_namespace(ns.unwrap_or(""))
+            .with_name(name.unwrap_or(""))
     }
 
     #[test]
@@ -188,13 +166,10 @@ mod tests {
         let carol = user("carol", &["system:authenticated"]);
         let admin = user("admin", &["system:masters"]);
         let ci = user("system:serviceaccount:team:ci", &["system:serviceaccounts"]);
-        let anonymous = User::anonymous();
+        let anonymous = UserInfo::anonymous();
         let core = |r| ("", r);
         let team = Some("team");
-        let path = |user, verb, path| Attributes {
-            path: Some(path),
-            ..resource(user, verb, core(""), None, None, None)
-        };
+        let path = |user, verb, path| Attributes::for_path(user, verb, path);
         let cases: Vec<(Attributes, bool)> = vec![
             // `edit`, aggregated from system:aggregate-to-edit and -view.
             (

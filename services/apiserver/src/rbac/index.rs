@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::objects::{Kind, Objects};
-use super::rule::PolicyRule;
+use crate::auth::PolicyRule;
 
 /// One subject of one binding, and the role it is granted.
 #[derive(Debug)]
@@ -190,7 +190,7 @@ fn add_binding(scope: &mut Subjects, kind: Kind, binding: &Value, namespace: &st
                 if sa_namespace.is_empty() {
                     continue;
                 }
-                let user = format!("system:serviceaccount:{sa_namespace}:{subject_name}");
+                let user = crate::auth::service_account_user(sa_namespace, subject_name);
                 (
                     &mut scope.users,
                     user,

@@ -7,12 +7,12 @@
 
 use serde_json::{json, Map, Value};
 
-use super::covers;
 use super::objects::Kind;
 use super::policy::{self, AUTO_UPDATE};
-use super::rule::PolicyRule;
 use super::store;
+use crate::auth::PolicyRule;
 use crate::error::ApiError;
+use crate::registry::kinds::rbac_covers as covers;
 use crate::registry::Catalog;
 
 const MANAGER: &str = "rbac-bootstrap";

@@ -10,9 +10,8 @@ use serde_json::{json, Value};
 use super::flow::{self, Handle, Part};
 use super::flow_tests::{config_map, handle, with_default_namespace};
 use super::options::{DeleteOptions, WriteOptions};
-use crate::admission::{
-    allow, AdmissionError, Admit, Attributes, Chain, Operation, Plugin, UserInfo,
-};
+use crate::admission::{allow, AdmissionError, Admit, Attributes, Chain, Operation, Plugin};
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
 use crate::storage::{Interface, MemoryStorage};
@@ -67,10 +66,7 @@ fn admitting(store: &Arc<MemoryStorage>) -> Handle {
 }
 
 fn as_user(name: &str) -> WriteOptions {
-    WriteOptions::default().with_user(UserInfo {
-        name: name.into(),
-        groups: Vec::new(),
-    })
+    WriteOptions::default().with_user(UserInfo::named(name, &[]))
 }
 
 async fn stored(store: &MemoryStorage, name: &str) -> Option<Value> {

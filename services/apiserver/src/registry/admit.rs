@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use super::handle::{Handle, Part};
-use crate::admission::{AdmissionError, Attributes, Feedback, Operation, UserInfo};
+use crate::admission::{AdmissionError, Attributes, Feedback, Operation};
+use crate::auth::UserInfo;
 use crate::error::{ApiError, Cause, Refusal, Target};
 use crate::object::meta;
 

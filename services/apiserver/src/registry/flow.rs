@@ -335,8 +335,11 @@ fn check_requester(
     obj: &Value,
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
-    match &options.requester {
-        Some(requester) => h.strategy.check_requester(obj, old, requester.as_ref()),
+    match &options.authorizer {
+        Some(authorizer) => {
+            h.strategy
+                .check_requester(obj, old, (&options.user, authorizer.as_ref()))
+        }
         None => Ok(()),
     }
 }

@@ -8,8 +8,9 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 use super::options::{FieldValidation, WriteOptions};
+use super::storage_errors::{self, Reading};
 use super::strategy::Strategy;
-use crate::error::{ApiError, Reading};
+use crate::error::ApiError;
 use crate::object::meta::{self, validate_metadata};
 use crate::storage::{Interface, Object, StorageError, Stored};
 
@@ -89,7 +90,7 @@ impl Handle {
     }
 
     pub(crate) fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
-        ApiError::from_storage(err, self.def().target(name), Reading::Plain)
+        storage_errors::api_error(err, self.def().target(name), Reading::Plain)
     }
 
     pub(crate) async fn read(&self, namespace: &str, name: &str) -> Result<Stored, ApiError> {

@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use super::handle::{Handle, Page};
 use super::options::ListOptions;
+use super::storage_errors::{self, Reading};
 use super::strategy::{field_value, supports_field, Strategy};
-use crate::error::{ApiError, Reading};
+use crate::error::ApiError;
 use crate::storage::{ListRequest, Object, Predicate, ReadAt};
 
 /// The opaque continue token: the snapshot revision and the next key.
@@ -96,8 +97,8 @@ pub async fn list(
             keep_unreadable: false,
         };
         let listing = h.store.get_list(&prefix, request).await;
-        let listing =
-            listing.map_err(|e| ApiError::from_storage(e, h.strategy.def().target(""), reading))?;
+        let listing = listing
+            .map_err(|e| storage_errors::api_error(e, h.strategy.def().target(""), reading))?;
         // A read at a past revision is reported at that revision (the
         // header says the store's current one); later pages read there.
         if revision == 0 {

@@ -20,6 +20,7 @@ pub mod kinds;
 pub mod listing;
 pub mod lookup;
 pub mod options;
+pub mod storage_errors;
 pub mod strategy;
 pub mod typed;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::admission::UserInfo;
+use crate::auth::{Authorizer, UserInfo};
 use crate::error::ApiError;
 use crate::object::selector::{FieldSelector, LabelSelector};
 
@@ -140,7 +140,7 @@ pub enum FieldValidation {
     Strict,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct WriteOptions {
     pub dry_run: bool,
     pub field_validation: FieldValidation,
@@ -151,13 +151,31 @@ pub struct WriteOptions {
     /// The User-Agent's product (before the first `/`): the manager of a
     /// write that names none, as kube-apiserver derives it.
     pub agent: String,
-    /// Who writes (for admission).
+    /// Who writes (for admission and the strategies' checks).
     pub user: UserInfo,
-    /// Who asks, for the strategies' checks; None for the server's own writes.
-    pub requester: Option<std::sync::Arc<dyn super::strategy::Requester>>,
+    /// What answers for the writer in the strategies' checks (RBAC's
+    /// escalation prevention); None for the server's own writes, which
+    /// are trusted.
+    pub authorizer: Option<std::sync::Arc<dyn Authorizer>>,
     /// Where admission leaves the request's warnings: the route reads it
     /// when the write is refused (a reply carries them otherwise).
     pub feedback: std::sync::Arc<crate::admission::Feedback>,
+}
+
+/// No options, and an anonymous writer unless one is named.
+impl Default for WriteOptions {
+    fn default() -> WriteOptions {
+        WriteOptions {
+            dry_run: false,
+            field_validation: FieldValidation::default(),
+            field_manager: None,
+            force: None,
+            agent: String::new(),
+            user: UserInfo::anonymous(),
+            authorizer: None,
+            feedback: Default::default(),
+        }
+    }
 }
 
 impl WriteOptions {
@@ -198,8 +216,8 @@ impl WriteOptions {
             field_manager: query.get("fieldManager").filter(|m| !m.is_empty()).cloned(),
             force,
             agent: String::new(),
-            user: UserInfo::default(),
-            requester: None,
+            user: UserInfo::anonymous(),
+            authorizer: None,
             feedback: Default::default(),
         })
     }
@@ -283,7 +301,7 @@ fn dry_run(query: &Query) -> Result<bool, ApiError> {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DeleteOptions {
     pub dry_run: bool,
     pub grace_period: Option<i64>,
@@ -294,6 +312,21 @@ pub struct DeleteOptions {
     pub user: UserInfo,
     /// As [`WriteOptions::feedback`].
     pub feedback: std::sync::Arc<crate::admission::Feedback>,
+}
+
+/// No options, and an anonymous deleter unless one is named.
+impl Default for DeleteOptions {
+    fn default() -> DeleteOptions {
+        DeleteOptions {
+            dry_run: false,
+            grace_period: None,
+            propagation: None,
+            uid: None,
+            resource_version: None,
+            user: UserInfo::anonymous(),
+            feedback: Default::default(),
+        }
+    }
 }
 
 impl DeleteOptions {
@@ -326,7 +359,7 @@ impl DeleteOptions {
             resource_version: body["preconditions"]["resourceVersion"]
                 .as_str()
                 .map(str::to_string),
-            user: UserInfo::default(),
+            user: UserInfo::anonymous(),
             feedback: Default::default(),
         })
     }

@@ -8,10 +8,10 @@ use schemars::schema::Schema;
 use serde_json::{json, Value};
 
 use super::typed::Decoded;
+use crate::auth::{Authorizer, UserInfo};
 use crate::error::{ApiError, Cause, Target};
 use crate::object::meta::NameRule;
 use crate::object::time;
-use crate::rbac::rule::PolicyRule;
 
 /// The static description of a resource type, as discovery shows it.
 #[derive(Debug, Clone)]
@@ -123,27 +123,6 @@ pub struct Claim {
     pub value: String,
     /// What the cause says when another object holds it.
     pub taken: &'static str,
-}
-
-/// Who asks for a write, for the type rules that depend on it (RBAC's
-/// escalation prevention): their name and groups, what the authorizer
-/// lets them do, and the RBAC rules they hold. Writes the server makes
-/// itself have none and are trusted.
-pub trait Requester: Send + Sync + std::fmt::Debug {
-    fn name(&self) -> &str;
-    fn groups(&self) -> &[String];
-    /// Whether the authorizer allows `verb` on `resource` of `group`
-    /// named `name` (may be empty) in `namespace` (empty: cluster).
-    fn may(&self, verb: &str, group: &str, resource: &str, namespace: &str, name: &str) -> bool;
-    /// The rules the requester holds in `namespace`, and the errors met.
-    fn rules(&self, namespace: &str) -> (Vec<PolicyRule>, Vec<String>);
-    /// The rules of the Role (`namespace` set) or ClusterRole `name`.
-    fn role_rules(
-        &self,
-        role: &str,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Vec<PolicyRule>, String>;
 }
 
 pub trait Strategy: Send + Sync + 'static {
@@ -290,13 +269,15 @@ pub trait Strategy: Send + Sync + 'static {
         true
     }
 
-    /// Refuses a write its requester may not make because of what the
-    /// object grants (`old` is None on a create), after validation.
+    /// Refuses a write its requester (the user, and the authorizer that
+    /// answers for them) may not make because of what the object grants
+    /// (`old` is None on a create), after validation. The server's own
+    /// writes are trusted and not asked.
     fn check_requester(
         &self,
         _obj: &Value,
         _old: Option<&Value>,
-        _requester: &dyn Requester,
+        _requester: (&UserInfo, &dyn Authorizer),
     ) -> Result<(), ApiError> {
         Ok(())
     }

@@ -10,7 +10,6 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
 use futures::StreamExt;
 
-use super::chain::authentication::User;
 use super::resource::read_body;
 use super::AppState;
 use crate::aggregator::availability::trust_of;
@@ -18,6 +17,7 @@ use crate::aggregator::headers::{self, Identity};
 use crate::aggregator::proxy::{Answer, Outgoing};
 use crate::aggregator::registration::Registration;
 use crate::aggregator::resolve::resolve;
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 
 const UNAVAILABLE: &str = "service unavailable";
@@ -37,7 +37,7 @@ pub async fn proxy(
     payload: web::Payload,
     state: &AppState,
     registration: &Registration,
-    user: &User,
+    user: &UserInfo,
 ) -> Result<HttpResponse, ApiError> {
     let unavailable = |why: &dyn std::fmt::Display| {
         tracing::info!(apiservice = %registration.name, %why, "aggregated API unavailable");

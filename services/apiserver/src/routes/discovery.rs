@@ -3,9 +3,9 @@
 
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 
-use super::chain::authentication::User;
 use crate::aggregator::discovery::{aggregated_items, merge};
 use crate::aggregator::registration::local_priority;
+use crate::auth::UserInfo;
 use serde_json::{json, Value};
 
 use super::reviews::{Review, REVIEWS};
@@ -272,7 +272,7 @@ pub async fn group_resources(
 ) -> Result<HttpResponse, ApiError> {
     let (group, version) = path.into_inner();
     if let Some(remote) = state.aggregator.remote(&group, &version) {
-        let user = req.extensions().get::<User>().cloned();
+        let user = req.extensions().get::<UserInfo>().cloned();
         let user =
             user.ok_or_else(|| ApiError::Internal("no user for a proxied request".into()))?;
         return super::aggregated::proxy(&req, payload, &state, &remote, &user).await;

@@ -8,10 +8,11 @@ use actix_web::http::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use actix_web::{HttpMessage, HttpRequest};
 use serde_json::{json, Value};
 
-use super::chain::authentication::{Credentials, User};
+use super::chain::authentication::Credentials;
 use super::request_info::RequestInfo;
 use super::reviews::{self, Review};
 use super::AppState;
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 
 pub const GROUP: &str = "authentication.k8s.io";
@@ -25,9 +26,9 @@ pub async fn answer(
 ) -> Result<Value, ApiError> {
     let user = req
         .extensions()
-        .get::<User>()
+        .get::<UserInfo>()
         .cloned()
-        .unwrap_or_else(User::anonymous);
+        .unwrap_or_else(UserInfo::anonymous);
     let authorizer = state.chain.authorizer.as_ref();
     let mut answered = reviews::answer(review, info, body, &user, authorizer)?;
     answered["status"] = match review.kind {
@@ -38,7 +39,7 @@ pub async fn answer(
 }
 
 /// authentication.k8s.io/v1 UserInfo.
-fn user_info(user: &User) -> Value {
+fn user_info(user: &UserInfo) -> Value {
     let mut info = json!({"username": user.name, "groups": user.groups});
     if !user.uid.is_empty() {
         info["uid"] = json!(user.uid);
@@ -79,7 +80,7 @@ async fn token_review(state: &AppState, spec: &Value) -> Result<Value, ApiError>
     };
     Ok(
         match state.chain.authenticator.authenticate(&credentials).await {
-            Ok(Some(found)) if found.user != User::anonymous() => json!({
+            Ok(Some(found)) if found.user != UserInfo::anonymous() => json!({
             "authenticated": true, "user": user_info(&found.user), "audiences": found.audiences}),
             _ => {
                 json!({"authenticated": false, "error": "the token is not valid for these audiences, or not at all"})

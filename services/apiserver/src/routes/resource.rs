@@ -6,11 +6,10 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::chain::authentication::User;
 use super::render::{self, Form};
 use super::request_info::{RequestInfo, Verb};
 use super::AppState;
-use crate::admission::UserInfo;
+use crate::auth::UserInfo;
 use crate::codec;
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
@@ -72,9 +71,9 @@ pub(crate) async fn dispatch(
             _ => {
                 let user = req
                     .extensions()
-                    .get::<User>()
+                    .get::<UserInfo>()
                     .cloned()
-                    .unwrap_or_else(User::anonymous);
+                    .unwrap_or_else(UserInfo::anonymous);
                 let authorizer = state.chain.authorizer.as_ref();
                 super::reviews::answer(review, info, &body, &user, authorizer)?
             }
@@ -156,8 +155,7 @@ impl Call<'_> {
 
     fn write_options(&self) -> Result<WriteOptions, ApiError> {
         let mut options = WriteOptions::parse(self.query)?;
-        options.requester =
-            crate::rbac::requester::of_request(self.req, &self.state.chain.authorizer);
+        options.authorizer = Some(self.state.chain.authorizer.clone());
         options.feedback = self.feedback.clone();
         let options = options.with_user_agent(header(self.req, "user-agent"));
         Ok(options.with_user(user_of(self.req)))
@@ -330,15 +328,12 @@ async fn delete_collection(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
 }
 
 /// The user the handler chain put in the request's extensions (anonymous
-/// when it put none), for admission.
+/// when it put none), for admission and the strategies' checks.
 fn user_of(req: &HttpRequest) -> UserInfo {
-    match req.extensions().get::<User>() {
-        Some(user) => UserInfo {
-            name: user.name.clone(),
-            groups: user.groups.clone(),
-        },
-        None => UserInfo::anonymous(),
-    }
+    req.extensions()
+        .get::<UserInfo>()
+        .cloned()
+        .unwrap_or_else(UserInfo::anonymous)
 }
 
 fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {

@@ -9,9 +9,8 @@
 
 use serde_json::{json, Value};
 
-use super::chain::authentication::User;
-use super::chain::authorization::{Attributes, Authorizer, Decision};
 use super::request_info::{RequestInfo, Verb};
+use crate::auth::{Attributes, Authorizer, Decision, UserInfo};
 use crate::error::ApiError;
 
 /// One review resource, as discovery lists it.
@@ -70,7 +69,7 @@ pub fn answer(
     review: &Review,
     info: &RequestInfo,
     body: &Value,
-    user: &User,
+    user: &UserInfo,
     authorizer: &dyn Authorizer,
 ) -> Result<Value, ApiError> {
     let scoped = info.namespace.is_some();
@@ -114,7 +113,7 @@ pub fn answer(
 }
 
 /// The user a (Local)SubjectAccessReview asks about.
-fn subject_of(spec: &Value) -> Result<User, String> {
+fn subject_of(spec: &Value) -> Result<UserInfo, String> {
     let name = spec["user"].as_str().unwrap_or("");
     let groups: Vec<String> = spec["groups"]
         .as_array()
@@ -129,10 +128,10 @@ fn subject_of(spec: &Value) -> Result<User, String> {
                 .into(),
         );
     }
-    Ok(User {
+    Ok(UserInfo {
         name: name.to_string(),
         groups,
-        ..User::default()
+        ..UserInfo::default()
     })
 }
 
@@ -140,7 +139,7 @@ fn subject_of(spec: &Value) -> Result<User, String> {
 /// namespace a LocalSubjectAccessReview was posted to.
 fn access(
     spec: &Value,
-    user: &User,
+    user: &UserInfo,
     local: Option<&str>,
     authorizer: &dyn Authorizer,
 ) -> Result<Value, String> {
@@ -169,17 +168,12 @@ fn access(
         text(resource, "name"),
         text(non_resource, "path"),
     );
-    let some = |s: &String| Some(s.clone()).filter(|s| !s.is_empty());
-    let (subresource, name, namespace_opt) = (some(&subresource), some(&name), some(&namespace));
-    let attributes = Attributes {
-        user,
-        verb: &verb,
-        group: &group,
-        resource: &resource_name,
-        subresource: subresource.as_deref(),
-        namespace: namespace_opt.as_deref(),
-        name: name.as_deref(),
-        path: non_resource.is_object().then_some(path.as_str()),
+    let attributes = match resource.is_object() {
+        true => Attributes::for_resource(user, &verb, &group, &resource_name)
+            .with_subresource(&subresource)
+            .with_namespace(&namespace)
+            .with_name(&name),
+        false => Attributes::for_path(user, &verb, &path),
     };
     Ok(match authorizer.authorize(&attributes) {
         Decision::Allow => json!({"allowed": true}),
@@ -191,7 +185,7 @@ fn access(
 
 /// A SelfSubjectRulesReview's status: the rules the requester holds in
 /// `spec.namespace`, resource and non-resource apart.
-fn rules(spec: &Value, user: &User, authorizer: &dyn Authorizer) -> Value {
+fn rules(spec: &Value, user: &UserInfo, authorizer: &dyn Authorizer) -> Value {
     let namespace = spec["namespace"].as_str().unwrap_or("");
     let list = authorizer.rules_for(user, namespace);
     let (mut resource_rules, mut non_resource_rules) = (Vec::new(), Vec::new());
@@ -216,14 +210,14 @@ fn rules(spec: &Value, user: &User, authorizer: &dyn Authorizer) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::chain::authorization::PrivilegedGroups;
+    use crate::auth::PrivilegedGroups;
     use actix_web::http::Method;
 
     fn info(path: &str) -> RequestInfo {
         RequestInfo::parse(&Method::POST, path, false).unwrap()
     }
 
-    fn ask(path: &str, body: Value, user: &User) -> Result<Value, ApiError> {
+    fn ask(path: &str, body: Value, user: &UserInfo) -> Result<Value, ApiError> {
         let info = info(path);
         let masters = PrivilegedGroups(vec!["system:masters".into()]);
         answer(find(&info).unwrap(), &info, &body, user, &masters)
@@ -231,15 +225,15 @@ mod tests {
 
     #[test]
     fn reviews_are_answered_by_the_authorizer_for_the_user_asked_about() {
-        let admin = User {
+        let admin = UserInfo {
             name: "admin".into(),
             groups: vec!["system:masters".into()],
-            ..User::default()
+            ..UserInfo::default()
         };
-        let alice = User {
+        let alice = UserInfo {
             name: "alice".into(),
             groups: vec!["system:authenticated".into()],
-            ..User::default()
+            ..UserInfo::default()
         };
         let spec =
             json!({"resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "a"}});

@@ -36,19 +36,6 @@ pub struct Claims {
     pub kubernetes: KubernetesClaims,
 }
 
-/// The user name of a service account.
-pub fn user_name(namespace: &str, name: &str) -> String {
-    format!("system:serviceaccount:{namespace}:{name}")
-}
-
-/// The groups of a service account's user.
-pub fn groups(namespace: &str) -> Vec<String> {
-    vec![
-        "system:serviceaccounts".to_string(),
-        format!("system:serviceaccounts:{namespace}"),
-    ]
-}
-
 /// The object a token is bound to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Binding {
@@ -75,7 +62,7 @@ impl Claims {
         };
         Claims {
             iss: issuer.to_string(),
-            sub: user_name(namespace, &account.name),
+            sub: crate::auth::service_account_user(namespace, &account.name),
             aud: audiences,
             exp: now + seconds,
             iat: now,

@@ -1,5 +1,5 @@
 //! What can go wrong talking to the store, before it means anything to an
-//! API client. `ApiError::from_storage` (error.rs) is the one place these
+//! API client. `registry::storage_errors` is the one place these
 //! become API errors.
 
 /// etcd's texts for its typed errors (etcd's `rpctypes`): a gRPC status

@@ -69,7 +69,7 @@ mod tests {
 
     use super::super::testing::{attributes, Memory};
     use super::*;
-    use crate::admission::UserInfo;
+    use crate::auth::UserInfo;
 
     #[tokio::test]
     async fn a_claim_without_a_class_gets_the_default() {

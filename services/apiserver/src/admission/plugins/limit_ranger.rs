@@ -266,7 +266,7 @@ mod tests {
 
     use super::super::testing::{attributes, Memory};
     use super::*;
-    use crate::admission::UserInfo;
+    use crate::auth::UserInfo;
 
     fn plugin(limits: Value) -> LimitRanger {
         let objects = Memory::default();

@@ -19,13 +19,13 @@ pub use priority::{Priority, SYSTEM_CLASSES};
 pub use resource_quota::ResourceQuota;
 pub use service_account::{ServiceAccount, TOKEN_MOUNT_PATH};
 
-use super::authorize::AuthorizerSlot;
 use super::config_file::PluginConfigurations;
 use super::objects::Objects;
 use super::pod_security::PodSecurity;
 use super::policy::ValidatingAdmissionPolicy;
 use super::webhook::{MutatingWebhooks, ValidatingWebhooks, WebhookMetrics};
 use super::Plugin;
+use crate::auth::AuthorizerSlot;
 
 /// Every admission plugin kube-apiserver knows, in the order it runs
 /// them (kube's `AllOrderedPlugins`): webhooks, policies and quota last.

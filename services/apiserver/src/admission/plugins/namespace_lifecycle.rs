@@ -99,7 +99,7 @@ mod tests {
 
     use super::super::testing::{attributes, Memory};
     use super::*;
-    use crate::admission::UserInfo;
+    use crate::auth::UserInfo;
 
     fn plugin() -> NamespaceLifecycle {
         let objects = Memory::default();

@@ -152,7 +152,7 @@ mod tests {
 
     use super::super::testing::{attributes, Memory};
     use super::*;
-    use crate::admission::UserInfo;
+    use crate::auth::UserInfo;
 
     fn objects() -> Arc<Memory> {
         let objects = Arc::new(Memory::default());

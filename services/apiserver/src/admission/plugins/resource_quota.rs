@@ -181,7 +181,7 @@ mod tests {
 
     use super::super::testing::{attributes, Memory};
     use super::*;
-    use crate::admission::UserInfo;
+    use crate::auth::UserInfo;
 
     fn quota(hard: Value, used: Value) -> Value {
         json!({"metadata": {"name": "q", "namespace": "ns"}, "spec": {"hard": hard},

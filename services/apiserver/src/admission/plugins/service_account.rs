@@ -167,7 +167,7 @@ fn mount_token(spec: &mut Value) {
 mod tests {
     use super::super::testing::{attributes, Memory};
     use super::*;
-    use crate::admission::UserInfo;
+    use crate::auth::UserInfo;
 
     fn plugin() -> ServiceAccount {
         let objects = Memory::default();

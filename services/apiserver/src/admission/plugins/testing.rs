@@ -8,7 +8,8 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use crate::admission::objects::{Freshness, Lookup, LookupError, Objects, Resource, ServedKind};
-use crate::admission::{Attributes, Operation, UserInfo};
+use crate::admission::{Attributes, Operation};
+use crate::auth::UserInfo;
 
 type Key = (Resource, String, String);
 

@@ -152,7 +152,7 @@ mod tests {
     use super::*;
     use crate::admission::objects::Resource;
     use crate::admission::plugins::testing::{attributes, Memory};
-    use crate::admission::UserInfo;
+    use crate::auth::UserInfo;
     use serde_json::json;
 
     fn namespace(labels: Value) -> Value {

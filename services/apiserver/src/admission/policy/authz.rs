@@ -4,7 +4,7 @@
 //! .check('get')`, `authorizer.serviceAccount('ns', 'sa')` to ask for
 //! someone else, and `authorizer.requestResource` (the request's own
 //! resource). Builder steps are opaque CEL values; only `check` asks the
-//! server's authorizer ([`Authorize`]), which is synchronous.
+//! server's authorizer ([`Authorizer`]), which is synchronous.
 
 use std::sync::Arc;
 
@@ -12,8 +12,8 @@ use cel::extractors::This;
 use cel::objects::{Opaque, ResolveResult};
 use cel::{Context, ExecutionError, Value};
 
-use crate::admission::authorize::{Answer, Authorize, Question};
-use crate::admission::{Attributes, UserInfo};
+use crate::admission::Attributes;
+use crate::auth::{self, Authorizer, UserInfo};
 
 /// The key of the `authorizer` map that holds who asks; the map's other
 /// key is `requestResource`.
@@ -45,7 +45,7 @@ struct PathCheck {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Decision(Answer);
+struct Decision(auth::Decision);
 
 macro_rules! opaque {
     ($($t:ty => $name:literal),*) => {$(
@@ -88,7 +88,7 @@ pub fn variable(a: &Attributes<'_>) -> Value {
 
 /// Adds the library's functions to an evaluation's context; `check`
 /// asks `authorizer`, or fails when the server has none for admission.
-pub fn install(context: &mut Context, authorizer: Option<Arc<dyn Authorize>>) {
+pub fn install(context: &mut Context, authorizer: Option<Arc<dyn Authorizer>>) {
     let check = move |This(this): This<Value>, verb: Arc<String>| -> ResolveResult {
         let authorizer = authorizer
             .as_ref()
@@ -120,12 +120,11 @@ pub fn install(context: &mut Context, authorizer: Option<Arc<dyn Authorize>>) {
         context.add_function("check", check),
         context.add_function("allowed", |This(t): This<Value>| -> ResolveResult {
             let decision = opaque::<Decision>(&t, "allowed")?;
-            Ok(Value::Bool(matches!(decision.0, Answer::Allow(_))))
+            Ok(Value::Bool(decision.0.is_allowed()))
         }),
         context.add_function("reason", |This(t): This<Value>| -> ResolveResult {
-            let (Answer::Allow(r) | Answer::Deny(r) | Answer::NoOpinion(r)) =
-                &opaque::<Decision>(&t, "reason")?.0;
-            Ok(Value::from(r.as_str()))
+            let decision = &opaque::<Decision>(&t, "reason")?.0;
+            Ok(Value::from(decision.reason()))
         }),
         // Our authorizers answer or have no opinion; they do not fail.
         context.add_function("errored", |This(t): This<Value>| -> ResolveResult {
@@ -184,13 +183,12 @@ fn service_account(
     name: Arc<String>,
 ) -> ResolveResult {
     asker(&this, "serviceAccount")?;
+    let mut groups = auth::service_account_groups(&namespace);
+    groups.push(auth::AUTHENTICATED.into());
     Ok(wrap(Asker(UserInfo {
-        name: format!("system:serviceaccount:{namespace}:{name}"),
-        groups: vec![
-            "system:serviceaccounts".into(),
-            format!("system:serviceaccounts:{namespace}"),
-            "system:authenticated".into(),
-        ],
+        name: auth::service_account_user(&namespace, &name),
+        groups,
+        ..UserInfo::default()
     })))
 }
 
@@ -200,30 +198,16 @@ fn refine(this: &Value, function: &str, change: impl FnOnce(&mut ResourceCheck))
     Ok(wrap(check))
 }
 
-fn ask(authorizer: &dyn Authorize, this: &Value, verb: &str) -> ResolveResult {
+fn ask(authorizer: &dyn Authorizer, this: &Value, verb: &str) -> ResolveResult {
     let answer = if let Ok(r) = opaque::<ResourceCheck>(this, "check") {
-        authorizer.authorize(&Question {
-            user: &r.user,
-            verb,
-            group: &r.group,
-            resource: &r.resource,
-            subresource: &r.subresource,
-            namespace: &r.namespace,
-            name: &r.name,
-            path: None,
-        })
+        let asked = auth::Attributes::for_resource(&r.user, verb, &r.group, &r.resource)
+            .with_subresource(&r.subresource)
+            .with_namespace(&r.namespace)
+            .with_name(&r.name);
+        authorizer.authorize(&asked)
     } else {
         let p = opaque::<PathCheck>(this, "check")?;
-        authorizer.authorize(&Question {
-            user: &p.user,
-            verb,
-            group: "",
-            resource: "",
-            subresource: "",
-            namespace: "",
-            name: "",
-            path: Some(&p.path),
-        })
+        authorizer.authorize(&auth::Attributes::for_path(&p.user, verb, &p.path))
     };
     Ok(wrap(Decision(answer)))
 }
@@ -240,8 +224,8 @@ mod tests {
     #[derive(Default)]
     struct Alice(Mutex<Vec<String>>);
 
-    impl Authorize for Alice {
-        fn authorize(&self, q: &Question<'_>) -> Answer {
+    impl Authorizer for Alice {
+        fn authorize(&self, q: &auth::Attributes) -> auth::Decision {
             let asked = format!(
                 "{} {} {}/{}/{} {}/{} {:?}",
                 q.user.name,
@@ -251,24 +235,21 @@ mod tests {
                 q.subresource,
                 q.namespace,
                 q.name,
-                q.path
+                (!q.resource_request).then_some(q.path)
             );
             self.0.lock().unwrap().push(asked);
             match (q.user.name.as_str(), q.verb, q.resource, q.namespace) {
-                ("alice", "create", "deployments", "ns") => Answer::Allow(String::new()),
-                _ => Answer::NoOpinion("RBAC: not allowed".into()),
+                ("alice", "create", "deployments", "ns") => auth::Decision::Allow,
+                _ => auth::Decision::NoOpinion("RBAC: not allowed".into()),
             }
         }
     }
 
     fn run(source: &str, authorizer: Arc<Alice>, user: &str) -> Result<Value, String> {
-        let who = UserInfo {
-            name: user.into(),
-            groups: vec![],
-        };
+        let who = UserInfo::named(user, &[]);
         let a = attributes(Operation::Create, "pods", "ns", "p", &who);
         let expression = compile(source, &["authorizer"])?;
-        let authorizer: Arc<dyn Authorize> = authorizer;
+        let authorizer: Arc<dyn Authorizer> = authorizer;
         let activation = Activation::new().with("authorizer", variable(&a));
         let mut budget = Budget::default();
         expression

@@ -13,7 +13,7 @@ use cel::Value as Cel;
 use serde_json::Value;
 
 use super::authz;
-use crate::admission::authorize::Authorize;
+use crate::auth::Authorizer;
 use crate::expression::{self, Activation};
 pub use crate::expression::{Budget, EvalError, Expression};
 
@@ -47,7 +47,7 @@ pub struct Inputs {
     /// The `authorizer` variable ([`authz::variable`]), null if unset.
     pub authorizer: Cel,
     /// What its `check()` asks.
-    pub checker: Option<Arc<dyn Authorize>>,
+    pub checker: Option<Arc<dyn Authorizer>>,
 }
 
 impl Default for Inputs {

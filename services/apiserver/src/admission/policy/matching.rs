@@ -116,7 +116,8 @@ fn object_selected(
 mod tests {
     use super::*;
     use crate::admission::plugins::testing::attributes;
-    use crate::admission::{Operation, UserInfo};
+    use crate::admission::Operation;
+    use crate::auth::UserInfo;
     use serde_json::json;
 
     fn deployments_create(user: &UserInfo) -> Attributes<'_> {

@@ -14,12 +14,12 @@ use super::compiled::{Compiled, Validation};
 use super::expressions::{evaluate, Budget, EvalError, Inputs};
 use super::matching::covers;
 use super::{authz, params};
-use crate::admission::authorize::AuthorizerSlot;
 use crate::admission::objects::{Freshness, Objects, NAMESPACES};
 use crate::admission::objects::{
     VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS,
 };
 use crate::admission::{AdmissionError, Admit, Attributes, Plugin};
+use crate::auth::AuthorizerSlot;
 use crate::expression::cost::MATCH_CONDITIONS_BUDGET;
 use crate::expression::Activation;
 use crate::object::meta;

@@ -11,7 +11,8 @@ use crate::admission::objects::{
     VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS,
 };
 use crate::admission::plugins::testing::{attributes, Memory, CONFIG_MAPS};
-use crate::admission::{AdmissionError, Attributes, Operation, Plugin, UserInfo};
+use crate::admission::{AdmissionError, Attributes, Operation, Plugin};
+use crate::auth::UserInfo;
 
 fn policy(name: &str, spec: Value) -> Value {
     json!({"metadata": {"name": name, "uid": format!("uid-{name}"), "generation": 1}, "spec": spec})

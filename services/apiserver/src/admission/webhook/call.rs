@@ -150,8 +150,9 @@ fn judge(
 #[cfg(test)]
 mod tests {
     use super::super::super::plugins::testing::Memory;
-    use super::super::super::{Operation, UserInfo};
+    use super::super::super::Operation;
     use super::*;
+    use crate::auth::UserInfo;
     use serde_json::json;
 
     fn hook(failure_policy: &str, side_effects: &str) -> Hook {

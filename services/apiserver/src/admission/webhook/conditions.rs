@@ -84,8 +84,9 @@ fn compiled(source: &str) -> Result<Arc<Expression>, String> {
 #[cfg(test)]
 mod tests {
     use super::super::super::plugins::testing;
-    use super::super::super::{Operation, UserInfo};
+    use super::super::super::Operation;
     use super::*;
+    use crate::auth::UserInfo;
     use serde_json::json;
 
     fn hook(failure_policy: &str, conditions: Value) -> Hook {

@@ -132,8 +132,9 @@ async fn namespace_matches(
 #[cfg(test)]
 mod tests {
     use super::super::super::plugins::testing::Memory;
-    use super::super::super::{Operation, UserInfo};
+    use super::super::super::Operation;
     use super::*;
+    use crate::auth::UserInfo;
     use serde_json::json;
 
     fn hook(value: Value) -> Hook {

@@ -189,8 +189,8 @@ pub fn denial(name: &str, status: Option<&Status>) -> Rejection {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::UserInfo;
     use super::*;
+    use crate::auth::UserInfo;
 
     fn attributes(user: &UserInfo) -> Attributes<'_> {
         Attributes {

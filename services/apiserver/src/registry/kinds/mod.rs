@@ -19,6 +19,7 @@ mod networking;
 mod pod;
 mod pod_validation;
 mod rbac;
+pub mod rbac_covers;
 mod rbac_escalation;
 mod scheduling;
 mod secret;

@@ -7,17 +7,42 @@
 
 use serde_json::Value;
 
-use super::super::strategy::Requester;
+use super::rbac_covers::{self as covers, go_quoted};
+use crate::auth::{Attributes, Authorizer, PolicyRule, UserInfo, MASTERS};
 use crate::error::ApiError;
 use crate::object::meta;
-use crate::rbac::covers::{self, go_quoted};
-use crate::rbac::rule::PolicyRule;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
-const MASTERS: &str = "system:masters";
 
-fn privileged(requester: &dyn Requester) -> bool {
-    requester.groups().iter().any(|g| g == MASTERS)
+/// May `user` do `verb` on `resource` of RBAC named `name` (may be
+/// empty) in `namespace` (empty: cluster)?
+fn may(
+    authorizer: &dyn Authorizer,
+    user: &UserInfo,
+    verb: &str,
+    resource: &str,
+    (namespace, name): (&str, &str),
+) -> bool {
+    let asked = Attributes::for_resource(user, verb, GROUP, resource)
+        .with_namespace(namespace)
+        .with_name(name);
+    authorizer.authorize(&asked).is_allowed()
+}
+
+/// The rules of the Role (`resource` "roles") or ClusterRole `name`.
+fn role_rules(
+    authorizer: &dyn Authorizer,
+    resource: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<Vec<PolicyRule>, String> {
+    let kind = match resource {
+        "roles" => "role",
+        _ => "clusterrole",
+    };
+    authorizer
+        .role_rules(resource, namespace, name)
+        .unwrap_or_else(|| Err(format!("{kind}.{GROUP} {name:?} not found")))
 }
 
 fn forbidden(resource: &str, obj: &Value, why: &str) -> ApiError {
@@ -30,19 +55,21 @@ fn forbidden(resource: &str, obj: &Value, why: &str) -> ApiError {
 /// kube's ConfirmNoEscalation: the requester's rules in the object's
 /// namespace must cover `wanted`.
 fn confirm_no_escalation(
-    requester: &dyn Requester,
+    user: &UserInfo,
+    authorizer: &dyn Authorizer,
     namespace: &str,
     wanted: &[PolicyRule],
 ) -> Result<(), String> {
-    let (held, errors) = requester.rules(namespace);
+    let held = authorizer.rules_for(user, namespace);
+    let (held, errors) = (held.rules, held.errors);
     let lacking = covers::missing(&held, wanted);
     if lacking.is_empty() {
         return Ok(());
     }
     let mut why = format!(
         "user {:?} (groups={}) is attempting to grant RBAC permissions not currently held:\n{}",
-        requester.name(),
-        go_quoted(requester.groups()),
+        user.name,
+        go_quoted(&user.groups),
         covers::describe(&lacking)
     );
     if !errors.is_empty() {
@@ -56,18 +83,18 @@ pub fn check_role(
     resource: &'static str,
     obj: &Value,
     old: Option<&Value>,
-    requester: &dyn Requester,
+    (user, authorizer): (&UserInfo, &dyn Authorizer),
 ) -> Result<(), ApiError> {
-    if privileged(requester) {
+    if user.in_group(MASTERS) {
         return Ok(());
     }
     let namespace = meta::namespace(obj);
     // kube asks with the request's name, which a create does not have.
     let name = old.map_or("", |_| meta::name(obj));
-    if requester.may("escalate", GROUP, resource, namespace, name) {
+    if may(authorizer, user, "escalate", resource, (namespace, name)) {
         return Ok(());
     }
-    confirm_no_escalation(requester, namespace, &PolicyRule::all_of(obj))
+    confirm_no_escalation(user, authorizer, namespace, &PolicyRule::all_of(obj))
         .map_err(|why| forbidden(resource, obj, &why))?;
     if !obj["aggregationRule"].is_null() {
         // An aggregation rule can gather anything: it takes * on *.
@@ -75,7 +102,7 @@ pub fn check_role(
             {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
             {"verbs": ["*"], "nonResourceURLs": ["*"]}]))
         .unwrap_or_default();
-        confirm_no_escalation(requester, namespace, &everything).map_err(|_| {
+        confirm_no_escalation(user, authorizer, namespace, &everything).map_err(|_| {
             forbidden(
                 resource,
                 obj,
@@ -91,9 +118,9 @@ pub fn check_binding(
     resource: &'static str,
     obj: &Value,
     _old: Option<&Value>,
-    requester: &dyn Requester,
+    (user, authorizer): (&UserInfo, &dyn Authorizer),
 ) -> Result<(), ApiError> {
-    if privileged(requester) {
+    if user.in_group(MASTERS) {
         return Ok(());
     }
     let namespace = meta::namespace(obj);
@@ -103,13 +130,18 @@ pub fn check_binding(
         Some("Role") => ("roles", namespace),
         _ => ("clusterroles", ""),
     };
-    if requester.may("bind", GROUP, role_resource, namespace, role_name) {
+    if may(
+        authorizer,
+        user,
+        "bind",
+        role_resource,
+        (namespace, role_name),
+    ) {
         return Ok(());
     }
-    let rules = requester
-        .role_rules(role_resource, role_namespace, role_name)
+    let rules = role_rules(authorizer, role_resource, role_namespace, role_name)
         .map_err(|why| forbidden(resource, obj, &why))?;
-    confirm_no_escalation(requester, namespace, &rules)
+    confirm_no_escalation(user, authorizer, namespace, &rules)
         .map_err(|why| forbidden(resource, obj, &why))
 }
 
@@ -118,50 +150,60 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Holds `rules` in every namespace; may `escalate`/`bind` nothing.
-    #[derive(Debug)]
+    use crate::auth::{Decision, RuleList};
+
+    /// Gives everyone `rules` in every namespace, and allows
+    /// `escalate`/`bind` when `may`.
     struct Holder {
-        groups: Vec<String>,
         rules: Vec<PolicyRule>,
         may: bool,
     }
 
-    impl Requester for Holder {
-        fn name(&self) -> &str {
-            "alice"
+    impl Authorizer for Holder {
+        fn authorize(&self, _: &Attributes) -> Decision {
+            match self.may {
+                true => Decision::Allow,
+                false => Decision::NoOpinion(String::new()),
+            }
         }
-        fn groups(&self) -> &[String] {
-            &self.groups
+        fn rules_for(&self, _: &UserInfo, _: &str) -> RuleList {
+            RuleList {
+                rules: self.rules.clone(),
+                ..RuleList::default()
+            }
         }
-        fn may(&self, _: &str, _: &str, _: &str, _: &str, _: &str) -> bool {
-            self.may
-        }
-        fn rules(&self, _: &str) -> (Vec<PolicyRule>, Vec<String>) {
-            (self.rules.clone(), Vec::new())
-        }
-        fn role_rules(&self, _: &str, _: &str, name: &str) -> Result<Vec<PolicyRule>, String> {
+        fn role_rules(
+            &self,
+            _: &str,
+            _: &str,
+            name: &str,
+        ) -> Option<Result<Vec<PolicyRule>, String>> {
             match name {
-                "reader" => Ok(self.rules.clone()),
-                "root" => Ok(serde_json::from_value(
+                "reader" => Some(Ok(self.rules.clone())),
+                "root" => Some(Ok(serde_json::from_value(
                     json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]),
                 )
-                .unwrap()),
-                _ => Err(format!(
-                    "clusterrole.rbac.authorization.k8s.io {name:?} not found"
-                )),
+                .unwrap())),
+                _ => None,
             }
         }
     }
 
-    fn alice(may: bool, groups: &[&str]) -> Holder {
-        Holder {
-            groups: groups.iter().map(|g| g.to_string()).collect(),
+    /// Alice in `groups`, and an authorizer that gives her `get` and
+    /// `list` on pods and `escalate`/`bind` when `may`.
+    fn alice(may: bool, groups: &[&str]) -> (UserInfo, Holder) {
+        let holder = Holder {
             rules: serde_json::from_value(
                 json!([{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]}]),
             )
             .unwrap(),
             may,
-        }
+        };
+        (UserInfo::named("alice", groups), holder)
+    }
+
+    fn asker((user, holder): &(UserInfo, Holder)) -> (&UserInfo, &dyn Authorizer) {
+        (user, holder)
     }
 
     #[test]
@@ -171,10 +213,13 @@ mod tests {
             "rules": [{"verbs": verbs, "apiGroups": [""], "resources": ["pods"]}]})
         };
         let plain = alice(false, &["system:authenticated"]);
-        assert!(check_role("roles", &role(json!(["get"])), None, &plain).is_ok());
-        let Err(ApiError::Forbidden(message)) =
-            check_role("roles", &role(json!(["get", "delete"])), None, &plain)
-        else {
+        assert!(check_role("roles", &role(json!(["get"])), None, asker(&plain)).is_ok());
+        let Err(ApiError::Forbidden(message)) = check_role(
+            "roles",
+            &role(json!(["get", "delete"])),
+            None,
+            asker(&plain),
+        ) else {
             panic!("an escalation was allowed");
         };
         assert_eq!(
@@ -182,27 +227,33 @@ mod tests {
             "roles.rbac.authorization.k8s.io \"r\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) \
              is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"delete\"]}"
         );
-        assert!(check_role("roles", &role(json!(["*"])), None, &alice(true, &[])).is_ok());
+        assert!(check_role("roles", &role(json!(["*"])), None, asker(&alice(true, &[]))).is_ok());
         assert!(check_role(
             "roles",
             &role(json!(["*"])),
             None,
-            &alice(false, &[MASTERS])
+            asker(&alice(false, &[MASTERS]))
         )
         .is_ok());
         let mut aggregated = role(json!(["get"]));
         aggregated["aggregationRule"] = json!({"clusterRoleSelectors": []});
-        assert!(check_role("clusterroles", &aggregated, None, &plain).is_err());
+        assert!(check_role("clusterroles", &aggregated, None, asker(&plain)).is_err());
 
         let binding = |role: &str| {
             json!({"metadata": {"name": "b", "namespace": "a"},
             "roleRef": {"kind": "ClusterRole", "name": role}, "subjects": []})
         };
-        assert!(check_binding("rolebindings", &binding("reader"), None, &plain).is_ok());
-        assert!(check_binding("rolebindings", &binding("root"), None, &plain).is_err());
-        assert!(check_binding("rolebindings", &binding("root"), None, &alice(true, &[])).is_ok());
+        assert!(check_binding("rolebindings", &binding("reader"), None, asker(&plain)).is_ok());
+        assert!(check_binding("rolebindings", &binding("root"), None, asker(&plain)).is_err());
+        assert!(check_binding(
+            "rolebindings",
+            &binding("root"),
+            None,
+            asker(&alice(true, &[]))
+        )
+        .is_ok());
         let Err(ApiError::Forbidden(missing)) =
-            check_binding("rolebindings", &binding("gone"), None, &plain)
+            check_binding("rolebindings", &binding("gone"), None, asker(&plain))
         else {
             panic!("a binding to a missing role was allowed");
         };

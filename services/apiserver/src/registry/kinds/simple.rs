@@ -15,11 +15,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::super::conversion::Conversion;
-use super::super::strategy::{age_cell, Column, Requester, ResourceDef, Strategy, AGE};
+use super::super::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
 use super::super::typed::{decode, Decoded};
 use super::workload;
+use crate::auth::{Authorizer, UserInfo};
 use crate::error::{ApiError, Cause};
 use crate::object::meta::NameRule;
+
+/// Rules about who may write an object (see `Strategy::check_requester`).
+pub type CheckRequester =
+    fn(&Value, Option<&Value>, (&UserInfo, &dyn Authorizer)) -> Result<(), ApiError>;
 
 pub struct Simple<K> {
     pub def: ResourceDef,
@@ -39,7 +44,7 @@ pub struct Simple<K> {
     /// Objects expire after the server's event TTL.
     pub expires: bool,
     /// Rules about who may write an object (see `Strategy::check_requester`).
-    pub check_requester: fn(&Value, Option<&Value>, &dyn Requester) -> Result<(), ApiError>,
+    pub check_requester: CheckRequester,
     /// For a type served in several versions (see `Strategy::conversion`).
     pub conversion: Option<fn() -> Conversion>,
     pub kind: PhantomData<fn() -> K>,
@@ -108,7 +113,7 @@ where
         &self,
         obj: &Value,
         old: Option<&Value>,
-        requester: &dyn Requester,
+        requester: (&UserInfo, &dyn Authorizer),
     ) -> Result<(), ApiError> {
         (self.check_requester)(obj, old, requester)
     }

@@ -14,10 +14,10 @@ use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::authentication::User;
 use crate::audit::body::Reported;
 use crate::audit::{Annotations, Auditor, Backend, Decision, Event, Level, ObjectReference};
-use crate::audit::{ResponseStatus, Stage, UserInfo};
+use crate::audit::{ResponseStatus, Stage};
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 use crate::routes::request_info::{RequestInfo, Verb};
 
@@ -76,7 +76,7 @@ impl Audit {
         &self,
         req: &HttpRequest,
         id: &str,
-        user: Option<&User>,
+        user: Option<&UserInfo>,
         target: Target,
     ) -> Record {
         let Some(auditor) = &self.auditor else {
@@ -113,7 +113,7 @@ impl Audit {
 
 impl Record {
     /// The user the request acts as, when impersonation changed it.
-    pub fn impersonated(&mut self, authenticated: &User, acting: &User) {
+    pub fn impersonated(&mut self, authenticated: &UserInfo, acting: &UserInfo) {
         if let Some(active) = &mut self.0 {
             if authenticated != acting {
                 active.event.impersonated_user = Some(user_info(acting));
@@ -252,8 +252,8 @@ fn failure(status: &Value, code: u16) -> ResponseStatus {
     }
 }
 
-fn user_info(user: &User) -> UserInfo {
-    UserInfo {
+fn user_info(user: &UserInfo) -> crate::audit::UserInfo {
+    crate::audit::UserInfo {
         username: user.name.clone(),
         uid: user.uid.clone(),
         groups: user.groups.clone(),

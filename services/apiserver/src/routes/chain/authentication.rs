@@ -13,46 +13,14 @@ pub mod requestheader;
 pub mod service_account;
 pub mod x509;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use actix_web::http::header::HeaderMap;
 use futures::future::BoxFuture;
 use rustls_pki_types::CertificateDer;
 
+use crate::auth::{UserInfo, AUTHENTICATED, MASTERS};
 use crate::error::ApiError;
-
-pub const ANONYMOUS: &str = "system:anonymous";
-pub const UNAUTHENTICATED: &str = "system:unauthenticated";
-pub const AUTHENTICATED: &str = "system:authenticated";
-
-/// The user a request acts as (Kubernetes' user.Info).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct User {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl User {
-    pub fn anonymous() -> User {
-        User {
-            name: ANONYMOUS.into(),
-            groups: vec![UNAUTHENTICATED.into()],
-            ..User::default()
-        }
-    }
-
-    /// `name` in `groups`.
-    pub fn named(name: &str, groups: &[&str]) -> User {
-        User {
-            name: name.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..User::default()
-        }
-    }
-}
 
 /// What a request offers to prove who sent it.
 pub struct Credentials<'a> {
@@ -81,7 +49,7 @@ impl Credentials<'_> {
 /// of the request that the token named; empty for certificates).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Authenticated {
-    pub user: User,
+    pub user: UserInfo,
     pub audiences: Vec<String>,
 }
 
@@ -101,7 +69,7 @@ impl Authenticator for Anonymous {
     fn authenticate<'a>(&'a self, _credentials: &'a Credentials<'a>) -> Outcome<'a> {
         Box::pin(async {
             Ok(Some(Authenticated {
-                user: User::anonymous(),
+                user: UserInfo::anonymous(),
                 audiences: Vec::new(),
             }))
         })
@@ -115,7 +83,7 @@ pub struct Insecure;
 impl Authenticator for Insecure {
     fn authenticate<'a>(&'a self, credentials: &'a Credentials<'a>) -> Outcome<'a> {
         let user = credentials.insecure.then(|| Authenticated {
-            user: User::named("system:unsecured", &["system:masters"]),
+            user: UserInfo::named("system:unsecured", &[MASTERS]),
             audiences: Vec::new(),
         });
         Box::pin(async move { Ok(user) })
@@ -154,7 +122,7 @@ impl Authenticator for Union {
             match refused || unknown_token || !self.anonymous {
                 true => Err(ApiError::Unauthorized),
                 false => Ok(Some(Authenticated {
-                    user: User::anonymous(),
+                    user: UserInfo::anonymous(),
                     audiences: Vec::new(),
                 })),
             }
@@ -166,7 +134,7 @@ impl Authenticator for Union {
 pub async fn user_of(
     authenticator: &dyn Authenticator,
     credentials: &Credentials<'_>,
-) -> Result<User, ApiError> {
+) -> Result<UserInfo, ApiError> {
     match authenticator.authenticate(credentials).await? {
         Some(found) => Ok(found.user),
         None => Err(ApiError::Unauthorized),
@@ -185,7 +153,7 @@ mod tests {
             let found = match credentials.bearer() {
                 None => Ok(None),
                 Some("good") => Ok(Some(Authenticated {
-                    user: User::named("alice", &["dev"]),
+                    user: UserInfo::named("alice", &["dev"]),
                     audiences: Vec::new(),
                 })),
                 Some(_) => Err(ApiError::Unauthorized),
@@ -203,7 +171,7 @@ mod tests {
         headers
     }
 
-    async fn who(anonymous: bool, token: Option<&str>) -> Result<User, ApiError> {
+    async fn who(anonymous: bool, token: Option<&str>) -> Result<UserInfo, ApiError> {
         let union = Union {
             authenticators: vec![Arc::new(OneToken)],
             anonymous,
@@ -227,7 +195,7 @@ mod tests {
             who(true, Some("bad")).await,
             Err(ApiError::Unauthorized)
         ));
-        assert_eq!(who(true, None).await.unwrap(), User::anonymous());
+        assert_eq!(who(true, None).await.unwrap(), UserInfo::anonymous());
         assert!(matches!(
             who(false, None).await,
             Err(ApiError::Unauthorized)

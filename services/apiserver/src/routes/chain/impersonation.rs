@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 
 use actix_web::http::header::HeaderMap;
 
-use super::authentication::{User, ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED};
-use super::authorization::{self, Attributes, Authorizer};
+use super::authorization;
+use crate::auth::{
+    self, Attributes, Authorizer, UserInfo, ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED,
+};
 use crate::error::ApiError;
 use crate::routes::request_info::RequestInfo;
 
@@ -22,22 +24,13 @@ const EXTRA: &str = "impersonate-extra-";
 const AUTHENTICATION: &str = "authentication.k8s.io";
 const SERVICE_ACCOUNT: &str = "system:serviceaccount:";
 
-/// One thing the real user asks to impersonate.
-struct Target<'a> {
-    group: &'a str,
-    resource: &'a str,
-    subresource: Option<&'a str>,
-    namespace: Option<&'a str>,
-    name: &'a str,
-}
-
 /// The user the request acts as: `user`, or the one it impersonates.
 pub fn apply(
     headers: &HeaderMap,
-    user: User,
+    user: UserInfo,
     _info: &RequestInfo,
     authorizer: &dyn Authorizer,
-) -> Result<User, ApiError> {
+) -> Result<UserInfo, ApiError> {
     let values = |name: &str| -> Vec<String> {
         headers
             .get_all(name)
@@ -58,50 +51,35 @@ pub fn apply(
     let account = name
         .strip_prefix(SERVICE_ACCOUNT)
         .and_then(|r| r.split_once(':'));
-    let first = match account {
-        Some((namespace, account)) => target("", "serviceaccounts", Some(namespace), account),
-        None => target("", "users", None, &name),
+    let impersonate = |group, resource, name| {
+        Attributes::for_resource(&user, "impersonate", group, resource).with_name(name)
     };
-    allowed(authorizer, &user, &first)?;
+    let first = match account {
+        Some((namespace, account)) => {
+            impersonate("", "serviceaccounts", account).with_namespace(namespace)
+        }
+        None => impersonate("", "users", &name),
+    };
+    authorization::check(authorizer, &first)?;
     for group in &groups {
-        allowed(authorizer, &user, &target("", "groups", None, group))?;
+        authorization::check(authorizer, &impersonate("", "groups", group))?;
     }
     for uid in &uid {
-        allowed(
-            authorizer,
-            &user,
-            &target(AUTHENTICATION, "uids", None, uid),
-        )?;
+        authorization::check(authorizer, &impersonate(AUTHENTICATION, "uids", uid))?;
     }
     for (key, values) in &extra {
         for value in values {
-            let mut what = target(AUTHENTICATION, "userextras", None, value);
-            what.subresource = Some(key);
-            allowed(authorizer, &user, &what)?;
+            let what = impersonate(AUTHENTICATION, "userextras", value).with_subresource(key);
+            authorization::check(authorizer, &what)?;
         }
     }
     let groups = impersonated_groups(&name, account.map(|(ns, _)| ns), groups);
-    Ok(User {
+    Ok(UserInfo {
         name,
         uid: uid.into_iter().next().unwrap_or_default(),
         groups,
         extra,
     })
-}
-
-fn target<'a>(
-    group: &'a str,
-    resource: &'a str,
-    namespace: Option<&'a str>,
-    name: &'a str,
-) -> Target<'a> {
-    Target {
-        group,
-        resource,
-        subresource: None,
-        namespace,
-        name,
-    }
 }
 
 /// `Impersonate-Extra-<key>` headers, keys lower-cased and unescaped.
@@ -152,7 +130,7 @@ fn impersonated_groups(
 ) -> Vec<String> {
     let mut groups = asked;
     if let (Some(namespace), true) = (account_namespace, groups.is_empty()) {
-        groups = crate::serviceaccount::claims::groups(namespace);
+        groups = auth::service_account_groups(namespace);
     }
     let implied = match name == ANONYMOUS {
         true => UNAUTHENTICATED,
@@ -164,25 +142,10 @@ fn impersonated_groups(
     groups
 }
 
-fn allowed(authorizer: &dyn Authorizer, user: &User, what: &Target) -> Result<(), ApiError> {
-    let attributes = Attributes {
-        user,
-        verb: "impersonate",
-        group: what.group,
-        resource: what.resource,
-        subresource: what.subresource,
-        namespace: what.namespace,
-        name: Some(what.name),
-        path: None,
-    };
-    authorization::check(authorizer, &attributes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::chain::authorization::AlwaysAllow;
-    use crate::routes::chain::authorization::Decision;
+    use crate::auth::{AlwaysAllow, Decision};
     use actix_web::http::header::{HeaderName, HeaderValue};
     use actix_web::http::Method;
     use std::sync::Mutex;
@@ -196,16 +159,11 @@ mod tests {
         fn authorize(&self, a: &Attributes) -> Decision {
             let asked = format!(
                 "{} {}/{}/{} {} {}",
-                a.verb,
-                a.group,
-                a.resource,
-                a.subresource.unwrap_or(""),
-                a.namespace.unwrap_or(""),
-                a.name.unwrap_or("")
+                a.verb, a.group, a.resource, a.subresource, a.namespace, a.name
             );
             self.0.lock().unwrap().push(asked);
             match (a.verb, a.name) {
-                ("impersonate", Some("root")) => Decision::Deny("no".into()),
+                ("impersonate", "root") => Decision::Deny("no".into()),
                 _ => Decision::Allow,
             }
         }
@@ -226,7 +184,7 @@ mod tests {
 
     #[test]
     fn an_allowed_impersonation_changes_the_user_and_a_denied_one_is_forbidden() {
-        let admin = User::named("admin", &["system:masters"]);
+        let admin = UserInfo::named("admin", &["system:masters"]);
         let same = apply(&HeaderMap::new(), admin.clone(), &info(), &AlwaysAllow).unwrap();
         assert_eq!(same, admin);
         let no_root = NoRoot::default();
@@ -258,7 +216,7 @@ mod tests {
     fn a_service_account_is_impersonated_in_its_namespace_with_its_groups() {
         let no_root = NoRoot::default();
         let asked = headers(&[(USER, "system:serviceaccount:team:robot")]);
-        let robot = apply(&asked, User::anonymous(), &info(), &no_root).unwrap();
+        let robot = apply(&asked, UserInfo::anonymous(), &info(), &no_root).unwrap();
         assert_eq!(
             robot.groups,
             vec![
@@ -273,7 +231,7 @@ mod tests {
         );
         let groups_alone = apply(
             &headers(&[(GROUP, "dev")]),
-            User::anonymous(),
+            UserInfo::anonymous(),
             &info(),
             &no_root,
         );

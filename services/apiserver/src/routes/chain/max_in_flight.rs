@@ -11,7 +11,7 @@ use std::sync::Arc;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::authentication::User;
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 pub use crate::metrics::{InFlightMetrics, KindLabel};
 use crate::routes::request_info::{RequestInfo, Verb};
@@ -76,7 +76,7 @@ impl MaxInFlight {
 
     /// A permit held while `user`'s request is served; none for a
     /// long-running one.
-    pub fn admit(&self, info: &RequestInfo, user: &User) -> Result<Option<Permit>, ApiError> {
+    pub fn admit(&self, info: &RequestInfo, user: &UserInfo) -> Result<Option<Permit>, ApiError> {
         if is_long_running(info) {
             return Ok(None);
         }
@@ -118,7 +118,7 @@ mod tests {
     fn requests_over_the_limit_are_refused_until_one_ends() {
         let metrics = InFlightMetrics::default();
         let limits = MaxInFlight::new(1, 1, metrics.clone());
-        let alice = User::named("alice", &["dev"]);
+        let alice = UserInfo::named("alice", &["dev"]);
         let read = limits.admit(&pods(Method::GET, false), &alice).unwrap();
         let refused = limits.admit(&pods(Method::GET, false), &alice);
         assert!(matches!(refused, Err(ApiError::TooManyRequests)));
@@ -136,7 +136,7 @@ mod tests {
         let log = info(Method::GET, "/api/v1/namespaces/a/pods/p/log", false);
         assert!(limits.admit(&log, &alice).unwrap().is_none());
         // The superuser is always answered.
-        let admin = User::named("admin", &["system:masters"]);
+        let admin = UserInfo::named("admin", &["system:masters"]);
         assert!(limits.admit(&pods(Method::GET, false), &admin).is_ok());
         drop(read);
         assert_eq!(metrics.current.get_or_create(&kind("readOnly")).get(), 0);
@@ -146,7 +146,7 @@ mod tests {
     #[test]
     fn zero_is_no_limit() {
         let limits = MaxInFlight::new(0, 0, InFlightMetrics::default());
-        let alice = User::named("alice", &[]);
+        let alice = UserInfo::named("alice", &[]);
         let held: Vec<_> = (0..1000)
             .map(|_| limits.admit(&pods(Method::POST, false), &alice).unwrap())
             .collect();

@@ -30,18 +30,20 @@ use tracing::Instrument;
 use super::request_info::RequestInfo;
 use super::resource;
 use super::AppState;
+use crate::auth::{AlwaysAllow, Authorizer, UserInfo};
 use crate::error::ApiError;
 use crate::registry::options::{parse_query, Query};
 use crate::serving::Peer;
 
-/// The chain's pluggable steps.
+/// The chain's pluggable steps (`startup` assembles them from the flags).
 pub struct Chain {
     pub in_flight: max_in_flight::MaxInFlight,
     pub authenticator: Arc<dyn authentication::Authenticator>,
     /// The audiences a request's token must be for (`--api-audiences`).
     pub audiences: Vec<String>,
     pub audit: audit::Audit,
-    pub authorizer: Arc<dyn authorization::Authorizer>,
+    /// The `--authorization-mode` union.
+    pub authorizer: Arc<dyn Authorizer>,
 }
 
 impl Chain {
@@ -52,35 +54,8 @@ impl Chain {
             authenticator: Arc::new(authentication::Anonymous),
             audiences: Vec::new(),
             audit: audit::Audit::default(),
-            authorizer: Arc::new(authorization::AlwaysAllow),
+            authorizer: Arc::new(AlwaysAllow),
         }
-    }
-}
-
-impl Chain {
-    /// The chain `config` asks for: the given authenticators' union
-    /// (see `startup::authenticator`), `--authorization-mode`, the audit
-    /// flags and the in-flight limits.
-    pub async fn configured(
-        config: &crate::config::ApiserverConfig,
-        catalog: &Arc<crate::registry::Catalog>,
-        authenticator: Arc<dyn authentication::Authenticator>,
-        metrics: &crate::metrics::Metrics,
-    ) -> Result<Chain, crate::startup::StartError> {
-        let modes = authorization::parse_modes(&config.authorization_mode)
-            .map_err(|why| ApiError::BadRequest(format!("--authorization-mode: {why}")))?;
-        let auditor = crate::audit::Auditor::configured(&config.audit(), metrics.audit.clone())?;
-        Ok(Chain {
-            in_flight: max_in_flight::MaxInFlight::new(
-                config.max_requests_inflight,
-                config.max_mutating_requests_inflight,
-                metrics.in_flight.clone(),
-            ),
-            authenticator,
-            audiences: config.audiences(),
-            audit: audit::Audit::new(auditor),
-            authorizer: crate::rbac::setup::authorizer(&modes, catalog).await?,
-        })
     }
 }
 
@@ -164,7 +139,7 @@ async fn after_audit(
     state: &AppState,
     info: &RequestInfo,
     query: &Query,
-    authenticated: authentication::User,
+    authenticated: UserInfo,
     record: &mut audit::Record,
 ) -> Result<HttpResponse, ApiError> {
     let chain = &state.chain;
@@ -174,7 +149,9 @@ async fn after_audit(
     let _permit = chain.in_flight.admit(info, &user)?;
     // Later steps (access reviews, RBAC's escalation checks) ask who it is.
     req.extensions_mut().insert(user.clone());
-    let allowed = authorization::check(authorizer, &authorization::attributes(&user, info));
+    let selectors = authorization::Selectors::of(info, query);
+    let attributes = authorization::attributes(&user, info, req.path(), &selectors);
+    let allowed = authorization::check(authorizer, &attributes);
     record.authorized(allowed.is_ok());
     allowed?;
     let payload = record.request_body(req, payload).await?;
@@ -185,10 +162,7 @@ async fn after_audit(
 }
 
 /// The request's user, from its headers and its connection.
-pub(crate) async fn authenticate(
-    req: &HttpRequest,
-    chain: &Chain,
-) -> Result<authentication::User, ApiError> {
+pub(crate) async fn authenticate(req: &HttpRequest, chain: &Chain) -> Result<UserInfo, ApiError> {
     let peer = req.conn_data::<Peer>();
     let (peer_certificates, insecure) = match peer {
         Some(Peer::Tls(chain)) => (chain.as_slice(), false),

@@ -11,9 +11,9 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, ResponseError};
 
-use super::authentication::User;
-use super::authorization::{self, Attributes};
+use super::authorization;
 use super::{audit, impersonation};
+use crate::auth::{Attributes, UserInfo};
 use crate::error::ApiError;
 use crate::routes::request_info::RequestInfo;
 use crate::routes::AppState;
@@ -65,7 +65,7 @@ pub async fn guard(
 fn admit(
     req: &ServiceRequest,
     state: &AppState,
-    authenticated: User,
+    authenticated: UserInfo,
     record: &mut audit::Record,
 ) -> Result<(), ApiError> {
     let chain = &state.chain;
@@ -79,16 +79,7 @@ fn admit(
     )?;
     record.impersonated(&authenticated, &user);
     let verb = req.method().as_str().to_lowercase();
-    let attributes = Attributes {
-        user: &user,
-        verb: &verb,
-        group: "",
-        resource: "",
-        subresource: None,
-        namespace: None,
-        name: None,
-        path: Some(req.path()),
-    };
+    let attributes = Attributes::for_path(&user, &verb, req.path());
     let allowed = authorization::check(chain.authorizer.as_ref(), &attributes);
     record.authorized(allowed.is_ok());
     allowed?;

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use actix_web::http::header::HeaderMap;
 
-use super::authentication::{Authenticated, Authenticator, Credentials, Outcome, User};
+use super::authentication::{Authenticated, Authenticator, Credentials, Outcome};
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +25,7 @@ pub enum TokenFileError {
 }
 
 pub struct TokenFile {
-    users: HashMap<String, User>,
+    users: HashMap<String, UserInfo>,
 }
 
 impl TokenFile {
@@ -61,11 +62,11 @@ impl TokenFile {
                 .map(str::to_string)
                 .collect();
             groups.push("system:authenticated".into());
-            let user = User {
+            let user = UserInfo {
                 name: name.to_string(),
                 groups,
                 uid: record.get(2).unwrap_or("").trim().to_string(),
-                ..User::default()
+                ..UserInfo::default()
             };
             users.insert(token.to_string(), user);
         }
@@ -73,7 +74,7 @@ impl TokenFile {
     }
 
     /// The user of the request's bearer token; None without one.
-    pub fn lookup(&self, headers: &HeaderMap) -> Result<Option<User>, ApiError> {
+    pub fn lookup(&self, headers: &HeaderMap) -> Result<Option<UserInfo>, ApiError> {
         let Some(value) = headers.get("authorization") else {
             return Ok(None);
         };

@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 use rustls_pki_types::CertificateDer;
 
 use super::x509::X509;
-use super::{Authenticated, Authenticator, Credentials, Outcome, User};
+use super::{Authenticated, Authenticator, Credentials, Outcome};
 use crate::aggregator::headers::unescape_key;
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 
 pub struct RequestHeader {
@@ -42,7 +43,7 @@ impl RequestHeader {
     }
 
     /// The user the headers name, if they name one.
-    fn user_of(&self, headers: &actix_web::http::header::HeaderMap) -> Option<User> {
+    fn user_of(&self, headers: &actix_web::http::header::HeaderMap) -> Option<UserInfo> {
         let values = |name: &str| {
             let all = headers.get_all(name).filter_map(|v| v.to_str().ok());
             all.map(str::to_string).collect::<Vec<_>>()
@@ -64,11 +65,11 @@ impl RequestHeader {
                 extra.entry(key).or_default().push(value.to_string());
             }
         }
-        Some(User {
+        Some(UserInfo {
             name,
             groups,
             extra,
-            ..User::default()
+            ..UserInfo::default()
         })
     }
 }

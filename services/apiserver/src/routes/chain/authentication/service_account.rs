@@ -10,11 +10,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Authenticated, Authenticator, Credentials, Outcome, User};
+use super::{Authenticated, Authenticator, Credentials, Outcome};
+use crate::auth::{self, UserInfo};
 use crate::error::ApiError;
 use crate::registry::flow::Part;
 use crate::registry::{actor, Catalog};
-use crate::serviceaccount::claims::{self, Binding, Claims};
+use crate::serviceaccount::claims::{Binding, Claims};
 use crate::serviceaccount::{Issuer, TokenError};
 
 pub struct ServiceAccounts {
@@ -57,7 +58,7 @@ fn refuse(why: String) -> Result<Option<Authenticated>, ApiError> {
 
 /// The token's user, as kube-apiserver names it, with the pod it is
 /// bound to and the token's id in `extra`.
-fn user_of(claims: &Claims) -> User {
+fn user_of(claims: &Claims) -> UserInfo {
     let k = &claims.kubernetes;
     let mut extra = BTreeMap::new();
     if let Some(Binding::Pod(pod)) = claims.binding() {
@@ -74,10 +75,10 @@ fn user_of(claims: &Claims) -> User {
             vec![id],
         );
     }
-    User {
-        name: claims::user_name(&k.namespace, &k.serviceaccount.name),
+    UserInfo {
+        name: auth::service_account_user(&k.namespace, &k.serviceaccount.name),
         uid: k.serviceaccount.uid.clone(),
-        groups: claims::groups(&k.namespace),
+        groups: auth::service_account_groups(&k.namespace),
         extra,
     }
 }

@@ -9,7 +9,8 @@ use rustls_pki_types::{CertificateDer, TrustAnchor, UnixTime};
 use webpki::{EndEntityCert, KeyUsage};
 use x509_parser::prelude::FromDer;
 
-use super::{Authenticated, Authenticator, Credentials, Outcome, User};
+use super::{Authenticated, Authenticator, Credentials, Outcome};
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 
 pub struct X509 {
@@ -28,7 +29,7 @@ impl X509 {
     }
 
     /// The user of a verified chain, or why it is refused.
-    pub(super) fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<User, String> {
+    pub(super) fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<UserInfo, String> {
         let leaf = EndEntityCert::try_from(&chain[0]).map_err(|e| e.to_string())?;
         leaf.verify_for_usage(
             webpki::ALL_VERIFICATION_ALGS,
@@ -45,7 +46,7 @@ impl X509 {
 }
 
 /// CN as the user name, O values as groups.
-fn subject_user(cert: &CertificateDer<'_>) -> Result<User, String> {
+fn subject_user(cert: &CertificateDer<'_>) -> Result<UserInfo, String> {
     let (_, parsed) =
         x509_parser::certificate::X509Certificate::from_der(cert).map_err(|e| e.to_string())?;
     let subject = parsed.subject();
@@ -60,10 +61,10 @@ fn subject_user(cert: &CertificateDer<'_>) -> Result<User, String> {
         .filter_map(|o| o.as_str().ok())
         .map(str::to_string)
         .collect();
-    Ok(User {
+    Ok(UserInfo {
         name: name.to_string(),
         groups,
-        ..User::default()
+        ..UserInfo::default()
     })
 }
 

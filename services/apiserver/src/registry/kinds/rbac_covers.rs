@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::rule::{url_covers, PolicyRule};
+use crate::auth::{url_covers, PolicyRule};
 
 /// The atomic rules of `wanted` that `held` does not cover.
 pub fn missing(held: &[PolicyRule], wanted: &[PolicyRule]) -> Vec<PolicyRule> {

@@ -1,42 +1,38 @@
-//! Wiring: connect to the store, start the resource actors, make sure the
-//! system namespaces exist, and serve HTTP until shutdown.
+//! Wiring: connect to the store, start the resource actors, admission,
+//! the objects every cluster has, the controllers and the aggregator,
+//! assemble the handler chain, and serve HTTP until shutdown. The top of
+//! the server: nothing imports it but `main` and embedders.
+
+mod chain;
+mod serve;
+mod store;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use actix_web::{web, App, HttpServer};
+use actix_web::web;
 use serde_json::json;
 
-use crate::admission::authorize::AuthorizerSlot;
 use crate::admission::config_file::PluginConfigurations;
 use crate::admission::objects::Objects;
 use crate::admission::plugins;
 use crate::aggregator::proxy::Proxy;
 use crate::aggregator::tls::Configs;
 use crate::aggregator::{authentication_configmap, autoregister, availability, Aggregator};
+use crate::auth::AuthorizerSlot;
 use crate::config::ApiserverConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::registry::lookup::CachedObjects;
 use crate::registry::options::WriteOptions;
 use crate::registry::{actor, Catalog};
-use crate::routes::chain::authentication::requestheader::RequestHeader;
-use crate::routes::chain::authentication::service_account::ServiceAccounts;
-use crate::routes::chain::authentication::x509::X509;
-use crate::routes::chain::authentication::{Authenticator, Insecure, Union};
 use crate::routes::{self, openapi, AppState};
 use crate::serviceaccount::Issuer;
-use crate::storage::encryption::{self, Encryption};
-use crate::storage::{compactor, Connection, StorageError, Store};
+use crate::storage::{compactor, StorageError, Store};
 
 /// Namespaces every cluster has from the start.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
-
-/// How long to wait for the store at start (an embedded store may still
-/// be electing its leader).
-const STORE_WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -75,37 +71,17 @@ pub async fn run(
     config: ApiserverConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StartError> {
-    let encryption = encryption(&config)?;
-    let client = connect(&config).await?;
-    let store = Store::new(&client).with_encryption(encryption);
+    let (client, store) = store::open(&config).await?;
     let arbiters = [actix::Arbiter::new(), actix::Arbiter::new()];
     let handles: Vec<_> = arbiters.iter().map(|a| a.handle()).collect();
     let catalog = Arc::new(
         Catalog::start(&store, &config.storage_prefix, config.event_ttl(), &handles).await?,
     );
     let metrics = Arc::new(Metrics::new(client.metrics()));
-    let authorizer_slot = AuthorizerSlot::default();
-    let objects = install_admission(&config, &catalog, &metrics, &authorizer_slot).await?;
-    create_system_namespaces(&catalog).await?;
-    let port = match config.secure_port {
-        0 => config.insecure_port,
-        port => port,
-    };
-    crate::bootstrap::ensure_default_service(&catalog, &config.bind_address, port).await?;
-    crate::bootstrap::ensure_priority_classes(&catalog).await?;
-    crate::controllers::crds::start(catalog.clone(), config.storage_prefix.clone()).await;
-    let controllers = crate::controllers::run(
-        catalog.clone(),
-        store.clone(),
-        config.storage_prefix.clone(),
-    );
-    actix_rt::spawn(controllers);
-    let root_ca = root_ca(&config)?;
-    actix_rt::spawn(crate::controllers::service_accounts::run(
-        catalog.clone(),
-        objects.clone(),
-        root_ca,
-    ));
+    let authorizer = AuthorizerSlot::default();
+    let objects = install_admission(&config, &catalog, &metrics, &authorizer).await?;
+    create_cluster_objects(&config, &catalog).await?;
+    start_controllers(&config, &catalog, &store, &objects).await?;
     let aggregator_metrics = metrics.aggregator.clone();
     let aggregator =
         start_aggregator(&config, &catalog, objects.clone(), aggregator_metrics).await?;
@@ -114,54 +90,58 @@ pub async fn run(
         actix_rt::spawn(compactor::run(client.clone(), interval));
     }
     let issuer = issuer(&config)?;
-    let authenticators = authenticator(&config, &catalog, issuer.clone())?;
-    let chain =
-        routes::chain::Chain::configured(&config, &catalog, authenticators, &metrics).await?;
-    let for_admission = crate::rbac::for_admission::ForAdmission(chain.authorizer.clone());
-    let _ = authorizer_slot.set(Arc::new(for_admission));
+    let chain = chain::assemble(&config, &catalog, issuer.clone(), &metrics).await?;
+    let _ = authorizer.set(chain.authorizer.clone());
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
-        catalog: catalog.clone(),
+        catalog,
         metrics,
         store,
         chain,
         issuer,
         aggregator,
     });
-    let mut server = HttpServer::new(move || {
-        App::new()
-            .app_data(state.clone())
-            .wrap(actix_web::middleware::from_fn(
-                routes::chain::non_resource::guard,
-            ))
-            .configure(routes::configure)
-    })
-    .workers(2)
-    .disable_signals()
-    .on_connect(crate::serving::tag_connection);
-    if let Some(tls) = tls(&config)? {
-        server =
-            server.bind_rustls_0_23((config.bind_address.as_str(), config.secure_port), tls)?;
-    }
-    if config.insecure_port != 0 {
-        tracing::warn!(
-            port = config.insecure_port,
-            "serving plain HTTP on 127.0.0.1 as a superuser"
-        );
-        server = server.bind(("127.0.0.1", config.insecure_port))?;
-    }
-    for address in server.addrs() {
-        tracing::info!(%address, "capstan-apiserver serving");
-    }
-    let server = server.run();
-    let handle = server.handle();
-    tokio::select! {
-        result = server => result?,
-        _ = shutdown => handle.stop(true).await,
-    }
+    let served = serve::serve(&config, state, shutdown).await;
     for arbiter in arbiters {
         arbiter.stop();
     }
+    served
+}
+
+/// The system namespaces, the `kubernetes` service and the system
+/// PriorityClasses (see [`crate::bootstrap`]).
+async fn create_cluster_objects(
+    config: &ApiserverConfig,
+    catalog: &Arc<Catalog>,
+) -> Result<(), ApiError> {
+    create_system_namespaces(catalog).await?;
+    let port = match config.secure_port {
+        0 => config.insecure_port,
+        port => port,
+    };
+    crate::bootstrap::ensure_default_service(catalog, &config.bind_address, port).await?;
+    crate::bootstrap::ensure_priority_classes(catalog).await
+}
+
+/// The CRD controller (ready before the first request), and the loops
+/// that run beside the server: the API's own controllers and the
+/// service-account controller.
+async fn start_controllers(
+    config: &ApiserverConfig,
+    catalog: &Arc<Catalog>,
+    store: &Store,
+    objects: &Arc<CachedObjects>,
+) -> Result<(), StartError> {
+    let prefix = config.storage_prefix.clone();
+    crate::controllers::crds::start(catalog.clone(), prefix.clone()).await;
+    let controllers = crate::controllers::run(catalog.clone(), store.clone(), prefix);
+    actix_rt::spawn(controllers);
+    let root_ca = root_ca(config)?;
+    actix_rt::spawn(crate::controllers::service_accounts::run(
+        catalog.clone(),
+        objects.clone(),
+        root_ca,
+    ));
     Ok(())
 }
 
@@ -199,44 +179,6 @@ fn root_ca(config: &ApiserverConfig) -> Result<Option<String>, StartError> {
     }
 }
 
-/// Encryption at rest as `--encryption-provider-config` says (nothing
-/// encrypted without it); a file that cannot be used stops the start.
-fn encryption(config: &ApiserverConfig) -> Result<Arc<Encryption>, StartError> {
-    let file = &config.encryption_provider_config;
-    if file.is_empty() {
-        return Ok(Arc::new(Encryption::none()));
-    }
-    let rules =
-        encryption::load(std::path::Path::new(file)).map_err(|error| StartError::Encryption {
-            file: file.clone(),
-            error,
-        })?;
-    let builtin: Vec<(String, String)> = crate::registry::kinds::all()
-        .iter()
-        .map(|s| (s.def().group.to_string(), s.def().resource.to_string()))
-        .collect();
-    tracing::info!(%file, rules = rules.len(), "encryption at rest configured");
-    Ok(Arc::new(Encryption::new(
-        &config.storage_prefix,
-        rules,
-        &builtin,
-    )))
-}
-
-/// The rustls configuration of the secure port, unless it is off.
-fn tls(config: &ApiserverConfig) -> Result<Option<rustls::ServerConfig>, StartError> {
-    if config.secure_port == 0 {
-        return Ok(None);
-    }
-    let client_ca = Some(config.client_ca_file.as_str()).filter(|f| !f.is_empty());
-    let tls = crate::serving::tls::server_config(
-        &config.tls_cert_file,
-        &config.tls_private_key_file,
-        client_ca,
-    )?;
-    Ok(Some(tls))
-}
-
 /// The service-account token issuer, when this server signs or verifies
 /// tokens.
 fn issuer(config: &ApiserverConfig) -> Result<Option<Arc<Issuer>>, StartError> {
@@ -252,44 +194,6 @@ fn issuer(config: &ApiserverConfig) -> Result<Option<Arc<Issuer>>, StartError> {
         &key_files,
     )?;
     Ok(Some(Arc::new(issuer)))
-}
-
-/// kube-apiserver's union: static tokens, client certificates, service-account tokens,
-/// the loopback plain-HTTP superuser; anonymous if `--anonymous-auth`.
-fn authenticator(
-    config: &ApiserverConfig,
-    catalog: &Arc<Catalog>,
-    issuer: Option<Arc<Issuer>>,
-) -> Result<Arc<dyn Authenticator>, StartError> {
-    let mut authenticators: Vec<Arc<dyn Authenticator>> = Vec::new();
-    if let Some(path) = &config.token_auth_file {
-        authenticators.push(Arc::new(routes::chain::token_file::TokenFile::load(path)?));
-    }
-    let front_proxy_ca = &config.aggregator.requestheader_client_ca_file;
-    if !front_proxy_ca.is_empty() {
-        let roots = crate::serving::tls::certificates(front_proxy_ca)?;
-        let settings = &config.aggregator;
-        let headers = RequestHeader::new(&roots, settings).map_err(StartError::ClientCa)?;
-        authenticators.push(Arc::new(headers));
-    }
-    if !config.client_ca_file.is_empty() {
-        let roots = crate::serving::tls::certificates(&config.client_ca_file)?;
-        let x509 = X509::new(&roots).map_err(StartError::ClientCa)?;
-        authenticators.push(Arc::new(x509));
-    }
-    if let Some(issuer) = issuer {
-        authenticators.push(Arc::new(ServiceAccounts {
-            issuer,
-            catalog: catalog.clone(),
-        }));
-    }
-    if config.insecure_port != 0 {
-        authenticators.push(Arc::new(Insecure));
-    }
-    Ok(Arc::new(Union {
-        authenticators,
-        anonymous: config.anonymous_auth,
-    }))
 }
 
 /// The aggregator: the Local APIServices, the availability controller,
@@ -334,26 +238,6 @@ async fn start_aggregator(
         reviews,
     ));
     Ok(aggregator)
-}
-
-/// The store's members, once one of them answers a read (any member will
-/// do: the connection moves to another when its member goes).
-async fn connect(config: &ApiserverConfig) -> Result<Connection, StorageError> {
-    let tls = config
-        .etcd_tls()
-        .map_err(|err| StorageError::Unavailable(err.to_string()))?;
-    let connection = Connection::with_tls(&config.endpoints(), tls).await?;
-    let deadline = Instant::now() + STORE_WAIT;
-    loop {
-        match Store::new(&connection).current_revision().await {
-            Ok(_) => return Ok(connection),
-            Err(err) if Instant::now() >= deadline => return Err(err),
-            Err(err) => {
-                tracing::info!(%err, "waiting for the store");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    }
 }
 
 async fn create_system_namespaces(catalog: &Catalog) -> Result<(), ApiError> {

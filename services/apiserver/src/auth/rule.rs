@@ -1,10 +1,14 @@
-//! One PolicyRule and whether it allows a request (Kubernetes'
+//! One rule an authorizer can say it allows: rbac.authorization.k8s.io's
+//! PolicyRule, which is also what rules reviews list (kube's resource and
+//! non-resource rule infos), and whether it allows a request (Kubernetes'
 //! `RuleAllows`): verbs, API groups, resources with subresources
 //! (`pods/log`, `*/scale`), resource names, and non-resource URLs with a
 //! trailing `*`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::Attributes;
 
 /// rbac.authorization.k8s.io/v1 PolicyRule.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -26,22 +30,6 @@ pub struct PolicyRule {
     pub non_resource_urls: Vec<String>,
 }
 
-/// What a request asks, as RBAC sees it.
-#[derive(Debug, Clone, Copy)]
-pub enum Request<'a> {
-    Resource {
-        verb: &'a str,
-        group: &'a str,
-        resource: &'a str,
-        subresource: Option<&'a str>,
-        name: Option<&'a str>,
-    },
-    NonResource {
-        verb: &'a str,
-        path: &'a str,
-    },
-}
-
 impl PolicyRule {
     /// The rules of a Role or ClusterRole (`rules`, absent or null: none);
     /// a rule that does not parse grants nothing.
@@ -54,27 +42,21 @@ impl PolicyRule {
             .collect()
     }
 
-    pub fn allows(&self, request: &Request) -> bool {
-        match *request {
-            Request::Resource {
-                verb,
-                group,
-                resource,
-                subresource,
-                name,
-            } => {
-                self.verb_matches(verb)
-                    && has_or_all(&self.api_groups, group)
-                    && self.resource_matches(resource, subresource)
-                    && self.name_matches(name)
+    /// Whether this rule allows what `asked` asks (kube's `RuleAllows`).
+    pub fn allows(&self, asked: &Attributes) -> bool {
+        if !self.verb_matches(asked.verb) {
+            return false;
+        }
+        match asked.resource_request {
+            true => {
+                has_or_all(&self.api_groups, asked.group)
+                    && self.resource_matches(asked.resource, asked.subresource)
+                    && self.name_matches(asked.name)
             }
-            Request::NonResource { verb, path } => {
-                self.verb_matches(verb)
-                    && self
-                        .non_resource_urls
-                        .iter()
-                        .any(|url| url_covers(url, path))
-            }
+            false => self
+                .non_resource_urls
+                .iter()
+                .any(|url| url_covers(url, asked.path)),
         }
     }
 
@@ -84,13 +66,12 @@ impl PolicyRule {
 
     /// `resource/subresource` exactly, `*`, or `*/subresource` (compared
     /// in place: a decision allocates nothing).
-    fn resource_matches(&self, resource: &str, subresource: Option<&str>) -> bool {
-        let sub = subresource.filter(|s| !s.is_empty());
+    fn resource_matches(&self, resource: &str, subresource: &str) -> bool {
         self.resources.iter().any(|r| {
             r == "*"
-                || match sub {
-                    None => r == resource,
-                    Some(sub) => {
+                || match subresource {
+                    "" => r == resource,
+                    sub => {
                         r.strip_prefix(resource)
                             .and_then(|rest| rest.strip_prefix('/'))
                             == Some(sub)
@@ -102,9 +83,9 @@ impl PolicyRule {
 
     /// No names in the rule: any name (and none); else the request's name
     /// must be listed, so a rule with names never allows a list or create.
-    fn name_matches(&self, name: Option<&str>) -> bool {
+    fn name_matches(&self, name: &str) -> bool {
         self.resource_names.is_empty()
-            || name.is_some_and(|n| !n.is_empty() && self.resource_names.iter().any(|r| r == n))
+            || (!name.is_empty() && self.resource_names.iter().any(|r| r == name))
     }
 }
 
@@ -124,26 +105,30 @@ pub fn url_covers(rule_url: &str, path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::UserInfo;
     use serde_json::json;
 
     fn rule(value: Value) -> PolicyRule {
         serde_json::from_value(value).unwrap()
     }
 
+    static ALICE: std::sync::LazyLock<UserInfo> =
+        std::sync::LazyLock::new(|| UserInfo::named("alice", &[]));
+
     fn resource<'a>(
         verb: &'a str,
         group: &'a str,
         resource: &'a str,
-        sub: Option<&'a str>,
-        name: Option<&'a str>,
-    ) -> Request<'a> {
-        Request::Resource {
-            verb,
-            group,
-            resource,
-            subresource: sub,
-            name,
-        }
+        sub: &'a str,
+        name: &'a str,
+    ) -> Attributes<'a> {
+        Attributes::for_resource(&ALICE, verb, group, resource)
+            .with_subresource(sub)
+            .with_name(name)
+    }
+
+    fn path<'a>(verb: &'a str, path: &'a str) -> Attributes<'a> {
+        Attributes::for_path(&ALICE, verb, path)
     }
 
     #[test]
@@ -156,87 +141,36 @@ mod tests {
             json!({"verbs": ["get", "update"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["app"]}),
         );
         let urls = rule(json!({"verbs": ["get"], "nonResourceURLs": ["/healthz", "/apis/*"]}));
-        let cases: Vec<(&PolicyRule, Request, bool)> = vec![
-            (&pods, resource("get", "", "pods", None, Some("p")), true),
-            (&pods, resource("list", "", "pods", None, None), true),
-            (&pods, resource("watch", "", "pods", None, None), false),
-            (&pods, resource("get", "apps", "pods", None, None), false),
-            (
-                &pods,
-                resource("get", "", "pods", Some("log"), Some("p")),
-                true,
-            ),
-            (
-                &pods,
-                resource("get", "", "pods", Some("exec"), Some("p")),
-                false,
-            ),
+        let cases: Vec<(&PolicyRule, Attributes, bool)> = vec![
+            (&pods, resource("get", "", "pods", "", "p"), true),
+            (&pods, resource("list", "", "pods", "", ""), true),
+            (&pods, resource("watch", "", "pods", "", ""), false),
+            (&pods, resource("get", "apps", "pods", "", ""), false),
+            (&pods, resource("get", "", "pods", "log", "p"), true),
+            (&pods, resource("get", "", "pods", "exec", "p"), false),
             (
                 &scale,
-                resource("update", "apps", "deployments", Some("scale"), Some("d")),
+                resource("update", "apps", "deployments", "scale", "d"),
                 true,
             ),
             (
                 &scale,
-                resource("get", "apps", "deployments", None, Some("d")),
+                resource("get", "apps", "deployments", "", "d"),
                 false,
             ),
+            (&named, resource("get", "", "configmaps", "", "app"), true),
             (
                 &named,
-                resource("get", "", "configmaps", None, Some("app")),
-                true,
-            ),
-            (
-                &named,
-                resource("get", "", "configmaps", None, Some("other")),
+                resource("get", "", "configmaps", "", "other"),
                 false,
             ),
-            (
-                &named,
-                resource("list", "", "configmaps", None, None),
-                false,
-            ),
-            (
-                &urls,
-                Request::NonResource {
-                    verb: "get",
-                    path: "/healthz",
-                },
-                true,
-            ),
-            (
-                &urls,
-                Request::NonResource {
-                    verb: "get",
-                    path: "/healthz/etcd",
-                },
-                false,
-            ),
-            (
-                &urls,
-                Request::NonResource {
-                    verb: "get",
-                    path: "/apis/apps/v1",
-                },
-                true,
-            ),
-            (
-                &urls,
-                Request::NonResource {
-                    verb: "post",
-                    path: "/apis/x",
-                },
-                false,
-            ),
-            (
-                &pods,
-                Request::NonResource {
-                    verb: "get",
-                    path: "/healthz",
-                },
-                false,
-            ),
-            (&urls, resource("get", "", "pods", None, None), false),
+            (&named, resource("list", "", "configmaps", "", ""), false),
+            (&urls, path("get", "/healthz"), true),
+            (&urls, path("get", "/healthz/etcd"), false),
+            (&urls, path("get", "/apis/apps/v1"), true),
+            (&urls, path("post", "/apis/x"), false),
+            (&pods, path("get", "/healthz"), false),
+            (&urls, resource("get", "", "pods", "", ""), false),
         ];
         for (i, (rule, request, expected)) in cases.iter().enumerate() {
             assert_eq!(rule.allows(request), *expected, "case {i}: {request:?}");

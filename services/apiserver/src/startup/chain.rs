@@ -1,0 +1,109 @@
+//! The handler chain as the flags ask for it: the authenticators'
+//! union, audit, the in-flight limits, and the `--authorization-mode`
+//! authorizers behind kube's `system:masters` superuser group. A new
+//! authenticator is one more entry in [`authenticator`]; a new authorizer
+//! one more [`Mode`] in [`authorizer`].
+
+use std::sync::Arc;
+
+use super::StartError;
+use crate::audit::Auditor;
+use crate::auth::{
+    self, AlwaysAllow, AlwaysDeny, Authorizer, Mode, PrivilegedGroups, Union, MASTERS,
+};
+use crate::config::{ApiserverConfig, ConfigError};
+use crate::metrics::Metrics;
+use crate::registry::Catalog;
+use crate::routes::chain::authentication::requestheader::RequestHeader;
+use crate::routes::chain::authentication::service_account::ServiceAccounts;
+use crate::routes::chain::authentication::x509::X509;
+use crate::routes::chain::authentication::{self as authn, Authenticator, Insecure};
+use crate::routes::chain::max_in_flight::MaxInFlight;
+use crate::routes::chain::token_file::TokenFile;
+use crate::routes::chain::{audit, Chain};
+use crate::serviceaccount::Issuer;
+
+/// The chain `config` asks for; the authorizers read `catalog`.
+pub async fn assemble(
+    config: &ApiserverConfig,
+    catalog: &Arc<Catalog>,
+    issuer: Option<Arc<Issuer>>,
+    metrics: &Metrics,
+) -> Result<Chain, StartError> {
+    let authenticator = authenticator(config, catalog, issuer)?;
+    let auditor = Auditor::configured(&config.audit(), metrics.audit.clone())?;
+    Ok(Chain {
+        in_flight: MaxInFlight::new(
+            config.max_requests_inflight,
+            config.max_mutating_requests_inflight,
+            metrics.in_flight.clone(),
+        ),
+        authenticator,
+        audiences: config.audiences(),
+        audit: audit::Audit::new(auditor),
+        authorizer: authorizer(config, catalog).await?,
+    })
+}
+
+/// kube-apiserver's union: static tokens, the front proxy's request
+/// headers, client certificates, service-account tokens, the loopback
+/// plain-HTTP superuser; anonymous if `--anonymous-auth`.
+fn authenticator(
+    config: &ApiserverConfig,
+    catalog: &Arc<Catalog>,
+    issuer: Option<Arc<Issuer>>,
+) -> Result<Arc<dyn Authenticator>, StartError> {
+    let mut authenticators: Vec<Arc<dyn Authenticator>> = Vec::new();
+    if let Some(path) = &config.token_auth_file {
+        authenticators.push(Arc::new(TokenFile::load(path)?));
+    }
+    let front_proxy_ca = &config.aggregator.requestheader_client_ca_file;
+    if !front_proxy_ca.is_empty() {
+        let roots = crate::serving::tls::certificates(front_proxy_ca)?;
+        let settings = &config.aggregator;
+        let headers = RequestHeader::new(&roots, settings).map_err(StartError::ClientCa)?;
+        authenticators.push(Arc::new(headers));
+    }
+    if !config.client_ca_file.is_empty() {
+        let roots = crate::serving::tls::certificates(&config.client_ca_file)?;
+        let x509 = X509::new(&roots).map_err(StartError::ClientCa)?;
+        authenticators.push(Arc::new(x509));
+    }
+    if let Some(issuer) = issuer {
+        authenticators.push(Arc::new(ServiceAccounts {
+            issuer,
+            catalog: catalog.clone(),
+        }));
+    }
+    if config.insecure_port != 0 {
+        authenticators.push(Arc::new(Insecure));
+    }
+    Ok(Arc::new(authn::Union {
+        authenticators,
+        anonymous: config.anonymous_auth,
+    }))
+}
+
+/// `--authorization-mode`'s authorizers in order, behind the superuser
+/// group; each is ready (RBAC's policy reconciled and its informer
+/// synced) before the server answers its first request.
+async fn authorizer(
+    config: &ApiserverConfig,
+    catalog: &Arc<Catalog>,
+) -> Result<Arc<dyn Authorizer>, StartError> {
+    let modes =
+        auth::parse_modes(&config.authorization_mode).map_err(|reason| ConfigError::Invalid {
+            field: "authorization_mode",
+            reason,
+        })?;
+    let mut authorizers: Vec<Arc<dyn Authorizer>> =
+        vec![Arc::new(PrivilegedGroups(vec![MASTERS.into()]))];
+    for mode in modes {
+        authorizers.push(match mode {
+            Mode::AlwaysAllow => Arc::new(AlwaysAllow),
+            Mode::AlwaysDeny => Arc::new(AlwaysDeny),
+            Mode::Rbac => Arc::new(crate::rbac::start::authorizer(catalog).await?),
+        });
+    }
+    Ok(Arc::new(Union(authorizers)))
+}
