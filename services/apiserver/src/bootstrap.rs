@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
-use crate::registry::kinds::service_ranges;
+use crate::registry::kinds::core::services::ranges as service_ranges;
 use crate::registry::options::WriteOptions;
 use crate::registry::{actor, Catalog};
 

@@ -13,7 +13,7 @@ use super::registration::local_apiservice;
 use crate::error::ApiError;
 use crate::registry::actor;
 use crate::registry::catalog::Entry;
-use crate::registry::kinds::apiservice::{GROUP, RESOURCE};
+use crate::registry::kinds::apiregistration::{GROUP, RESOURCE};
 use crate::registry::options::{DeleteOptions, WriteOptions};
 use crate::registry::Catalog;
 

@@ -23,7 +23,7 @@ use crate::error::ApiError;
 use crate::object::{meta, time};
 use crate::registry::catalog::Entry;
 use crate::registry::flow::Part;
-use crate::registry::kinds::apiservice::{GROUP, RESOURCE};
+use crate::registry::kinds::apiregistration::{GROUP, RESOURCE};
 use crate::registry::options::{ListOptions, WriteOptions};
 use crate::registry::{actor, Catalog};
 

@@ -20,7 +20,9 @@ use crate::object::patch::PatchType;
 use crate::registry::actor;
 use crate::registry::catalog::Entry;
 use crate::registry::flow::Part;
-use crate::registry::kinds::crd::{self, status, CLEANUP_FINALIZER, GROUP, RESOURCE};
+use crate::registry::kinds::apiextensions::{
+    self as crd, status, CLEANUP_FINALIZER, GROUP, RESOURCE,
+};
 use crate::registry::kinds::custom::{storage_prefix, Custom};
 use crate::registry::lookup::CachedObjects;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};

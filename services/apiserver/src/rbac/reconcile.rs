@@ -12,7 +12,7 @@ use super::policy::{self, AUTO_UPDATE};
 use super::store;
 use crate::auth::PolicyRule;
 use crate::error::ApiError;
-use crate::registry::kinds::rbac_covers as covers;
+use crate::registry::kinds::rbac::covers;
 use crate::registry::Catalog;
 
 const MANAGER: &str = "rbac-bootstrap";

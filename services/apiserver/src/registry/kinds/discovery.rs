@@ -6,15 +6,16 @@ use std::sync::Arc;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::Value;
 
-use super::super::strategy::{age_cell, Column, Strategy, AGE};
-use super::common::{self, immutable, items, list_with_more};
-use super::simple::{simple, Simple};
 use crate::error::Cause;
+use crate::registry::kinds::common::cells::list_with_more;
+use crate::registry::kinds::common::simple::{simple, Simple};
+use crate::registry::kinds::common::validation::{self, immutable, items};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 
 const ADDRESS_TYPES: [&str; 3] = ["IPv4", "IPv6", "FQDN"];
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {
-    let def = super::simple::def(
+    let def = crate::registry::kinds::common::simple::def(
         "discovery.k8s.io",
         "endpointslices",
         "EndpointSlice",
@@ -37,7 +38,7 @@ fn validate(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     match obj["addressType"].as_str() {
         None | Some("") => causes.push(Cause::required("addressType")),
-        Some(kind) if !ADDRESS_TYPES.contains(&kind) => causes.push(common::unsupported(
+        Some(kind) if !ADDRESS_TYPES.contains(&kind) => causes.push(validation::unsupported(
             "addressType",
             &obj["addressType"],
             &ADDRESS_TYPES,
@@ -47,12 +48,15 @@ fn validate(obj: &Value) -> Vec<Cause> {
     for (i, endpoint) in items(&obj["endpoints"]) {
         if items(&endpoint["addresses"]).next().is_none() {
             let why = "must contain at least 1 address";
-            causes.push(common::required(format!("endpoints[{i}].addresses"), why));
+            causes.push(validation::required(
+                format!("endpoints[{i}].addresses"),
+                why,
+            ));
         }
     }
     for (i, port) in items(&obj["ports"]) {
         let field = format!("ports[{i}].protocol");
-        common::check_enum(
+        validation::check_enum(
             port,
             "/protocol",
             &field,

@@ -5,11 +5,12 @@ use std::sync::Arc;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass, NetworkPolicy};
 use serde_json::{json, Value};
 
-use super::super::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
-use super::common::{self, check_enum, immutable, items, label_selector};
-use super::simple::{simple, Simple};
 use crate::error::Cause;
 use crate::object::meta::is_dns1123_subdomain;
+use crate::registry::kinds::common::cells::label_selector;
+use crate::registry::kinds::common::simple::{simple, Simple};
+use crate::registry::kinds::common::validation::{self, check_enum, immutable, items};
+use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
 
 const GROUP: &str = "networking.k8s.io";
 
@@ -30,7 +31,7 @@ fn ingresses() -> Simple<Ingress> {
         ..simple(ResourceDef {
             short_names: &["ing"],
             status: true,
-            ..super::simple::def(GROUP, "ingresses", "Ingress", "ingress")
+            ..crate::registry::kinds::common::simple::def(GROUP, "ingresses", "Ingress", "ingress")
         })
     }
 }
@@ -40,7 +41,7 @@ fn validate_ingress(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let rules: Vec<(usize, &Value)> = items(&spec["rules"]).collect();
     if rules.is_empty() && spec["defaultBackend"].is_null() {
-        causes.push(common::invalid(
+        causes.push(validation::invalid(
             "spec",
             &Value::from(spec.to_string()),
             "either `defaultBackend` or `rules` must be specified",
@@ -69,7 +70,7 @@ fn host_cause(host: &str, rule: &str) -> Option<Cause> {
     }
     let field = format!("{rule}.host");
     if host.parse::<std::net::IpAddr>().is_ok() {
-        return Some(common::invalid(
+        return Some(validation::invalid(
             field,
             &host.into(),
             "must be a DNS name, not an IP address",
@@ -79,24 +80,24 @@ fn host_cause(host: &str, rule: &str) -> Option<Cause> {
     if is_dns1123_subdomain(name) {
         return None;
     }
-    Some(common::invalid(field, &host.into(), "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"))
+    Some(validation::invalid(field, &host.into(), "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"))
 }
 
 fn path_causes(path: &Value, here: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     let kinds = ["Exact", "ImplementationSpecific", "Prefix"];
     match path["pathType"].as_str() {
-        None | Some("") => causes.push(common::required(
+        None | Some("") => causes.push(validation::required(
             format!("{here}.pathType"),
             "pathType must be specified",
         )),
-        Some(kind) if !kinds.contains(&kind) => causes.push(common::unsupported(
+        Some(kind) if !kinds.contains(&kind) => causes.push(validation::unsupported(
             format!("{here}.pathType"),
             &path["pathType"],
             &kinds,
         )),
         Some("Exact" | "Prefix") if !path["path"].as_str().unwrap_or("").starts_with('/') => causes
-            .push(common::invalid(
+            .push(validation::invalid(
                 format!("{here}.path"),
                 &path["path"],
                 "must be an absolute path",
@@ -111,7 +112,7 @@ fn path_causes(path: &Value, here: &str) -> Vec<Cause> {
 fn backend_causes(backend: &Value, here: &str) -> Vec<Cause> {
     let (service, resource) = (&backend["service"], &backend["resource"]);
     if service.is_object() && resource.is_object() {
-        return vec![common::invalid(
+        return vec![validation::invalid(
             here,
             &Value::from(backend.to_string()),
             "cannot set both service and resource backends",
@@ -121,7 +122,7 @@ fn backend_causes(backend: &Value, here: &str) -> Vec<Cause> {
         return Vec::new();
     }
     if !service.is_object() {
-        return vec![common::required(
+        return vec![validation::required(
             here,
             "one of `service` or `resource` must be specified",
         )];
@@ -139,7 +140,7 @@ fn backend_causes(backend: &Value, here: &str) -> Vec<Cause> {
         } else {
             "port name or number is required"
         };
-        causes.push(common::invalid(
+        causes.push(validation::invalid(
             format!("{here}.service.port"),
             &Value::from(port.to_string()),
             why,
@@ -244,7 +245,12 @@ fn ingress_classes() -> Simple<IngressClass> {
         },
         ..simple(ResourceDef {
             namespaced: false,
-            ..super::simple::def(GROUP, "ingressclasses", "IngressClass", "ingressclass")
+            ..crate::registry::kinds::common::simple::def(
+                GROUP,
+                "ingressclasses",
+                "IngressClass",
+                "ingressclass",
+            )
         })
     }
 }
@@ -273,7 +279,7 @@ fn validate_ingress_class(obj: &Value) -> Vec<Cause> {
     if domain_prefixed {
         return Vec::new();
     }
-    vec![common::invalid(
+    vec![validation::invalid(
         "spec.controller",
         &controller.into(),
         "must be a domain-prefixed path (such as \"acme.io/foo\")",
@@ -301,7 +307,12 @@ fn network_policies() -> Simple<NetworkPolicy> {
         validate: validate_network_policy,
         ..simple(ResourceDef {
             short_names: &["netpol"],
-            ..super::simple::def(GROUP, "networkpolicies", "NetworkPolicy", "networkpolicy")
+            ..crate::registry::kinds::common::simple::def(
+                GROUP,
+                "networkpolicies",
+                "NetworkPolicy",
+                "networkpolicy",
+            )
         })
     }
 }
@@ -312,7 +323,7 @@ fn validate_network_policy(obj: &Value) -> Vec<Cause> {
     for (i, kind) in items(&spec["policyTypes"]) {
         if !matches!(kind.as_str(), Some("Ingress" | "Egress")) {
             let field = format!("spec.policyTypes[{i}]");
-            causes.push(common::unsupported(field, kind, &["Ingress", "Egress"]));
+            causes.push(validation::unsupported(field, kind, &["Ingress", "Egress"]));
         }
     }
     for (direction, peers) in [("ingress", "from"), ("egress", "to")] {

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde_json::{json, Value};
 
-use super::super::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
-use super::common::{check_enum, immutable};
-use super::default_at;
-use super::simple::{simple, Simple};
 use crate::error::Cause;
+use crate::registry::kinds::common::defaults::default_at;
+use crate::registry::kinds::common::simple::{simple, Simple};
+use crate::registry::kinds::common::validation::{check_enum, immutable};
+use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
 
 /// The highest value a class outside the `system-` ones may have.
 const HIGHEST_USER_PRIORITY: i64 = 1_000_000_000;
@@ -25,7 +25,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
         ..simple(ResourceDef {
             namespaced: false,
             short_names: &["pc"],
-            ..super::simple::def(
+            ..crate::registry::kinds::common::simple::def(
                 "scheduling.k8s.io",
                 "priorityclasses",
                 "PriorityClass",

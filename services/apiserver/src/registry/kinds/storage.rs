@@ -6,11 +6,11 @@ use std::sync::Arc;
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::{json, Value};
 
-use super::super::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
-use super::common::{self, check_enum, immutable};
-use super::default_at;
-use super::simple::{simple, Simple};
 use crate::error::Cause;
+use crate::registry::kinds::common::defaults::default_at;
+use crate::registry::kinds::common::simple::{simple, Simple};
+use crate::registry::kinds::common::validation::{self, check_enum, immutable};
+use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![Arc::new(Simple::<StorageClass> {
@@ -26,7 +26,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
         ..simple(ResourceDef {
             namespaced: false,
             short_names: &["sc"],
-            ..super::simple::def(
+            ..crate::registry::kinds::common::simple::def(
                 "storage.k8s.io",
                 "storageclasses",
                 "StorageClass",
@@ -111,8 +111,8 @@ fn columns() -> Vec<Column> {
 fn cells(obj: &Value) -> Vec<Value> {
     vec![
         obj["provisioner"].clone(),
-        common::text(obj, "/reclaimPolicy").into(),
-        common::text(obj, "/volumeBindingMode").into(),
+        validation::text(obj, "/reclaimPolicy").into(),
+        validation::text(obj, "/volumeBindingMode").into(),
         obj["allowVolumeExpansion"]
             .as_bool()
             .unwrap_or(false)

@@ -5,8 +5,8 @@ use jsonpath_rust::JsonPath;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition;
 use serde_json::Value;
 
-use super::intern;
 use crate::object::time;
+use crate::registry::kinds::custom::intern;
 use crate::registry::strategy::Column;
 
 pub struct PrinterColumn {

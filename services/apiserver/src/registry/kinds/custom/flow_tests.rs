@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::Custom;
 use crate::error::ApiError;
 use crate::registry::flow::{self, Handle, Part};
+use crate::registry::kinds::custom::Custom;
 use crate::registry::options::WriteOptions;
 use crate::storage::MemoryStorage;
 

@@ -1,6 +1,6 @@
 use serde_json::{json, Value};
 
-use super::*;
+use crate::registry::kinds::custom::rules::*;
 
 fn rules(schema: Value) -> Rules {
     Rules::of(&serde_json::from_value(schema).unwrap())

@@ -1,0 +1,17 @@
+//! apps/v1: Deployments, ReplicaSets, StatefulSets, DaemonSets.
+
+mod deployments;
+mod sets;
+
+use std::sync::Arc;
+
+use crate::registry::Strategy;
+
+pub fn all() -> Vec<Arc<dyn Strategy>> {
+    vec![
+        Arc::new(deployments::Deployments),
+        sets::replica_sets(),
+        sets::stateful_sets(),
+        sets::daemon_sets(),
+    ]
+}

@@ -1,0 +1,46 @@
+//! core/v1 Node: cluster-scoped, with a status kubectl reads as Ready,
+//! NotReady or Unknown.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+use serde_json::Value;
+
+use crate::registry::kinds::common::simple::{def, simple, Simple};
+use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+
+pub fn nodes() -> Arc<dyn Strategy> {
+    Arc::new(Simple::<Node> {
+        def: ResourceDef {
+            namespaced: false,
+            short_names: &["no"],
+            status: true,
+            ..def("", "nodes", "Node", "node")
+        },
+        columns: || {
+            vec![
+                Column::new("Status", "string", "The status of the node"),
+                AGE,
+            ]
+        },
+        cells: |o| vec![node_status(o).into(), age_cell(o)],
+        fields: &[("spec.unschedulable", "/spec/unschedulable")],
+        ..simple(def("", "nodes", "Node", "node"))
+    })
+}
+
+fn node_status(node: &Value) -> String {
+    let conditions = node["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten();
+    let ready = conditions
+        .filter(|c| c["type"] == "Ready")
+        .map(|c| c["status"] == "True")
+        .next();
+    match ready {
+        Some(true) => "Ready".into(),
+        Some(false) => "NotReady".into(),
+        None => "Unknown".into(),
+    }
+}

@@ -1,0 +1,3 @@
+//! core/v1 ServiceAccount: its strategy and its `/token` subresource.
+
+pub mod strategy;
