@@ -38,6 +38,18 @@ pub const PODS: Resource = Resource {
     group: "",
     resource: "pods",
 };
+pub const SECRETS: Resource = Resource {
+    group: "",
+    resource: "secrets",
+};
+pub const SERVICES: Resource = Resource {
+    group: "",
+    resource: "services",
+};
+pub const ENDPOINTS: Resource = Resource {
+    group: "",
+    resource: "endpoints",
+};
 pub const RESOURCE_QUOTAS: Resource = Resource {
     group: "",
     resource: "resourcequotas",

@@ -8,17 +8,8 @@
 use serde_json::Value;
 
 use super::registration::ServiceRef;
-use crate::admission::objects::{Freshness, Objects, Resource};
+use crate::admission::objects::{Freshness, Objects, ENDPOINTS, SERVICES};
 use crate::admission::webhook::endpoint::{endpoint_address, service_port_name};
-
-const SERVICES: Resource = Resource {
-    group: "",
-    resource: "services",
-};
-const ENDPOINTS: Resource = Resource {
-    group: "",
-    resource: "endpoints",
-};
 
 /// Why a service has no address; the variants are the availability
 /// condition's reasons.

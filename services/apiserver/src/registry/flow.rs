@@ -79,7 +79,7 @@ fn writer<'a>(
             Part::Status => "status",
             Part::Scale => "scale",
         },
-        has_status: h.def().status,
+        has_status: h.def().has_status(),
         shape: h.strategy.shape(),
     }
 }
@@ -385,7 +385,7 @@ fn prepare_update(h: &Handle, mut new: Value, old: &Value, part: Part) -> Value 
         kept["status"] = new["status"].clone();
         return kept;
     }
-    if h.def().status {
+    if h.def().has_status() {
         // An absent status stays absent (not null: a schema may refuse null).
         match old.get("status") {
             Some(status) => new["status"] = status.clone(),

@@ -7,7 +7,6 @@ pub mod actor;
 #[cfg(test)]
 mod admission_tests;
 mod admit;
-pub mod binding;
 pub mod catalog;
 pub mod claims;
 pub mod conversion;
@@ -22,6 +21,7 @@ pub mod lookup;
 pub mod options;
 pub mod storage_errors;
 pub mod strategy;
+pub mod subresource;
 pub mod typed;
 
 pub use catalog::Catalog;

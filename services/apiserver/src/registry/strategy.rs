@@ -7,6 +7,7 @@ use schemars::gen::SchemaGenerator;
 use schemars::schema::Schema;
 use serde_json::{json, Value};
 
+use super::subresource::{Serve, Subresource};
 use super::typed::Decoded;
 use crate::auth::{Authorizer, UserInfo};
 use crate::error::{ApiError, Cause, Target};
@@ -25,11 +26,11 @@ pub struct ResourceDef {
     pub namespaced: bool,
     pub short_names: &'static [&'static str],
     pub categories: &'static [&'static str],
-    /// Has a `/status` subresource: the main resource ignores `.status`
-    /// on writes and `/status` writes change nothing else.
-    pub status: bool,
-    /// Has a `/scale` subresource (autoscaling/v1 Scale over `spec.replicas`).
-    pub scale: bool,
+    /// What the kind serves below its objects (see `subresource`): with
+    /// `status`, the main resource ignores `.status` on writes and
+    /// `/status` writes change nothing else; with `scale`, an
+    /// autoscaling/v1 Scale over `spec.replicas`.
+    pub subresources: &'static [Subresource],
     pub name_rule: NameRule,
 }
 
@@ -49,6 +50,25 @@ impl ResourceDef {
             resource: self.resource.into(),
             name: name.into(),
         }
+    }
+
+    /// The subresource named `name`, if the kind serves one.
+    pub fn subresource(&self, name: &str) -> Option<&'static Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+
+    /// Has a `/status` subresource.
+    pub fn has_status(&self) -> bool {
+        self.subresources
+            .iter()
+            .any(|s| matches!(s.serve, Serve::Status))
+    }
+
+    /// Has a `/scale` subresource.
+    pub fn has_scale(&self) -> bool {
+        self.subresources
+            .iter()
+            .any(|s| matches!(s.serve, Serve::Scale))
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {
@@ -222,30 +242,6 @@ pub trait Strategy: Send + Sync + 'static {
     /// Sets the replicas a `/scale` write asks for in `obj`.
     fn set_replicas(&self, obj: &mut Value, replicas: i64) {
         obj["spec"]["replicas"] = replicas.into();
-    }
-
-    /// The subresources a kubelet serves for this type, with their verbs
-    /// (see `routes::kubelet`).
-    fn kubelet_subresources(&self) -> &'static [(&'static str, &'static [&'static str])] {
-        &[]
-    }
-
-    /// Has a `/binding` subresource that assigns the object to a node (see
-    /// `registry::binding`).
-    fn binds(&self) -> bool {
-        false
-    }
-
-    /// An older collection in this type's group that binds its objects by
-    /// the name in the body (`bindings` for pods), if there is one.
-    fn binding_collection(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// Has a `/token` subresource that issues a service-account token for
-    /// the object (TokenRequest, see `routes::token_request`).
-    fn issues_tokens(&self) -> bool {
-        false
     }
 
     /// Field selector labels this type supports beyond `metadata.name` and

@@ -12,6 +12,8 @@ use super::reviews::{Review, REVIEWS};
 use super::AppState;
 use crate::error::ApiError;
 use crate::registry::catalog::Entry;
+use crate::registry::subresource::{ResponseKind, Subresource};
+use crate::registry::ResourceDef;
 
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
@@ -34,29 +36,84 @@ fn group_version(group: &str, version: &str) -> String {
     }
 }
 
-fn aggregated_resource(entry: &Entry) -> Value {
+/// What a subresource of `def`'s kind answers with (its own kind unless
+/// its table says otherwise).
+fn response_of(def: &ResourceDef, sub: &Subresource) -> ResponseKind {
+    sub.response.unwrap_or(ResponseKind {
+        group: def.group,
+        version: def.version,
+        kind: def.kind,
+    })
+}
+
+fn kind_value(kind: ResponseKind) -> Value {
+    json!({"group": kind.group, "version": kind.version, "kind": kind.kind})
+}
+
+/// An entry's resource, its subresources and the older collections its
+/// table names, as aggregated discovery lists them.
+fn aggregated_resources(entry: &Entry) -> Vec<Value> {
     let def = entry.strategy.def();
-    let kind = |group: &str, version: &str, kind: &str| json!({"group": group, "version": version, "kind": kind});
-    let mut subresources = Vec::new();
-    if def.status {
-        subresources.push(json!({"subresource": "status", "responseKind": kind(def.group, def.version, def.kind), "verbs": ["get", "patch", "update"]}));
-    }
-    if def.scale {
-        subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": ["get", "patch", "update"]}));
-    }
-    for (sub, verbs) in entry.strategy.kubelet_subresources() {
-        subresources.push(
-            json!({"subresource": sub, "responseKind": kind(def.group, def.version, def.kind), "verbs": verbs}),
-        );
-    }
-    if entry.strategy.issues_tokens() {
-        subresources.push(json!({"subresource": "token", "responseKind": kind("authentication.k8s.io", "v1", "TokenRequest"), "verbs": ["create"]}));
-    }
-    json!({
-        "resource": def.resource, "responseKind": kind(def.group, def.version, def.kind),
+    let subresources: Vec<Value> = def
+        .subresources
+        .iter()
+        .map(|sub| json!({"subresource": sub.name, "responseKind": kind_value(response_of(def, sub)), "verbs": sub.verbs}))
+        .collect();
+    let own = ResponseKind {
+        group: def.group,
+        version: def.version,
+        kind: def.kind,
+    };
+    let mut resources = vec![json!({
+        "resource": def.resource, "responseKind": kind_value(own),
         "scope": scope(def.namespaced), "singularResource": def.singular,
         "verbs": def.verbs(), "shortNames": def.short_names, "categories": def.categories, "subresources": subresources,
-    })
+    })];
+    for (collection, sub) in collections(def) {
+        let kind = response_of(def, sub);
+        resources.push(json!({"resource": collection, "responseKind": kind_value(kind),
+            "scope": scope(def.namespaced), "singularResource": kind.kind.to_lowercase(), "verbs": sub.verbs}));
+    }
+    resources
+}
+
+/// The older collections `def`'s table names, with their subresource.
+fn collections(def: &ResourceDef) -> impl Iterator<Item = (&'static str, &'static Subresource)> {
+    def.subresources
+        .iter()
+        .filter_map(|sub| Some((sub.collection?, sub)))
+}
+
+/// An entry's resource, its subresources and the older collections its
+/// table names, as an APIResourceList lists them.
+fn listed_resources(entry: &Entry) -> Vec<Value> {
+    let def = entry.strategy.def();
+    let mut resources = vec![
+        json!({"name": def.resource, "singularName": def.singular, "namespaced": def.namespaced,
+        "kind": def.kind, "verbs": def.verbs(), "shortNames": def.short_names, "categories": def.categories}),
+    ];
+    let listed = |name: String, singular: String, sub: &Subresource| {
+        let kind = response_of(def, sub);
+        let mut item = json!({"name": name, "singularName": singular, "namespaced": def.namespaced,
+            "kind": kind.kind, "verbs": sub.verbs});
+        if (kind.group, kind.version) != (def.group, def.version) {
+            item["group"] = kind.group.into();
+            item["version"] = kind.version.into();
+        }
+        item
+    };
+    for sub in def.subresources {
+        resources.push(listed(
+            format!("{}/{}", def.resource, sub.name),
+            String::new(),
+            sub,
+        ));
+    }
+    for (collection, sub) in collections(def) {
+        let singular = response_of(def, sub).kind.to_lowercase();
+        resources.push(listed(collection.to_string(), singular, sub));
+    }
+    resources
 }
 
 /// Served groups with their versions: the catalog's, then the reviews';
@@ -137,7 +194,7 @@ fn aggregated(state: &AppState, core: bool) -> HttpResponse {
                 .map(|version| {
                     let mut resources: Vec<Value> = entries(state, group, version)
                         .iter()
-                        .map(aggregated_resource)
+                        .flat_map(aggregated_resources)
                         .collect();
                     resources.extend(reviews_in(group, version).map(aggregated_review));
                     json!({"version": version, "resources": resources, "freshness": "Current"})
@@ -225,23 +282,7 @@ pub async fn group(
 fn resource_list(state: &AppState, group: &str, version: &str) -> Result<HttpResponse, ApiError> {
     let mut resources = Vec::new();
     for entry in &entries(state, group, version) {
-        let def = entry.strategy.def();
-        resources.push(json!({"name": def.resource, "singularName": def.singular, "namespaced": def.namespaced,
-            "kind": def.kind, "verbs": def.verbs(), "shortNames": def.short_names, "categories": def.categories}));
-        if def.status {
-            resources.push(json!({"name": format!("{}/status", def.resource), "singularName": "", "namespaced": def.namespaced, "kind": def.kind, "verbs": ["get", "patch", "update"]}));
-        }
-        if def.scale {
-            resources.push(json!({"name": format!("{}/scale", def.resource), "singularName": "", "namespaced": def.namespaced,
-                "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
-        }
-        for (sub, verbs) in entry.strategy.kubelet_subresources() {
-            resources.push(json!({"name": format!("{}/{sub}", def.resource), "singularName": "", "namespaced": def.namespaced, "kind": def.kind, "verbs": verbs}));
-        }
-        if entry.strategy.issues_tokens() {
-            resources.push(json!({"name": format!("{}/token", def.resource), "singularName": "", "namespaced": def.namespaced,
-                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}));
-        }
+        resources.extend(listed_resources(entry));
     }
     for review in reviews_in(group, version) {
         resources.push(

@@ -6,7 +6,6 @@ pub mod discovery;
 pub mod identity;
 pub mod issuer;
 pub mod json_list;
-pub mod kubelet;
 pub mod openapi;
 pub mod openapi_v2;
 mod openapi_v2_proto;
@@ -15,8 +14,8 @@ pub mod render;
 pub mod request_info;
 pub mod resource;
 pub mod reviews;
+pub mod subresource;
 pub mod system;
-pub mod token_request;
 pub mod watch;
 
 use std::sync::Arc;
@@ -37,6 +36,8 @@ pub struct AppState {
     pub chain: chain::Chain,
     /// Issues and verifies service-account tokens, when configured.
     pub issuer: Option<Arc<crate::serviceaccount::Issuer>>,
+    /// What the kinds' own subresource code may use.
+    pub services: Arc<crate::registry::subresource::Services>,
     /// The APIServices: which group/versions other servers answer.
     pub aggregator: Arc<crate::aggregator::Aggregator>,
 }

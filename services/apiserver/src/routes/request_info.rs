@@ -4,7 +4,6 @@
 use actix_web::http::Method;
 
 use crate::error::ApiError;
-use crate::registry::flow::Part;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Verb {
@@ -88,15 +87,6 @@ impl RequestInfo {
             namespace,
             name,
         })
-    }
-
-    pub fn part(&self) -> Result<Part, ApiError> {
-        match self.subresource.as_deref() {
-            None => Ok(Part::Main),
-            Some("status") => Ok(Part::Status),
-            Some("scale") => Ok(Part::Scale),
-            Some(_) => Err(ApiError::UnknownPath),
-        }
     }
 }
 

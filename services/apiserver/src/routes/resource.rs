@@ -17,6 +17,7 @@ use crate::registry::actor;
 use crate::registry::catalog::Entry;
 use crate::registry::handle::{Page, Part, Reply};
 use crate::registry::options::{DeleteOptions, ListOptions, Query, WriteOptions};
+use crate::registry::subresource::Serve;
 
 /// Kubernetes refuses bodies over 3 MiB.
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -28,7 +29,15 @@ fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
 /// The scope and subresource rules that decide whether a path exists.
 fn check_path(entry: &Entry, info: &RequestInfo) -> Result<Part, ApiError> {
     let def = entry.strategy.def();
-    let part = info.part()?;
+    let part = match info.subresource.as_deref().and_then(|s| def.subresource(s)) {
+        None if info.subresource.is_some() => return Err(ApiError::UnknownPath),
+        None => Part::Main,
+        Some(sub) => match sub.serve {
+            Serve::Status => Part::Status,
+            Serve::Scale => Part::Scale,
+            Serve::Create(_) | Serve::Connect(_) => return Err(ApiError::UnknownPath),
+        },
+    };
     let collection = matches!(
         info.verb,
         Verb::List | Verb::Watch | Verb::DeleteCollection | Verb::Create
@@ -40,12 +49,7 @@ fn check_path(entry: &Entry, info: &RequestInfo) -> Result<Part, ApiError> {
     {
         return Err(ApiError::UnknownPath);
     }
-    let part_ok = match part {
-        Part::Main => true,
-        Part::Status => def.status && !collection,
-        Part::Scale => def.scale && !collection,
-    };
-    if !part_ok {
+    if part != Part::Main && collection {
         return Err(ApiError::UnknownPath);
     }
     if part != Part::Main && matches!(info.verb, Verb::Delete) {
@@ -84,24 +88,12 @@ pub(crate) async fn dispatch(
         .catalog
         .find_any(&info.group, &info.version, &info.resource)
     else {
-        // Not a served type: maybe an older collection of bindings.
-        let binder = binder_by_collection(state, info).ok_or(ApiError::UnknownPath)?;
-        return binding(req, payload, info, query, &binder).await;
+        // Not a served type: maybe an older collection of a subresource.
+        return super::subresource::by_collection(req, payload, state, info, query).await;
     };
     let entry = &entry;
-    if let Some(sub) = info.subresource.as_deref() {
-        let kubelet = entry.strategy.kubelet_subresources();
-        if kubelet.iter().any(|(s, _)| *s == sub) {
-            return super::kubelet::refuse(entry, info, query, sub).await;
-        }
-        if sub == "binding" && entry.strategy.binds() {
-            return binding(req, payload, info, query, entry).await;
-        }
-        if sub == "token" && entry.strategy.issues_tokens() {
-            let body = decode(req, read_body(payload).await?)?;
-            let answer = super::token_request::create(state, info, &body).await?;
-            return Ok(respond(201, Form::Json, answer, &[]));
-        }
+    if let Some(own) = super::subresource::own(entry, info) {
+        return super::subresource::serve(req, payload, state, info, query, entry, own).await;
     }
     let part = check_path(entry, info)?;
     let form = match part {
@@ -329,14 +321,14 @@ async fn delete_collection(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
 
 /// The user the handler chain put in the request's extensions (anonymous
 /// when it put none), for admission and the strategies' checks.
-fn user_of(req: &HttpRequest) -> UserInfo {
+pub(crate) fn user_of(req: &HttpRequest) -> UserInfo {
     req.extensions()
         .get::<UserInfo>()
         .cloned()
         .unwrap_or_else(UserInfo::anonymous)
 }
 
-fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {
+pub(crate) fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {
     codec::decode_body(header(req, "content-type"), &bytes)
 }
 
@@ -354,7 +346,7 @@ fn written(strategy: &dyn crate::registry::Strategy, form: Form, reply: Reply) -
     response
 }
 
-fn respond(
+pub(crate) fn respond(
     code: u16,
     form: Form,
     body: impl serde::Serialize,
@@ -395,48 +387,4 @@ pub(crate) async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiErr
         body.extend_from_slice(&chunk);
     }
     Ok(body.freeze())
-}
-
-/// The type whose objects an older collection of bindings (`bindings`
-/// in the core group, with the object named in the body) binds.
-fn binder_by_collection(state: &AppState, info: &RequestInfo) -> Option<Entry> {
-    let entries = state.catalog.entries().iter();
-    let mut binders = entries.filter(|e| e.strategy.def().group == info.group);
-    let binder = binders.find(|e| e.strategy.binding_collection() == Some(info.resource.as_str()));
-    binder.cloned()
-}
-
-/// `POST <objects>/<name>/binding`, or `POST` to the older collection of
-/// bindings with the object named in the body: assigns the object to a
-/// node (what a scheduler does to a pod).
-async fn binding(
-    req: &HttpRequest,
-    payload: web::Payload,
-    info: &RequestInfo,
-    query: &Query,
-    binder: &Entry,
-) -> Result<HttpResponse, ApiError> {
-    let collection = info.subresource.is_none();
-    let addressed = match collection {
-        true => info.name.is_none(),
-        false => info.name.is_some(),
-    };
-    if info.verb != Verb::Create || info.namespace.is_none() || !addressed {
-        return Err(ApiError::MethodNotAllowed);
-    }
-    let binding = decode(req, read_body(payload).await?)?;
-    let name = match collection {
-        true => crate::object::meta::name(&binding).to_string(),
-        false => info.name.clone().unwrap_or_default(),
-    };
-    let status = binder
-        .actor
-        .send(actor::Bind {
-            namespace: info.namespace.clone().unwrap_or_default(),
-            name,
-            binding,
-            options: WriteOptions::parse(query)?,
-        })
-        .await??;
-    Ok(respond(201, Form::Json, status, &[]))
 }

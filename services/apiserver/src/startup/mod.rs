@@ -25,6 +25,7 @@ use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::registry::lookup::CachedObjects;
 use crate::registry::options::WriteOptions;
+use crate::registry::subresource::Services;
 use crate::registry::{actor, Catalog};
 use crate::routes::{self, openapi, AppState};
 use crate::serviceaccount::Issuer;
@@ -85,13 +86,17 @@ pub async fn run(
     let aggregator_metrics = metrics.aggregator.clone();
     let aggregator =
         start_aggregator(&config, &catalog, objects.clone(), aggregator_metrics).await?;
-    actix_rt::spawn(crate::controllers::resource_quotas::run(objects));
+    actix_rt::spawn(crate::controllers::resource_quotas::run(objects.clone()));
     if let Some(interval) = config.compaction_interval() {
         actix_rt::spawn(compactor::run(client.clone(), interval));
     }
     let issuer = issuer(&config)?;
     let chain = chain::assemble(&config, &catalog, issuer.clone(), &metrics).await?;
     let _ = authorizer.set(chain.authorizer.clone());
+    let services = Arc::new(Services {
+        objects: objects.clone(),
+        issuer: issuer.clone(),
+    });
     let state = web::Data::new(AppState {
         openapi: openapi::Documents::build(&catalog),
         catalog,
@@ -99,6 +104,7 @@ pub async fn run(
         store,
         chain,
         issuer,
+        services,
         aggregator,
     });
     let served = serve::serve(&config, state, shutdown).await;

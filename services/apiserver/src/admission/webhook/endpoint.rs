@@ -11,16 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use k8s_openapi::api::admissionregistration::v1::{ServiceReference, WebhookClientConfig};
 use serde_json::Value;
 
-use super::super::objects::{Freshness, Objects, Resource};
-
-const SERVICES: Resource = Resource {
-    group: "",
-    resource: "services",
-};
-const ENDPOINTS: Resource = Resource {
-    group: "",
-    resource: "endpoints",
-};
+use super::super::objects::{Freshness, Objects, ENDPOINTS, SERVICES};
 
 /// Why a webhook's address could not be found.
 #[derive(Debug, PartialEq, thiserror::Error)]

@@ -10,7 +10,8 @@ use super::{Answer, ResourceActor};
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
 use crate::registry::flow::{self, Part, Reply};
-use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::options::{DeleteOptions, ListOptions, Query, WriteOptions};
+use crate::registry::subresource;
 use crate::storage::Object;
 
 #[derive(Message)]
@@ -118,23 +119,40 @@ impl Handler<DeleteCollection> for ResourceActor {
     }
 }
 
-/// `pods/<name>/binding` (see [`super::super::binding`]).
+/// A subresource its kind serves with its own code (see
+/// [`crate::registry::subresource`]), run on the actor's storage.
 #[derive(Message)]
-#[rtype(result = "Result<Value, ApiError>")]
-pub struct Bind {
+#[rtype(result = "Result<subresource::Answer, ApiError>")]
+pub struct Serve {
+    pub handler: &'static dyn subresource::Handler,
     pub namespace: String,
     pub name: String,
-    pub binding: Value,
+    pub verb: &'static str,
+    pub body: Option<Value>,
+    pub query: Query,
     pub options: WriteOptions,
+    pub services: Arc<subresource::Services>,
 }
 
-impl Handler<Bind> for ResourceActor {
-    type Result = Answer<Value>;
+impl Handler<Serve> for ResourceActor {
+    type Result = Answer<subresource::Answer>;
 
-    fn handle(&mut self, m: Bind, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, m: Serve, _: &mut Context<Self>) -> Self::Result {
         let h = self.handle.clone();
         Box::pin(async move {
-            crate::registry::binding::bind(&h, &m.namespace, &m.name, m.binding, m.options).await
+            let call = subresource::Call {
+                namespace: &m.namespace,
+                name: &m.name,
+                verb: m.verb,
+                body: m.body,
+                query: &m.query,
+                options: m.options,
+                store: h.store.as_ref(),
+                key: h.key(&m.namespace, &m.name),
+                target: h.def().target(&m.name),
+                services: &m.services,
+            };
+            m.handler.serve(call).await
         })
     }
 }

@@ -15,6 +15,7 @@ use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{invalid, required, text};
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 
 pub const GROUP: &str = "apiregistration.k8s.io";
 pub const RESOURCE: &str = "apiservices";
@@ -38,7 +39,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
 fn def() -> ResourceDef {
     ResourceDef {
         namespaced: false,
-        status: true,
+        subresources: &[STATUS],
         categories: &["api-extensions"],
         name_rule: NameRule::PathSegment,
         ..crate::registry::kinds::common::simple::def(GROUP, RESOURCE, "APIService", "apiservice")

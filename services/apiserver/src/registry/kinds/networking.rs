@@ -11,6 +11,7 @@ use crate::registry::kinds::common::cells::label_selector;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, immutable, items};
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 
 const GROUP: &str = "networking.k8s.io";
 
@@ -30,7 +31,7 @@ fn ingresses() -> Simple<Ingress> {
         on_create: |o| o["status"] = json!({"loadBalancer": {}}),
         ..simple(ResourceDef {
             short_names: &["ing"],
-            status: true,
+            subresources: &[STATUS],
             ..crate::registry::kinds::common::simple::def(GROUP, "ingresses", "Ingress", "ingress")
         })
     }

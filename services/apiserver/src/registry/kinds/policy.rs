@@ -10,6 +10,7 @@ use crate::error::Cause;
 use crate::registry::kinds::common::simple::{simple, versioned, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum};
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![Arc::new(disruption_budgets())]
@@ -27,7 +28,7 @@ fn disruption_budgets() -> Simple<PodDisruptionBudget> {
         },
         ..simple(ResourceDef {
             short_names: &["pdb"],
-            status: true,
+            subresources: &[STATUS],
             ..versioned(
                 "policy",
                 "v1",

@@ -18,6 +18,7 @@ use crate::registry::kinds::common::validation::{
     check_enum, invalid, items, required, unsupported,
 };
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
@@ -102,7 +103,7 @@ fn cluster(
 ) -> ResourceDef {
     ResourceDef {
         namespaced: false,
-        status,
+        subresources: if status { &[STATUS] } else { &[] },
         categories: &["api-extensions"],
         ..crate::registry::kinds::common::simple::def(GROUP, resource, kind, singular)
     }

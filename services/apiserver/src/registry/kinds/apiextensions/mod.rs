@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use crate::error::Cause;
 use crate::object::meta::NameRule;
 use crate::registry::strategy::{Column, ResourceDef, Strategy};
+use crate::registry::subresource::STATUS;
 use crate::registry::typed::{decode, Decoded};
 
 pub const GROUP: &str = "apiextensions.k8s.io";
@@ -41,8 +42,7 @@ impl Default for Crds {
                 namespaced: false,
                 short_names: &["crd", "crds"],
                 categories: &["api-extensions"],
-                status: true,
-                scale: false,
+                subresources: &[STATUS],
                 name_rule: NameRule::Subdomain,
             },
         }

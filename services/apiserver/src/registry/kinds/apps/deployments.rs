@@ -11,6 +11,7 @@ use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::scale;
 use crate::registry::kinds::core::workload;
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS_AND_SCALE;
 use crate::registry::typed::{decode, Decoded};
 
 const DEF: ResourceDef = ResourceDef {
@@ -22,8 +23,7 @@ const DEF: ResourceDef = ResourceDef {
     namespaced: true,
     short_names: &["deploy"],
     categories: &["all"],
-    status: true,
-    scale: true,
+    subresources: STATUS_AND_SCALE,
     name_rule: NameRule::Subdomain,
 };
 

@@ -9,6 +9,7 @@ use crate::registry::kinds::common::simple::{def, simple, Simple};
 use crate::registry::kinds::core::pods::strategy::default_template;
 use crate::registry::kinds::core::workload::{self, replicated};
 use crate::registry::strategy::{ResourceDef, Strategy};
+use crate::registry::subresource::STATUS;
 
 pub fn replica_sets() -> Arc<dyn Strategy> {
     Arc::new(replicated::<ReplicaSet>(ResourceDef {
@@ -29,7 +30,7 @@ pub fn daemon_sets() -> Arc<dyn Strategy> {
         def: ResourceDef {
             short_names: &["ds"],
             categories: &["all"],
-            status: true,
+            subresources: &[STATUS],
             ..def("apps", "daemonsets", "DaemonSet", "daemonset")
         },
         validate: |o| workload::validate(o, true),

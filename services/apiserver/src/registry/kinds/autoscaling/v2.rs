@@ -11,6 +11,7 @@ use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{simple, versioned, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, items};
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![Arc::new(autoscalers())]
@@ -20,7 +21,7 @@ pub(super) fn hpa_def() -> ResourceDef {
     ResourceDef {
         short_names: &["hpa"],
         categories: &["all"],
-        status: true,
+        subresources: &[STATUS],
         ..versioned(
             "autoscaling",
             "v2",

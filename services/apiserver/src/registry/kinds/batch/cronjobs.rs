@@ -14,13 +14,14 @@ use crate::registry::kinds::common::validation::{self, check_enum, check_min};
 use crate::registry::kinds::core::pods::strategy::validate_pod_spec;
 use crate::registry::kinds::core::workload;
 use crate::registry::strategy::{age_cell, Column, ResourceDef, AGE};
+use crate::registry::subresource::STATUS;
 
 pub fn cron_jobs() -> Simple<CronJob> {
     Simple {
         def: ResourceDef {
             short_names: &["cj"],
             categories: &["all"],
-            status: true,
+            subresources: &[STATUS],
             ..versioned("batch", "v1", "cronjobs", "CronJob", "cronjob")
         },
         columns: cron_columns,

@@ -14,6 +14,7 @@ use crate::registry::kinds::common::simple::{simple, versioned, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, check_min, immutable};
 use crate::registry::kinds::core::workload;
 use crate::registry::strategy::{age_cell, Column, ResourceDef, AGE};
+use crate::registry::subresource::STATUS;
 
 const CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
 const JOB_NAME: &str = "batch.kubernetes.io/job-name";
@@ -23,7 +24,7 @@ pub fn jobs() -> Simple<Job> {
     Simple {
         def: ResourceDef {
             categories: &["all"],
-            status: true,
+            subresources: &[STATUS],
             ..versioned("batch", "v1", "jobs", "Job", "job")
         },
         columns: job_columns,

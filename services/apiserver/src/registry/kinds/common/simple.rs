@@ -102,7 +102,7 @@ where
     }
 
     fn scale_of(&self, obj: &Value) -> Option<Value> {
-        self.def.scale.then(|| scale::scale_of(obj))
+        self.def.has_scale().then(|| scale::scale_of(obj))
     }
 
     fn check_requester(
@@ -145,8 +145,7 @@ pub fn versioned(
         namespaced: true,
         short_names: &[],
         categories: &[],
-        status: false,
-        scale: false,
+        subresources: &[],
         name_rule: NameRule::Subdomain,
     }
 }

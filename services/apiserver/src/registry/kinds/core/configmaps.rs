@@ -19,8 +19,7 @@ const DEF: ResourceDef = ResourceDef {
     namespaced: true,
     short_names: &["cm"],
     categories: &[],
-    status: false,
-    scale: false,
+    subresources: &[],
     name_rule: NameRule::Subdomain,
 };
 

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::object::meta::NameRule;
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 use crate::registry::typed::{decode, Decoded};
 
 pub const NAMESPACES: ResourceDef = ResourceDef {
@@ -19,8 +20,7 @@ pub const NAMESPACES: ResourceDef = ResourceDef {
     namespaced: false,
     short_names: &["ns"],
     categories: &[],
-    status: true,
-    scale: false,
+    subresources: &[STATUS],
     name_rule: NameRule::Label,
 };
 

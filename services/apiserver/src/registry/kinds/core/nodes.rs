@@ -8,13 +8,14 @@ use serde_json::Value;
 
 use crate::registry::kinds::common::simple::{def, simple, Simple};
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 
 pub fn nodes() -> Arc<dyn Strategy> {
     Arc::new(Simple::<Node> {
         def: ResourceDef {
             namespaced: false,
             short_names: &["no"],
-            status: true,
+            subresources: &[STATUS],
             ..def("", "nodes", "Node", "node")
         },
         columns: || {

@@ -11,6 +11,7 @@ use crate::registry::kinds::common::cells::{self, CREATED_AT};
 use crate::registry::kinds::common::simple::{def, simple, Simple};
 use crate::registry::kinds::common::validation::{self, items};
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![
@@ -30,7 +31,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
             on_create: |o| o["status"] = json!({}),
             ..simple(ResourceDef {
                 short_names: &["quota"],
-                status: true,
+                subresources: &[STATUS],
                 ..def("", "resourcequotas", "ResourceQuota", "resourcequota")
             })
         }),

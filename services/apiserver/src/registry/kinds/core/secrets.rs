@@ -21,8 +21,7 @@ const DEF: ResourceDef = ResourceDef {
     namespaced: true,
     short_names: &[],
     categories: &[],
-    status: false,
-    scale: false,
+    subresources: &[],
     name_rule: NameRule::Subdomain,
 };
 

@@ -11,6 +11,7 @@ use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{def, simple, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, items};
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 
 const ACCESS_MODES: [&str; 4] = [
     "ReadOnlyMany",
@@ -34,7 +35,7 @@ fn claims() -> Simple<PersistentVolumeClaim> {
         on_create: |o| o["status"] = json!({"phase": "Pending"}),
         ..simple(ResourceDef {
             short_names: &["pvc"],
-            status: true,
+            subresources: &[STATUS],
             ..def(
                 "",
                 "persistentvolumeclaims",
@@ -211,7 +212,7 @@ fn volumes() -> Simple<PersistentVolume> {
         ..simple(ResourceDef {
             namespaced: false,
             short_names: &["pv"],
-            status: true,
+            subresources: &[STATUS],
             ..def(
                 "",
                 "persistentvolumes",

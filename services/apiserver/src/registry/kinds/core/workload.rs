@@ -11,6 +11,7 @@ use crate::object::selector::LabelSelector;
 use crate::registry::kinds::common::scale::selector_string;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::strategy::{age_cell, Column, ResourceDef, AGE};
+use crate::registry::subresource::STATUS_AND_SCALE;
 
 /// Selector present, matching the template's labels; replicas ≥ 0; a
 /// valid pod template.
@@ -99,8 +100,7 @@ pub fn containers_and_images(obj: &Value) -> (Value, Value) {
 pub fn replicated<K>(def: ResourceDef) -> Simple<K> {
     Simple {
         def: ResourceDef {
-            status: true,
-            scale: true,
+            subresources: STATUS_AND_SCALE,
             categories: &["all"],
             ..def
         },

@@ -56,6 +56,7 @@ use crate::error::Cause;
 use crate::object::meta::NameRule;
 use crate::registry::conversion::{Conversion, Converter, Rewrite};
 use crate::registry::strategy::{Column, ResourceDef, Strategy};
+use crate::registry::subresource::{SCALE, STATUS, STATUS_AND_SCALE};
 use crate::registry::typed::Decoded;
 
 pub struct Custom {
@@ -133,8 +134,12 @@ impl Custom {
             namespaced: crd.spec.scope == "Namespaced",
             short_names: intern::list(names.short_names.as_deref().unwrap_or_default()),
             categories: intern::list(names.categories.as_deref().unwrap_or_default()),
-            status: subresources.status.is_some(),
-            scale: subresources.scale.is_some(),
+            subresources: match (subresources.status.is_some(), subresources.scale.is_some()) {
+                (false, false) => &[],
+                (true, false) => &[STATUS],
+                (false, true) => &[SCALE],
+                (true, true) => STATUS_AND_SCALE,
+            },
             name_rule: NameRule::Subdomain,
         };
         let mut columns: Vec<PrinterColumn> = version

@@ -1,5 +1,8 @@
 //! core/v1 Pod: its strategy, the validation of pod specs every kind
-//! with a pod template shares, and its subresources.
+//! with a pod template shares, and its subresources: `binding` (how a
+//! scheduler places it) and those a kubelet serves.
 
+pub mod binding;
+pub mod kubelet;
 pub mod strategy;
 pub mod validation;

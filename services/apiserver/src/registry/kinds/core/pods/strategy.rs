@@ -7,10 +7,13 @@ use schemars::gen::SchemaGenerator;
 use schemars::schema::Schema;
 use serde_json::{json, Value};
 
+use super::binding::BINDING;
+use super::kubelet::KUBELET;
 use crate::error::Cause;
 use crate::object::meta::{is_dns1123_label, NameRule};
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::{Subresource, STATUS};
 use crate::registry::typed::{decode, Decoded};
 
 const DEF: ResourceDef = ResourceDef {
@@ -22,10 +25,14 @@ const DEF: ResourceDef = ResourceDef {
     namespaced: true,
     short_names: &["po"],
     categories: &["all"],
-    status: true,
-    scale: false,
+    subresources: SUBRESOURCES,
     name_rule: NameRule::Subdomain,
 };
+
+/// A pod's status, its binding to a node, and what its kubelet serves.
+const SUBRESOURCES: &[Subresource] = &[
+    STATUS, BINDING, KUBELET[0], KUBELET[1], KUBELET[2], KUBELET[3],
+];
 
 pub struct Pods;
 
@@ -177,14 +184,6 @@ fn or_none(value: &Value) -> Value {
     }
 }
 
-/// The pod subresources a kubelet would serve (see `routes::kubelet`).
-const KUBELET_SUBRESOURCES: &[(&str, &[&str])] = &[
-    ("log", &["get"]),
-    ("exec", &["create", "get"]),
-    ("attach", &["create", "get"]),
-    ("portforward", &["create", "get"]),
-];
-
 impl Strategy for Pods {
     fn def(&self) -> &ResourceDef {
         &DEF
@@ -204,18 +203,6 @@ impl Strategy for Pods {
         } else {
             grace
         }
-    }
-
-    fn kubelet_subresources(&self) -> &'static [(&'static str, &'static [&'static str])] {
-        KUBELET_SUBRESOURCES
-    }
-
-    fn binds(&self) -> bool {
-        true
-    }
-
-    fn binding_collection(&self) -> Option<&'static str> {
-        Some("bindings")
     }
 
     fn decode(&self, value: &Value) -> Result<Decoded, String> {

@@ -6,6 +6,7 @@ use schemars::gen::SchemaGenerator;
 use schemars::schema::Schema;
 use serde_json::{json, Value};
 
+use super::token::TOKEN;
 use crate::registry::kinds::common::simple::def;
 use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
 use crate::registry::typed::{decode, Decoded};
@@ -19,6 +20,7 @@ impl Default for ServiceAccounts {
         ServiceAccounts {
             def: ResourceDef {
                 short_names: &["sa"],
+                subresources: &[TOKEN],
                 ..def("", "serviceaccounts", "ServiceAccount", "serviceaccount")
             },
         }
@@ -48,9 +50,5 @@ impl Strategy for ServiceAccounts {
     fn cells(&self, obj: &Value) -> Vec<Value> {
         let secrets = obj["secrets"].as_array().map_or(0, Vec::len);
         vec![json!(secrets), age_cell(obj)]
-    }
-
-    fn issues_tokens(&self) -> bool {
-        true
     }
 }

@@ -14,6 +14,7 @@ use crate::registry::kinds::common::cells::map_string;
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::core::services::ranges::{self as ranges, NODE_PORTS};
 use crate::registry::strategy::{age_cell, Claim, Column, ResourceDef, Strategy, AGE};
+use crate::registry::subresource::STATUS;
 use crate::registry::typed::{decode, Decoded};
 
 const DEF: ResourceDef = ResourceDef {
@@ -25,8 +26,7 @@ const DEF: ResourceDef = ResourceDef {
     namespaced: true,
     short_names: &["svc"],
     categories: &["all"],
-    status: true,
-    scale: false,
+    subresources: &[STATUS],
     name_rule: NameRule::Label,
 };
 

@@ -7,27 +7,51 @@
 //! `kubectl create token SA --duration --audience --bound-object-kind
 //! --bound-object-name` asks for).
 
+use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::chain::authentication::service_account::lookup;
-use super::request_info::{RequestInfo, Verb};
-use super::AppState;
+use crate::admission::objects::{Freshness, Objects, Resource, PODS, SECRETS, SERVICE_ACCOUNTS};
 use crate::error::{ApiError, Cause, Target};
 use crate::object::time;
+use crate::registry::subresource::{Answer, Call, Handler, ResponseKind, Serve, Subresource};
 use crate::serviceaccount::{Binding, Claims, ObjectRef, TokenError};
+
+/// The `token` entry of the service accounts' table.
+pub const TOKEN: Subresource = Subresource {
+    name: "token",
+    response: Some(ResponseKind {
+        group: "authentication.k8s.io",
+        version: "v1",
+        kind: "TokenRequest",
+    }),
+    verbs: &["create"],
+    serve: Serve::Create(&TokenRequest),
+    collection: None,
+};
+
+pub struct TokenRequest;
+
+impl Handler for TokenRequest {
+    fn serve<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Answer, ApiError>> {
+        Box::pin(async move {
+            let body = create(&call).await?;
+            Ok(Answer { code: 201, body })
+        })
+    }
+}
 
 const API_VERSION: &str = "authentication.k8s.io/v1";
 const DEFAULT_SECONDS: i64 = 3600;
 const MIN_SECONDS: i64 = 600;
 const MAX_SECONDS: i64 = 1 << 32;
 
-/// Answers a TokenRequest for the service account `info` names.
-pub async fn create(state: &AppState, info: &RequestInfo, body: &Value) -> Result<Value, ApiError> {
-    let (Some(namespace), Some(name), Verb::Create) = (&info.namespace, &info.name, info.verb)
-    else {
-        return Err(ApiError::MethodNotAllowed);
-    };
-    let issuer = state
+/// Answers a TokenRequest for the service account `call` names.
+async fn create(call: &Call<'_>) -> Result<Value, ApiError> {
+    let (namespace, name) = (call.namespace, call.name);
+    let body = call.body.as_ref().unwrap_or(&Value::Null);
+    let objects = call.services.objects.as_ref();
+    let issuer = call
+        .services
         .issuer
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable(TokenError::CannotSign.to_string()))?;
@@ -37,12 +61,12 @@ pub async fn create(state: &AppState, info: &RequestInfo, body: &Value) -> Resul
         asked if asked.is_empty() => issuer.audiences.clone(),
         asked => asked,
     };
-    let account = lookup(&state.catalog, "ServiceAccount", namespace, name, None)
+    let account = current(objects, SERVICE_ACCOUNTS, namespace, name)
         .await?
         .ok_or_else(|| ApiError::NotFound(target("serviceaccounts", name)))?;
-    let binding = bound_object(state, namespace, &spec["boundObjectRef"]).await?;
+    let binding = bound_object(objects, namespace, &spec["boundObjectRef"]).await?;
     let account = ObjectRef {
-        name: name.clone(),
+        name: name.to_string(),
         uid: account["metadata"]["uid"]
             .as_str()
             .unwrap_or("")
@@ -123,7 +147,7 @@ fn expiration(body: &Value) -> Result<i64, ApiError> {
 /// The Pod or Secret a token is to be bound to, which must exist (with
 /// the uid given, if one is).
 async fn bound_object(
-    state: &AppState,
+    objects: &dyn Objects,
     namespace: &str,
     reference: &Value,
 ) -> Result<Option<Binding>, ApiError> {
@@ -145,15 +169,18 @@ async fn bound_object(
             vec![cause],
         ));
     }
-    let resource = format!("{}s", kind.to_ascii_lowercase());
-    let object = lookup(&state.catalog, kind, namespace, name, None)
+    let (resource, of_kind) = match kind {
+        "Pod" => ("pods", PODS),
+        _ => ("secrets", SECRETS),
+    };
+    let object = current(objects, of_kind, namespace, name)
         .await?
-        .ok_or_else(|| ApiError::NotFound(target(&resource, name)))?;
+        .ok_or_else(|| ApiError::NotFound(target(resource, name)))?;
     let uid = object["metadata"]["uid"].as_str().unwrap_or("").to_string();
     if let Some(asked) = reference["uid"].as_str().filter(|u| !u.is_empty()) {
         if asked != uid {
             return Err(ApiError::Conflict(
-                target(&resource, name),
+                target(resource, name),
                 format!(
                     "the UID in the bound object reference ({asked}) does not match the UID in record. \
                      The object might have been deleted and then recreated"
@@ -169,4 +196,17 @@ async fn bound_object(
         "Pod" => Binding::Pod(bound),
         _ => Binding::Secret(bound),
     }))
+}
+
+/// The object as the store holds it now, or None if there is none.
+async fn current(
+    objects: &dyn Objects,
+    resource: Resource,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Value>, ApiError> {
+    let found = objects.get(resource, namespace, name, Freshness::Current);
+    found
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))
 }

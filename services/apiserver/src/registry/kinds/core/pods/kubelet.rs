@@ -4,48 +4,67 @@
 //! container is one of its own or the only one, the pod has a node) the
 //! answer is an error that says why, never a bare 404.
 
-use actix_web::HttpResponse;
+use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::request_info::{RequestInfo, Verb};
 use crate::error::ApiError;
-use crate::registry::actor;
-use crate::registry::catalog::Entry;
-use crate::registry::flow::Part;
 use crate::registry::options::Query;
+use crate::registry::storage_errors::{self, Reading};
+use crate::registry::subresource::{Answer, Call, Handler, ResponseKind, Serve, Subresource};
+use crate::storage::ReadAt;
 
-/// Which verbs reach each subresource (exec, attach and portforward are
-/// upgraded connections, opened with GET or POST).
-fn verb_allowed(subresource: &str, verb: Verb) -> bool {
-    match subresource {
-        "log" => verb == Verb::Get,
-        _ => matches!(verb, Verb::Get | Verb::Create),
+/// The entries of the pods' table a kubelet would serve (exec, attach
+/// and portforward are upgraded connections, opened with GET or POST).
+pub const KUBELET: [Subresource; 4] = [
+    connect(&Kubelet("log"), "Pod", &["get"]),
+    connect(&Kubelet("exec"), "PodExecOptions", &["create", "get"]),
+    connect(&Kubelet("attach"), "PodAttachOptions", &["create", "get"]),
+    connect(
+        &Kubelet("portforward"),
+        "PodPortForwardOptions",
+        &["create", "get"],
+    ),
+];
+
+const fn connect(
+    kubelet: &'static Kubelet,
+    kind: &'static str,
+    verbs: &'static [&'static str],
+) -> Subresource {
+    Subresource {
+        name: kubelet.0,
+        response: Some(ResponseKind {
+            group: "",
+            version: "v1",
+            kind,
+        }),
+        verbs,
+        serve: Serve::Connect(kubelet),
+        collection: None,
     }
 }
 
-pub async fn refuse(
-    entry: &Entry,
-    info: &RequestInfo,
-    query: &Query,
-    subresource: &str,
-) -> Result<HttpResponse, ApiError> {
-    let addressed = info.namespace.is_some() && info.name.is_some();
-    if !addressed || !verb_allowed(subresource, info.verb) {
-        return Err(ApiError::MethodNotAllowed);
+/// One subresource a kubelet serves, by name.
+pub struct Kubelet(&'static str);
+
+impl Handler for Kubelet {
+    fn serve<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Answer, ApiError>> {
+        Box::pin(refuse(call, self.0))
     }
-    let name = info.name.clone().unwrap_or_default();
-    let pod = entry
-        .actor
-        .send(actor::Get {
-            namespace: info.namespace.clone().unwrap_or_default(),
-            name: name.clone(),
-            part: Part::Main,
-            resource_version: None,
-        })
-        .await??;
+}
+
+/// The checks kube-apiserver makes before it proxies, then why not.
+async fn refuse(call: Call<'_>, subresource: &str) -> Result<Answer, ApiError> {
+    let name = call.name;
+    let found = call.store.get_at(&call.key, ReadAt::Latest).await;
+    let found =
+        found.map_err(|e| storage_errors::api_error(e, call.target.clone(), Reading::Plain))?;
+    let pod = found
+        .ok_or_else(|| ApiError::NotFound(call.target.clone()))?
+        .object;
     let target = match subresource {
         "portforward" => "its ports".to_string(),
-        _ => format!("container {}", container(&pod, &name, query)?),
+        _ => format!("container {}", container(&pod, name, call.query)?),
     };
     match pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
         None => Err(ApiError::BadRequest(format!(

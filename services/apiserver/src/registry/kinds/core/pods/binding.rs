@@ -3,14 +3,36 @@
 //! immutable, so this is its own small flow: set `spec.nodeName` once,
 //! mark the pod scheduled, compare-and-swap, retry on a concurrent write.
 
+use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::handle::Handle;
-use super::options::WriteOptions;
 use crate::error::{ApiError, Cause};
 use crate::object::meta;
 use crate::object::time::now_rfc3339;
+use crate::registry::storage_errors::{self, Reading};
+use crate::registry::subresource::{Answer, Call, Handler, ResponseKind, Serve, Subresource};
 use crate::storage::StorageError;
+
+/// The `binding` entry of the pods' table.
+pub const BINDING: Subresource = Subresource {
+    name: "binding",
+    response: Some(ResponseKind {
+        group: "",
+        version: "v1",
+        kind: "Binding",
+    }),
+    verbs: &["create"],
+    serve: Serve::Create(&Binding),
+    collection: Some("bindings"),
+};
+
+pub struct Binding;
+
+impl Handler for Binding {
+    fn serve<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Answer, ApiError>> {
+        Box::pin(bind(call))
+    }
+}
 
 /// Where a Binding sends the pod, after the checks kube-apiserver makes.
 fn target_node(binding: &Value, pod_name: &str) -> Result<String, ApiError> {
@@ -76,19 +98,16 @@ fn bound(pod: &Value, node: &str, binding: &Value) -> Value {
     pod
 }
 
-/// Binds pod `name` in `namespace` to the node `binding` names; the
-/// answer is the Success Status kube-apiserver gives (201).
-pub async fn bind(
-    h: &Handle,
-    namespace: &str,
-    name: &str,
-    binding: Value,
-    options: WriteOptions,
-) -> Result<Value, ApiError> {
+/// Binds the pod `call` names to the node its body names; the answer is
+/// the Success Status kube-apiserver gives (201).
+async fn bind(call: Call<'_>) -> Result<Answer, ApiError> {
+    let (name, binding) = (call.name, call.body.unwrap_or_default());
     let node = target_node(&binding, name)?;
-    let conflict = |why: String| ApiError::Conflict(h.strategy.def().target(name), why);
+    let storage_error = |e| storage_errors::api_error(e, call.target.clone(), Reading::Plain);
+    let conflict = |why: String| ApiError::Conflict(call.target.clone(), why);
     loop {
-        let current = h.read(namespace, name).await?;
+        let found = call.store.get(&call.key).await.map_err(storage_error)?;
+        let current = found.ok_or_else(|| ApiError::NotFound(call.target.clone()))?;
         let pod = &current.object;
         if !pod["metadata"]["deletionTimestamp"].is_null() {
             return Err(conflict(format!(
@@ -100,17 +119,21 @@ pub async fn bind(
                 "pod {name} is already assigned to node \"{assigned}\""
             )));
         }
-        if !options.dry_run {
+        if !call.options.dry_run {
             let new = bound(pod, &node, &binding);
-            let key = h.key(namespace, name);
-            match h.store.update(&key, &new, current.mod_revision).await {
+            match call
+                .store
+                .update(&call.key, &new, current.mod_revision)
+                .await
+            {
                 Ok(_) => {}
                 Err(StorageError::Conflict) => continue,
-                Err(e) => return Err(h.storage_error(name, e)),
+                Err(e) => return Err(storage_error(e)),
             }
         }
-        return Ok(json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                         "status": "Success", "code": 201}));
+        let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                          "status": "Success", "code": 201});
+        return Ok(Answer { code: 201, body });
     }
 }
 

@@ -1,0 +1,127 @@
+//! Subresources as data. A kind lists what it serves below its objects in
+//! its [`ResourceDef`](super::ResourceDef)'s `subresources` table: the
+//! name, the verbs, what it answers with, and who serves it. The routes
+//! dispatch on that table and the discovery documents are written from
+//! it, so neither names a kind. `/status` and `/scale` are parts of the
+//! object that the generic flow reads and writes; every other subresource
+//! is the kind's own code, a [`Handler`] in the kind's folder (a pod's
+//! `binding`, a service account's `token`).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::options::{Query, WriteOptions};
+use crate::admission::objects::Objects;
+use crate::error::{ApiError, Target};
+use crate::serviceaccount::Issuer;
+use crate::storage::Interface;
+
+/// One entry of a kind's table.
+#[derive(Clone, Copy)]
+pub struct Subresource {
+    pub name: &'static str,
+    /// The kind of what it answers with, when not the object's own.
+    pub response: Option<ResponseKind>,
+    /// The verbs it takes, as discovery lists them.
+    pub verbs: &'static [&'static str],
+    pub serve: Serve,
+    /// An older collection of the kind's group that serves it too, with
+    /// the object named in the body (`bindings` for `pods/binding`).
+    pub collection: Option<&'static str>,
+}
+
+impl std::fmt::Debug for Subresource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// A kind other than the object's, as discovery names it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResponseKind {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+}
+
+/// Who serves a subresource.
+#[derive(Clone, Copy)]
+pub enum Serve {
+    /// The object's `.status`: the generic flow reads and writes it alone.
+    Status,
+    /// The autoscaling/v1 Scale of the object's replicas.
+    Scale,
+    /// The kind's code, given the request's body (kube's `rest.Creater`:
+    /// binding, token, eviction).
+    Create(&'static dyn Handler),
+    /// The kind's code, given the request's query alone (kube's
+    /// `rest.Connecter`: log, exec, attach, portforward, proxy); the body
+    /// of such a request, if any, is a stream it may not wait for.
+    Connect(&'static dyn Handler),
+}
+
+pub const STATUS: Subresource = Subresource {
+    name: "status",
+    response: None,
+    verbs: &["get", "patch", "update"],
+    serve: Serve::Status,
+    collection: None,
+};
+
+pub const SCALE: Subresource = Subresource {
+    name: "scale",
+    response: Some(ResponseKind {
+        group: "autoscaling",
+        version: "v1",
+        kind: "Scale",
+    }),
+    verbs: &["get", "patch", "update"],
+    serve: Serve::Scale,
+    collection: None,
+};
+
+pub const STATUS_AND_SCALE: &[Subresource] = &[STATUS, SCALE];
+
+/// A subresource served by its kind's own code.
+pub trait Handler: Send + Sync {
+    fn serve<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Answer, ApiError>>;
+}
+
+/// One request to a subresource of one object, checked against the
+/// table (its verb is listed, it names the object).
+pub struct Call<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// As discovery spells it: `get`, `create`.
+    pub verb: &'a str,
+    /// The decoded body of a [`Serve::Create`] subresource; None for
+    /// [`Serve::Connect`].
+    pub body: Option<Value>,
+    pub query: &'a Query,
+    /// Who asks, and whether it is a dry run.
+    pub options: WriteOptions,
+    /// The kind's storage (its watch cache in front of the store), and
+    /// the object's key in it.
+    pub store: &'a dyn Interface,
+    pub key: String,
+    /// Names the object in errors.
+    pub target: Target,
+    pub services: &'a Services,
+}
+
+/// A successful answer: the HTTP code and the body.
+#[derive(Debug)]
+pub struct Answer {
+    pub code: u16,
+    pub body: Value,
+}
+
+/// What a kind's subresource code may use beyond its own kind.
+pub struct Services {
+    /// Other kinds' objects (the lookups admission uses).
+    pub objects: Arc<dyn Objects>,
+    /// Issues service-account tokens, when this server signs them.
+    pub issuer: Option<Arc<Issuer>>,
+}
