@@ -16,8 +16,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::watch_cache::{Filter, WatchCache, WatchItem, Watcher};
 use crate::storage::{
-    ClaimFuture, EventStream, FieldPaths, Freshness, Interface, ListRequest, Listing, Object,
-    ReadAt, StorageError, StorageFuture, Stored,
+    EventStream, FieldPaths, Freshness, Interface, ListRequest, Listing, Object, ReadAt,
+    StorageError, StorageFuture, Stored,
 };
 
 /// Events kept for watches that resume from a past revision.
@@ -167,28 +167,6 @@ impl Interface for Cacher {
         })
     }
 
-    fn create<'a>(
-        &'a self,
-        key: &'a str,
-        object: &'a Value,
-        ttl: Option<Duration>,
-    ) -> StorageFuture<'a, i64> {
-        self.store.create(key, object, ttl)
-    }
-
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        object: &'a Value,
-        mod_revision: i64,
-    ) -> StorageFuture<'a, i64> {
-        self.store.update(key, object, mod_revision)
-    }
-
-    fn delete_at<'a>(&'a self, key: &'a str, mod_revision: i64) -> StorageFuture<'a, i64> {
-        self.store.delete_at(key, mod_revision)
-    }
-
     /// From the cache, but a read of the past (a continue token's start, an
     /// exact revision) goes to the store: the cache holds only the present.
     fn get_list<'a>(
@@ -227,7 +205,7 @@ impl Interface for Cacher {
         object: &'a Value,
         claims: &'a [String],
         ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64> {
+    ) -> StorageFuture<'a, i64> {
         self.store.create_claiming(key, object, claims, ttl)
     }
 
@@ -239,7 +217,7 @@ impl Interface for Cacher {
         claims: &'a [String],
         releases: &'a [String],
         ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64> {
+    ) -> StorageFuture<'a, i64> {
         self.store
             .update_claiming(key, object, mod_revision, claims, releases, ttl)
     }

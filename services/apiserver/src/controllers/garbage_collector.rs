@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::world::{self, entry_for_kind, Node, World};
 use crate::error::ApiError;
 use crate::registry::actor;
-use crate::registry::deletion::{FOREGROUND, ORPHAN};
+use crate::registry::flow::deletion::{FOREGROUND, ORPHAN};
 use crate::registry::flow::Part;
 use crate::registry::options::DeleteOptions;
 use crate::registry::Catalog;

@@ -7,7 +7,7 @@ use crate::registry::options::DeleteOptions;
 
 pub async fn pass(world: &World) {
     for node in &world.nodes {
-        if node.entry.strategy.holds_contents() && node.deleting() {
+        if node.entry.strategy.def().deletion.holds_contents && node.deleting() {
             world::delete(node, DeleteOptions::default()).await;
         }
     }

@@ -3,7 +3,7 @@
 //! deleted for good (as `kubectl delete --grace-period=0 --force` would).
 
 use super::world::{self, World};
-use crate::registry::deletion::grace_expired;
+use crate::registry::flow::deletion::grace_expired;
 use crate::registry::options::DeleteOptions;
 
 pub async fn pass(world: &World) {

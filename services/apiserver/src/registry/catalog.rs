@@ -10,7 +10,7 @@ use actix::Addr;
 
 use super::actor::{ResourceActor, Stop};
 use super::conversion::Conversion;
-use super::handle::{Handle, NamespaceContents};
+use super::flow::{Handle, NamespaceContents};
 use super::kinds;
 use super::Strategy;
 use crate::storage::{Interface, StorageError, Store};
@@ -30,7 +30,7 @@ pub struct Catalog {
     /// Told after every delete (see [`Handle::deletions`]).
     pub deletions: Arc<tokio::sync::Notify>,
     /// The admission chain every type's writes go through (empty until
-    /// `startup.rs` installs the plugins).
+    /// `startup` installs the plugins).
     pub admission: Arc<crate::admission::Chain>,
     index: HashMap<(String, String, String), usize>,
     /// Types defined at run time, and what starting one needs.
@@ -38,14 +38,36 @@ pub struct Catalog {
     starter: Starter,
 }
 
-/// What a type started after the catalog needs from it.
+/// What every type's handle shares, and what a type started after the
+/// catalog needs.
 struct Starter {
     store: Arc<dyn Interface>,
     admission: Arc<crate::admission::Chain>,
-    namespaces: Option<Arc<Handle>>,
-    /// Shared with the namespaces' handle: custom types join it.
+    deletions: Arc<tokio::sync::Notify>,
+    /// How long the objects of kinds that expire live.
+    event_ttl: std::time::Duration,
+    /// The namespaced types a namespace holds: custom types join it.
     contents: NamespaceContents,
     arbiters: Vec<actix::ArbiterHandle>,
+}
+
+impl Starter {
+    /// A handle on `strategy`'s objects under `prefix`.
+    fn handle(&self, strategy: &Arc<dyn Strategy>, prefix: &str) -> Handle {
+        let def = strategy.def();
+        Handle {
+            strategy: strategy.clone(),
+            store: self.store.clone(),
+            prefix: prefix.to_string(),
+            namespace_contents: match def.deletion.holds_contents {
+                true => self.contents.clone(),
+                false => NamespaceContents::default(),
+            },
+            deletions: self.deletions.clone(),
+            expiry: def.expires.then_some(self.event_ttl),
+            admission: self.admission.clone(),
+        }
+    }
 }
 
 impl Catalog {
@@ -57,95 +79,28 @@ impl Catalog {
         event_ttl: std::time::Duration,
         arbiters: &[actix::ArbiterHandle],
     ) -> Result<Catalog, StorageError> {
-        let deletions = Arc::new(tokio::sync::Notify::new());
-        let store: Arc<dyn Interface> = Arc::new(store.clone());
+        let mut starter = Starter {
+            store: Arc::new(store.clone()),
+            admission: Arc::new(crate::admission::Chain::default()),
+            deletions: Arc::new(tokio::sync::Notify::new()),
+            event_ttl,
+            contents: NamespaceContents::default(),
+            arbiters: arbiters.to_vec(),
+        };
         let strategies = kinds::all();
-        let admission = Arc::new(crate::admission::Chain::default());
-        let bare = |strategy: &Arc<dyn Strategy>| Handle {
-            strategy: strategy.clone(),
-            store: store.clone(),
-            prefix: prefix.to_string(),
-            namespace_contents: NamespaceContents::default(),
-            namespaces: None,
-            deletions: deletions.clone(),
-            expiry: strategy.expires().then_some(event_ttl),
-            admission: admission.clone(),
-        };
-        let namespaces = strategies
+        let namespaced = strategies
             .iter()
-            .find(|s| s.holds_contents())
-            .map(|s| Arc::new(bare(s)));
-        let handle_of = |strategy: &Arc<dyn Strategy>| Handle {
-            namespaces: namespaces.clone().filter(|_| strategy.def().namespaced),
-            ..bare(strategy)
-        };
-        let contents = NamespaceContents::new(
-            strategies
-                .iter()
-                .filter(|s| s.def().namespaced && stored_as_is(s.as_ref()))
-                .map(handle_of)
-                .collect(),
-        );
-        let mut started: Vec<Option<Entry>> = vec![None; strategies.len()];
-        for (i, strategy) in strategies.iter().enumerate() {
-            if started[i].is_some() {
-                continue;
-            }
-            let arbiter = &arbiters[i % arbiters.len()];
-            let Some(conversion) = strategy.conversion() else {
-                let mut handle = handle_of(strategy);
-                if strategy.holds_contents() {
-                    handle.namespace_contents = contents.clone();
-                }
-                let actor = ResourceActor::start(handle, arbiter).await?;
-                let strategy = strategy.clone();
-                started[i] = Some(Entry {
-                    strategy,
-                    actor,
-                    primary: true,
-                });
-                continue;
-            };
-            let versions: Vec<usize> = (i..strategies.len())
-                .filter(|j| same_type(strategies[*j].as_ref(), strategy.as_ref()))
-                .collect();
-            let members: Vec<Arc<dyn Strategy>> =
-                versions.iter().map(|j| strategies[*j].clone()).collect();
-            let handles = members.iter().map(handle_of).collect();
-            let served = serve_versions(handles, members, conversion, arbiter).await?;
-            for (j, entry) in versions.into_iter().zip(served) {
-                started[j] = Some(entry);
-            }
-        }
-        let entries: Vec<Entry> = started.into_iter().flatten().collect();
-        let index = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let def = e.strategy.def();
-                (
-                    (
-                        def.group.to_string(),
-                        def.version.to_string(),
-                        def.resource.to_string(),
-                    ),
-                    i,
-                )
-            })
-            .collect();
+            .filter(|s| s.def().namespaced && stored_as_is(s.as_ref()));
+        let contents = namespaced.map(|s| starter.handle(s, prefix)).collect();
+        starter.contents = NamespaceContents::new(contents);
+        let entries = start_actors(&starter, &strategies, prefix).await?;
         Ok(Catalog {
+            index: index(&entries),
             entries,
-            deletions,
-            admission: admission.clone(),
-            index,
+            deletions: starter.deletions.clone(),
+            admission: starter.admission.clone(),
             custom: RwLock::new(Vec::new()),
-            starter: Starter {
-                store,
-                admission,
-                namespaces,
-                contents,
-                arbiters: arbiters.to_vec(),
-            },
+            starter,
         })
     }
 
@@ -174,20 +129,13 @@ impl Catalog {
             return Ok(());
         };
         let namespaced = first.def().namespaced;
-        let handle_of = |strategy: &Arc<dyn Strategy>| Handle {
-            strategy: strategy.clone(),
-            store: self.starter.store.clone(),
-            prefix: prefix.to_string(),
-            namespace_contents: NamespaceContents::default(),
-            namespaces: self.starter.namespaces.clone().filter(|_| namespaced),
-            deletions: self.deletions.clone(),
-            expiry: None,
-            admission: self.starter.admission.clone(),
-        };
         let arbiters = &self.starter.arbiters;
         let count = self.custom.read().unwrap_or_else(|e| e.into_inner()).len();
         let arbiter = &arbiters[count % arbiters.len()];
-        let handles: Vec<Handle> = strategies.iter().map(handle_of).collect();
+        let handles: Vec<Handle> = strategies
+            .iter()
+            .map(|s| self.starter.handle(s, prefix))
+            .collect();
         let entries = match conversion {
             Some(conversion) => serve_versions(handles, strategies, conversion, arbiter).await?,
             None => {
@@ -303,6 +251,58 @@ impl Catalog {
         }
         groups
     }
+}
+
+/// The actors of `strategies`, in their order: one per type served in
+/// one version, one per version of a type served in several (sharing
+/// its cache), spread over the arbiters.
+async fn start_actors(
+    starter: &Starter,
+    strategies: &[Arc<dyn Strategy>],
+    prefix: &str,
+) -> Result<Vec<Entry>, StorageError> {
+    let arbiters = &starter.arbiters;
+    let mut started: Vec<Option<Entry>> = vec![None; strategies.len()];
+    for (i, strategy) in strategies.iter().enumerate() {
+        if started[i].is_some() {
+            continue;
+        }
+        let arbiter = &arbiters[i % arbiters.len()];
+        let Some(conversion) = strategy.conversion() else {
+            let actor = ResourceActor::start(starter.handle(strategy, prefix), arbiter).await?;
+            started[i] = Some(Entry {
+                strategy: strategy.clone(),
+                actor,
+                primary: true,
+            });
+            continue;
+        };
+        let versions: Vec<usize> = (i..strategies.len())
+            .filter(|j| same_type(strategies[*j].as_ref(), strategy.as_ref()))
+            .collect();
+        let members: Vec<Arc<dyn Strategy>> =
+            versions.iter().map(|j| strategies[*j].clone()).collect();
+        let handles = members.iter().map(|s| starter.handle(s, prefix)).collect();
+        let served = serve_versions(handles, members, conversion, arbiter).await?;
+        for (j, entry) in versions.into_iter().zip(served) {
+            started[j] = Some(entry);
+        }
+    }
+    Ok(started.into_iter().flatten().collect())
+}
+
+/// Where each entry is, by group, version and resource.
+fn index(entries: &[Entry]) -> HashMap<(String, String, String), usize> {
+    let key = |e: &Entry| {
+        let def = e.strategy.def();
+        let (g, v, r) = (def.group, def.version, def.resource);
+        (g.to_string(), v.to_string(), r.to_string())
+    };
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (key(e), i))
+        .collect()
 }
 
 /// The same group and resource: versions of one type.

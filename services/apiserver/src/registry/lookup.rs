@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::actor;
 use super::catalog::Entry;
-use super::handle::Handle;
+use super::flow::Handle;
 use super::{Catalog, ResourceDef};
 use crate::admission::objects::{Freshness, Lookup, LookupError, Objects, Resource, ServedKind};
 use crate::object::meta;

@@ -1,22 +1,22 @@
-//! The registry: one resource actor per resource type, each running the
-//! same generic flow ([`flow`]) parameterised by that type's [`Strategy`].
-//! Adding a type means adding a file under `kinds/` and a line in
-//! [`kinds::all`], not a new flow.
+//! The registry: one resource actor per kind ([`actor`]), each running
+//! the same generic flow ([`flow`]) over its storage, parameterised by
+//! the kind's [`Strategy`] (decisions: decoding, defaults, validation,
+//! tables) and its [`ResourceDef`] (data: names, scope, subresources,
+//! deletion rules, unique values, write checks). [`Catalog`] starts and
+//! finds the actors; [`kinds`] is every built-in kind, by API group.
+//!
+//! Adding a kind means a file (or folder) in its group's folder under
+//! `kinds/` and a line in that group's `all()`; a kind's subresource is
+//! an entry of its definition's table and, unless it is `status` or
+//! `scale`, a [`subresource::Handler`] beside the kind. Neither the flow,
+//! the routes nor discovery change.
 
 pub mod actor;
-#[cfg(test)]
-mod admission_tests;
-mod admit;
 pub mod catalog;
-pub mod claims;
 pub mod conversion;
-pub mod deletion;
+pub mod definition;
 pub mod flow;
-#[cfg(test)]
-mod flow_tests;
-pub mod handle;
 pub mod kinds;
-pub mod listing;
 pub mod lookup;
 pub mod options;
 pub mod storage_errors;
@@ -25,4 +25,5 @@ pub mod subresource;
 pub mod typed;
 
 pub use catalog::Catalog;
-pub use strategy::{Claim, Column, ResourceDef, Strategy};
+pub use definition::{Claim, ResourceDef};
+pub use strategy::{Column, Strategy};

@@ -38,6 +38,9 @@ pub fn api_error(err: StorageError, target: Target, reading: Reading) -> ApiErro
         }
         StorageError::Unavailable(_) => ApiError::Unavailable(err.to_string()),
         StorageError::CacheBehind(message) => ApiError::CacheBehind(message),
+        // Only a write of a kind with unique values takes claims, and its
+        // flow answers for the claims taken before this.
+        StorageError::Taken(_) => ApiError::Internal(err.to_string()),
         StorageError::Conversion(why) => {
             ApiError::Internal(format!("Internal error occurred: {why}"))
         }

@@ -15,7 +15,7 @@ use crate::error::ApiError;
 use crate::object::patch::PatchType;
 use crate::registry::actor;
 use crate::registry::catalog::Entry;
-use crate::registry::handle::{Page, Part, Reply};
+use crate::registry::flow::{Page, Part, Reply};
 use crate::registry::options::{DeleteOptions, ListOptions, Query, WriteOptions};
 use crate::registry::subresource::Serve;
 

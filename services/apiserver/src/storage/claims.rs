@@ -14,15 +14,6 @@ use super::{StorageError, Store};
 /// Where claims live under the storage prefix: `<prefix>/claims/<name>`.
 pub const CLAIMS: &str = "claims";
 
-#[derive(Debug, thiserror::Error)]
-pub enum ClaimError {
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    /// Claims another object holds (full keys).
-    #[error("already claimed: {0:?}")]
-    Taken(Vec<String>),
-}
-
 /// What a claim holds: the owner's key and uid, so that a claim left by
 /// an earlier object of the same name is not mistaken for this one's.
 pub fn owner_of(key: &str, object: &Value) -> String {
@@ -57,7 +48,7 @@ impl Store {
         object: &Value,
         claims: &[String],
         lease: Option<i64>,
-    ) -> Result<i64, ClaimError> {
+    ) -> Result<i64, StorageError> {
         let owner = owner_of(key, object);
         let (mut compares, mut puts) = claiming(&owner, claims);
         compares.push(Compare::create_revision(key, CompareOp::Equal, 0));
@@ -81,7 +72,7 @@ impl Store {
         claims: &[String],
         releases: &[String],
         lease: Option<i64>,
-    ) -> Result<i64, ClaimError> {
+    ) -> Result<i64, StorageError> {
         let owner = owner_of(key, object);
         let (mut compares, mut ops) = claiming(&owner, claims);
         compares.push(Compare::mod_revision(key, CompareOp::Equal, mod_revision));
@@ -163,7 +154,7 @@ impl Store {
         ops: Vec<TxnOp>,
         claims: &[String],
         expect: Expect<'_>,
-    ) -> Result<i64, ClaimError> {
+    ) -> Result<i64, StorageError> {
         let mut reads = vec![TxnOp::get(expect.key, None)];
         reads.extend(claims.iter().map(|c| TxnOp::get(c.as_str(), None)));
         let txn = Txn::new().when(compares).and_then(ops).or_else(reads);
@@ -177,7 +168,7 @@ impl Store {
             _ => 0,
         };
         if object_revision != expect.mod_revision {
-            return Err(ClaimError::Storage(expect.otherwise));
+            return Err(expect.otherwise);
         }
         let taken: Vec<String> = reads
             .filter_map(|op| match op {
@@ -188,8 +179,8 @@ impl Store {
             .map(|kv| String::from_utf8_lossy(kv.key()).to_string())
             .collect();
         match taken.is_empty() {
-            true => Err(ClaimError::Storage(expect.otherwise)),
-            false => Err(ClaimError::Taken(taken)),
+            true => Err(expect.otherwise),
+            false => Err(StorageError::Taken(taken)),
         }
     }
 }

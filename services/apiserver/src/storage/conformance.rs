@@ -15,7 +15,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::interface::{Change, GuaranteedUpdate, Interface, ListRequest, Preconditions, ReadAt};
-use super::{ClaimError, EventStream, MemoryStorage, StorageError, StoreEvent};
+use super::{EventStream, MemoryStorage, StorageError, StoreEvent};
 
 /// A store under test, and how to compact it (not part of the interface:
 /// compaction belongs to the store's operator, see `compactor.rs`).
@@ -318,20 +318,24 @@ async fn guaranteed_update(b: &Backend, p: String) {
     // The first attempt loses a race with another writer: it is run again
     // on the newer object, so neither write is lost.
     let written = s
-        .guaranteed_update::<StorageError, _, _>(&key, &Preconditions::default(), |current| {
-            let n = attempts.fetch_add(1, Ordering::SeqCst);
-            let (key, storage) = (key.clone(), b.storage.clone());
-            async move {
-                if n == 0 {
-                    let mut rival = current.object.clone();
-                    rival["data"]["rival"] = "yes".into();
-                    storage.update(&key, &rival, current.mod_revision).await?;
+        .guaranteed_update::<StorageError, _, _, Value>(
+            &key,
+            &Preconditions::default(),
+            |current| {
+                let n = attempts.fetch_add(1, Ordering::SeqCst);
+                let (key, storage) = (key.clone(), b.storage.clone());
+                async move {
+                    if n == 0 {
+                        let mut rival = current.object.clone();
+                        rival["data"]["rival"] = "yes".into();
+                        storage.update(&key, &rival, current.mod_revision).await?;
+                    }
+                    let mut mine = current.object;
+                    mine["data"]["v"] = "1".into();
+                    Ok(mine)
                 }
-                let mut mine = current.object;
-                mine["data"]["v"] = "1".into();
-                Ok(mine)
-            }
-        })
+            },
+        )
         .await
         .unwrap();
     assert_eq!(attempts.load(Ordering::SeqCst), 2);
@@ -343,12 +347,16 @@ async fn guaranteed_update(b: &Backend, p: String) {
         ..Default::default()
     };
     let refused = s
-        .guaranteed_update::<StorageError, _, _>(&key, &pinned, |c| async move { Ok(c.object) })
+        .guaranteed_update::<StorageError, _, _, Value>(
+            &key,
+            &pinned,
+            |c| async move { Ok(c.object) },
+        )
         .await;
     assert!(matches!(refused, Err(StorageError::Precondition { .. })));
     let missing = format!("{p}none");
     let none = s
-        .guaranteed_update::<StorageError, _, _>(
+        .guaranteed_update::<StorageError, _, _, Value>(
             &missing,
             &Preconditions::default(),
             |c| async move { Ok(c.object) },
@@ -388,7 +396,7 @@ async fn claims(b: &Backend, p: String) {
         .create_claiming(&other, &object("b", "1"), &claim, None)
         .await;
     assert!(
-        matches!(&taken, Err(ClaimError::Taken(t)) if *t == claim),
+        matches!(&taken, Err(StorageError::Taken(t)) if *t == claim),
         "{taken:?}"
     );
     assert_eq!(
@@ -397,17 +405,11 @@ async fn claims(b: &Backend, p: String) {
         "nothing of a refused write is kept"
     );
     let again = s.create_claiming(&a, &object("a", "2"), &[], None).await;
-    assert!(matches!(
-        again,
-        Err(ClaimError::Storage(StorageError::Exists(_)))
-    ));
+    assert!(matches!(again, Err(StorageError::Exists(_))));
     let stale = s
         .update_claiming(&a, &object("a", "2"), created - 1, &[], &claim, None)
         .await;
-    assert!(matches!(
-        stale,
-        Err(ClaimError::Storage(StorageError::Conflict))
-    ));
+    assert!(matches!(stale, Err(StorageError::Conflict)));
     let released = s
         .update_claiming(&a, &object("a", "2"), created, &[], &claim, None)
         .await

@@ -21,6 +21,10 @@ pub enum StorageError {
     /// The compare on mod_revision failed: someone wrote in between.
     #[error("the object was modified concurrently")]
     Conflict,
+    /// A write's claims that another object holds (full keys, see
+    /// `claims.rs`).
+    #[error("already claimed: {0:?}")]
+    Taken(Vec<String>),
     /// A delete's or update's precondition (uid, resourceVersion) does not
     /// hold: what was asked, and what the object has.
     #[error("Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}")]

@@ -1,8 +1,7 @@
 //! The store client: typed operations over etcd-client's KV API.
 
 use etcd_client::{
-    Compare, CompareOp, DeleteOptions, GetOptions, GetResponse, PutOptions, SortOrder, SortTarget,
-    Txn, TxnOp,
+    Compare, CompareOp, DeleteOptions, GetOptions, GetResponse, SortOrder, SortTarget, Txn, TxnOp,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +12,7 @@ use super::compactor::COMPACT_REV_KEY;
 use super::connection::{Call, Connection};
 use super::encryption::Encryption;
 use super::interface::{
-    ClaimFuture, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, Stored,
+    EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, Stored,
 };
 use super::{Leases, Object, StorageError};
 use crate::object::meta;
@@ -312,39 +311,6 @@ impl Interface for Store {
         Box::pin(Store::get(self, key))
     }
 
-    fn create<'a>(
-        &'a self,
-        key: &'a str,
-        object: &'a Value,
-        ttl: Option<Duration>,
-    ) -> StorageFuture<'a, i64> {
-        Box::pin(async move {
-            let lease = self.lease(ttl).await?;
-            let txn = Txn::new()
-                .when([Compare::create_revision(key, CompareOp::Equal, 0)])
-                .and_then([TxnOp::put(
-                    key,
-                    self.seal(key, object),
-                    lease.map(|id| PutOptions::new().with_lease(id)),
-                )]);
-            self.commit(txn, StorageError::Exists(key.to_string()))
-                .await
-        })
-    }
-
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        object: &'a Value,
-        mod_revision: i64,
-    ) -> StorageFuture<'a, i64> {
-        Box::pin(Store::update(self, key, object, mod_revision))
-    }
-
-    fn delete_at<'a>(&'a self, key: &'a str, mod_revision: i64) -> StorageFuture<'a, i64> {
-        Box::pin(Store::delete(self, key, mod_revision))
-    }
-
     fn get_list<'a>(
         &'a self,
         prefix: &'a str,
@@ -376,7 +342,7 @@ impl Interface for Store {
         object: &'a Value,
         claims: &'a [String],
         ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64> {
+    ) -> StorageFuture<'a, i64> {
         Box::pin(async move {
             let lease = self.lease(ttl).await?;
             Store::create_claiming(self, key, object, claims, lease).await
@@ -391,7 +357,7 @@ impl Interface for Store {
         claims: &'a [String],
         releases: &'a [String],
         ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64> {
+    ) -> StorageFuture<'a, i64> {
         Box::pin(async move {
             let lease = self.lease(ttl).await?;
             Store::update_claiming(self, key, object, mod_revision, claims, releases, lease).await

@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-use super::{ClaimError, Object, StorageError};
+use super::{Object, StorageError};
 use crate::object::meta;
 
 /// One object read from the store with the revision of its last write
@@ -206,7 +206,6 @@ pub struct StoreEvent {
 pub type EventStream = BoxStream<'static, Result<Vec<StoreEvent>, StorageError>>;
 
 pub type StorageFuture<'a, T> = BoxFuture<'a, Result<T, StorageError>>;
-pub type ClaimFuture<'a, T> = BoxFuture<'a, Result<T, ClaimError>>;
 
 pub trait Interface: Send + Sync {
     /// The object at `key`, by a linearizable read (what a write's
@@ -232,7 +231,9 @@ pub trait Interface: Send + Sync {
         key: &'a str,
         object: &'a Value,
         ttl: Option<Duration>,
-    ) -> StorageFuture<'a, i64>;
+    ) -> StorageFuture<'a, i64> {
+        self.create_claiming(key, object, &[], ttl)
+    }
 
     /// Writes `object` only if `key` was last written at `mod_revision`
     /// (else `Conflict`): the compare-and-swap under guaranteed update.
@@ -241,10 +242,14 @@ pub trait Interface: Send + Sync {
         key: &'a str,
         object: &'a Value,
         mod_revision: i64,
-    ) -> StorageFuture<'a, i64>;
+    ) -> StorageFuture<'a, i64> {
+        self.update_claiming(key, object, mod_revision, &[], &[], None)
+    }
 
     /// Deletes `key` only if it was last written at `mod_revision`.
-    fn delete_at<'a>(&'a self, key: &'a str, mod_revision: i64) -> StorageFuture<'a, i64>;
+    fn delete_at<'a>(&'a self, key: &'a str, mod_revision: i64) -> StorageFuture<'a, i64> {
+        self.delete_releasing(key, mod_revision, &[])
+    }
 
     /// Objects under `prefix`, in key order, as [`ListRequest`] asks.
     fn get_list<'a>(
@@ -267,14 +272,16 @@ pub trait Interface: Send + Sync {
 
     /// [`Interface::create`] that also takes the claim keys `claims` (see
     /// `claims.rs`) in the same transaction: `Taken` when another object
-    /// holds some of them.
+    /// holds some of them. Every write is one of these three (the plain
+    /// ones take and release nothing), so a store, or a wrapper around
+    /// one, implements each write once.
     fn create_claiming<'a>(
         &'a self,
         key: &'a str,
         object: &'a Value,
         claims: &'a [String],
         ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64>;
+    ) -> StorageFuture<'a, i64>;
 
     /// [`Interface::update`] that also takes `claims` and drops `releases`.
     fn update_claiming<'a>(
@@ -285,7 +292,7 @@ pub trait Interface: Send + Sync {
         claims: &'a [String],
         releases: &'a [String],
         ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64>;
+    ) -> StorageFuture<'a, i64>;
 
     /// [`Interface::delete_at`] that also drops the claims in `releases`.
     fn delete_releasing<'a>(
@@ -322,6 +329,26 @@ pub trait Interface: Send + Sync {
     }
 }
 
+/// What a guaranteed update's change wants written: the new object, the
+/// claim keys it takes and gives up with it (see `claims.rs`), and how
+/// long it lives.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Proposed {
+    pub object: Value,
+    pub take: Vec<String>,
+    pub release: Vec<String>,
+    pub ttl: Option<Duration>,
+}
+
+impl From<Value> for Proposed {
+    fn from(object: Value) -> Proposed {
+        Proposed {
+            object,
+            ..Proposed::default()
+        }
+    }
+}
+
 /// Guaranteed update for every [`Interface`], `dyn` ones included (it is
 /// generic over the caller's change and error, so it lives outside the
 /// object-safe trait).
@@ -330,8 +357,9 @@ pub trait GuaranteedUpdate: Interface {
     /// lets `change` build the new object from the current one, and writes
     /// it with a compare on the revision read, starting over when someone
     /// wrote in between. `change` returning the current object unchanged
-    /// writes nothing. The object as written.
-    fn guaranteed_update<'a, E, F, Fut>(
+    /// writes nothing; `change` failing writes nothing and ends the update
+    /// with its error. The object as written.
+    fn guaranteed_update<'a, E, F, Fut, P>(
         &'a self,
         key: &'a str,
         preconditions: &'a Preconditions,
@@ -340,7 +368,8 @@ pub trait GuaranteedUpdate: Interface {
     where
         E: From<StorageError> + Send + 'a,
         F: FnMut(Stored) -> Fut + Send + 'a,
-        Fut: Future<Output = Result<Value, E>> + Send + 'a,
+        Fut: Future<Output = Result<P, E>> + Send + 'a,
+        P: Into<Proposed>,
     {
         Box::pin(async move {
             loop {
@@ -350,7 +379,13 @@ pub trait GuaranteedUpdate: Interface {
                 let revision = current.mod_revision;
                 let unchanged = current.object.clone();
                 let stale = current.stale;
-                let mut object = change(current).await?;
+                let proposed: Proposed = change(current).await?.into();
+                let Proposed {
+                    mut object,
+                    take,
+                    release,
+                    ttl,
+                } = proposed;
                 if object == unchanged && !stale {
                     return Ok(Stored {
                         object,
@@ -358,7 +393,8 @@ pub trait GuaranteedUpdate: Interface {
                         stale,
                     });
                 }
-                match self.update(key, &object, revision).await {
+                let written = self.update_claiming(key, &object, revision, &take, &release, ttl);
+                match written.await {
                     Ok(written) => {
                         meta::set_resource_version(&mut object, written);
                         return Ok(Stored {

@@ -16,10 +16,10 @@ use tokio::sync::mpsc;
 use super::claims::owner_of;
 use super::etcd::{decode, encode};
 use super::interface::{
-    Change, ClaimFuture, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture,
-    StoreEvent, Stored,
+    Change, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, StoreEvent,
+    Stored,
 };
-use super::{ClaimError, Object, StorageError};
+use super::{Object, StorageError};
 
 #[derive(Default)]
 pub struct MemoryStorage {
@@ -119,7 +119,7 @@ impl State {
         expect: Expect,
         claims: &[String],
         releases: &[String],
-    ) -> Result<i64, ClaimError> {
+    ) -> Result<i64, StorageError> {
         let otherwise = match expect {
             Expect::Absent => StorageError::Exists(key.to_string()),
             Expect::At(_) => StorageError::Conflict,
@@ -139,8 +139,8 @@ impl State {
                 .cloned()
                 .collect();
             return Err(match taken.is_empty() {
-                true => ClaimError::Storage(otherwise),
-                false => ClaimError::Taken(taken),
+                true => otherwise,
+                false => StorageError::Taken(taken),
             });
         }
         let expect = Expect::At(current.map_or(0, |c| c.mod_revision));
@@ -194,16 +194,6 @@ impl MemoryStorage {
         state
             .keys
             .retain(|_, v| v.len() > 1 || v.first().is_some_and(|v| v.value.is_some()));
-    }
-
-    fn write(
-        &self,
-        key: &str,
-        value: Option<Vec<u8>>,
-        expect: Expect,
-    ) -> Result<i64, StorageError> {
-        let events = self.state().write(key, value, expect)?;
-        Ok(events.first().map_or(0, |e| e.revision))
     }
 
     fn list(&self, prefix: &str, request: ListRequest<'_>) -> Result<Listing, StorageError> {
@@ -277,31 +267,6 @@ impl Interface for MemoryStorage {
         Box::pin(async move { Ok(found) })
     }
 
-    fn create<'a>(
-        &'a self,
-        key: &'a str,
-        object: &'a Value,
-        _ttl: Option<Duration>,
-    ) -> StorageFuture<'a, i64> {
-        let written = self.write(key, Some(encode(object)), Expect::Absent);
-        Box::pin(async move { written })
-    }
-
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        object: &'a Value,
-        mod_revision: i64,
-    ) -> StorageFuture<'a, i64> {
-        let written = self.write(key, Some(encode(object)), Expect::At(mod_revision));
-        Box::pin(async move { written })
-    }
-
-    fn delete_at<'a>(&'a self, key: &'a str, mod_revision: i64) -> StorageFuture<'a, i64> {
-        let written = self.write(key, None, Expect::At(mod_revision));
-        Box::pin(async move { written })
-    }
-
     fn get_list<'a>(
         &'a self,
         prefix: &'a str,
@@ -345,7 +310,7 @@ impl Interface for MemoryStorage {
         object: &'a Value,
         claims: &'a [String],
         _ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64> {
+    ) -> StorageFuture<'a, i64> {
         let written = self
             .state()
             .write_claiming(key, Some(object), Expect::Absent, claims, &[]);
@@ -360,7 +325,7 @@ impl Interface for MemoryStorage {
         claims: &'a [String],
         releases: &'a [String],
         _ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64> {
+    ) -> StorageFuture<'a, i64> {
         let expect = Expect::At(mod_revision);
         let written = self
             .state()
@@ -377,12 +342,7 @@ impl Interface for MemoryStorage {
         let expect = Expect::At(mod_revision);
         let written = self
             .state()
-            .write_claiming(key, None, expect, &[], releases)
-            .map_err(|e| match e {
-                ClaimError::Storage(e) => e,
-                // A delete takes no claims, so none can be taken.
-                ClaimError::Taken(_) => StorageError::Conflict,
-            });
+            .write_claiming(key, None, expect, &[], releases);
         Box::pin(async move { written })
     }
 }

@@ -22,13 +22,13 @@ mod memory;
 mod object;
 mod watch;
 
-pub use claims::{ClaimError, CLAIMS};
+pub use claims::CLAIMS;
 pub use connection::{Call, Connection, StoreMetrics};
 pub use errors::StorageError;
 pub use etcd::{decode, Store};
 pub use interface::{
-    Change, ClaimFuture, EventStream, Freshness, GuaranteedUpdate, Interface, ListRequest, Listing,
-    Preconditions, Predicate, ReadAt, StorageFuture, StoreEvent, Stored,
+    Change, EventStream, Freshness, GuaranteedUpdate, Interface, ListRequest, Listing,
+    Preconditions, Predicate, Proposed, ReadAt, StorageFuture, StoreEvent, Stored,
 };
 pub use leases::Leases;
 pub use memory::MemoryStorage;

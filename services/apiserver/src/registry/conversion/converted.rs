@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::{to_version, Converter};
 use crate::storage::{
-    ClaimError, ClaimFuture, EventStream, FieldPaths, Freshness, Interface, ListRequest, Listing,
-    Object, StorageError, StorageFuture, StoreEvent, Stored,
+    EventStream, FieldPaths, Freshness, Interface, ListRequest, Listing, Object, StorageError,
+    StorageFuture, StoreEvent, Stored,
 };
 
 #[derive(Clone)]
@@ -111,10 +111,6 @@ fn in_version(object: &Object, api_version: &str) -> bool {
     serde_json::from_str::<Head>(text).is_ok_and(|h| h.api_version == api_version)
 }
 
-fn claim_error(err: StorageError) -> ClaimError {
-    ClaimError::Storage(err)
-}
-
 impl Interface for Converted {
     fn get<'a>(&'a self, key: &'a str) -> StorageFuture<'a, Option<Stored>> {
         Box::pin(async move { self.read_one(self.inner.get(key).await?).await })
@@ -126,34 +122,6 @@ impl Interface for Converted {
         at: crate::storage::ReadAt,
     ) -> StorageFuture<'a, Option<Stored>> {
         Box::pin(async move { self.read_one(self.inner.get_at(key, at).await?).await })
-    }
-
-    fn create<'a>(
-        &'a self,
-        key: &'a str,
-        object: &'a Value,
-        ttl: Option<Duration>,
-    ) -> StorageFuture<'a, i64> {
-        Box::pin(async move {
-            let object = self.write(object).await?;
-            self.inner.create(key, &object, ttl).await
-        })
-    }
-
-    fn update<'a>(
-        &'a self,
-        key: &'a str,
-        object: &'a Value,
-        mod_revision: i64,
-    ) -> StorageFuture<'a, i64> {
-        Box::pin(async move {
-            let object = self.write(object).await?;
-            self.inner.update(key, &object, mod_revision).await
-        })
-    }
-
-    fn delete_at<'a>(&'a self, key: &'a str, mod_revision: i64) -> StorageFuture<'a, i64> {
-        self.inner.delete_at(key, mod_revision)
     }
 
     fn get_list<'a>(
@@ -200,9 +168,9 @@ impl Interface for Converted {
         object: &'a Value,
         claims: &'a [String],
         ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64> {
+    ) -> StorageFuture<'a, i64> {
         Box::pin(async move {
-            let object = self.write(object).await.map_err(claim_error)?;
+            let object = self.write(object).await?;
             self.inner.create_claiming(key, &object, claims, ttl).await
         })
     }
@@ -215,9 +183,9 @@ impl Interface for Converted {
         claims: &'a [String],
         releases: &'a [String],
         ttl: Option<Duration>,
-    ) -> ClaimFuture<'a, i64> {
+    ) -> StorageFuture<'a, i64> {
         Box::pin(async move {
-            let object = self.write(object).await.map_err(claim_error)?;
+            let object = self.write(object).await?;
             let inner = &self.inner;
             inner
                 .update_claiming(key, &object, mod_revision, claims, releases, ttl)

@@ -11,10 +11,11 @@ use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::object::meta::{is_dns1123_subdomain, NameRule};
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{invalid, required, text};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 
 pub const GROUP: &str = "apiregistration.k8s.io";

@@ -7,10 +7,11 @@ use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::object::meta::is_dns1123_subdomain;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::cells::label_selector;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, immutable, items};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 
 const GROUP: &str = "networking.k8s.io";

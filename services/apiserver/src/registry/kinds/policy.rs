@@ -7,9 +7,10 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::common::simple::{simple, versioned, Simple};
+use crate::registry::definition::ResourceDef;
+use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {
@@ -29,7 +30,7 @@ fn disruption_budgets() -> Simple<PodDisruptionBudget> {
         ..simple(ResourceDef {
             short_names: &["pdb"],
             subresources: &[STATUS],
-            ..versioned(
+            ..ResourceDef::new(
                 "policy",
                 "v1",
                 "poddisruptionbudgets",

@@ -7,10 +7,11 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde_json::{json, Value};
 
 use crate::error::Cause;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{check_enum, immutable};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 
 /// The highest value a class outside the `system-` ones may have.
 const HIGHEST_USER_PRIORITY: i64 = 1_000_000_000;

@@ -7,10 +7,11 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::{json, Value};
 
 use crate::error::Cause;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, immutable};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![Arc::new(Simple::<StorageClass> {

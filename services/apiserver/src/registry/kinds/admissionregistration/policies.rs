@@ -12,12 +12,13 @@ use serde_json::{json, Value};
 
 use crate::admission::policy::compiled::Compiled;
 use crate::error::Cause;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{
     check_enum, invalid, items, required, unsupported,
 };
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 
 const GROUP: &str = "admissionregistration.k8s.io";

@@ -15,8 +15,8 @@ use schemars::schema::Schema;
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::object::meta::NameRule;
-use crate::registry::strategy::{Column, ResourceDef, Strategy};
+use crate::registry::definition::{Deletion, ResourceDef};
+use crate::registry::strategy::{Column, Strategy};
 use crate::registry::subresource::STATUS;
 use crate::registry::typed::{decode, Decoded};
 
@@ -34,16 +34,21 @@ impl Default for Crds {
     fn default() -> Crds {
         Crds {
             def: ResourceDef {
-                group: GROUP,
-                version: "v1",
-                resource: RESOURCE,
-                kind: "CustomResourceDefinition",
-                singular: "customresourcedefinition",
                 namespaced: false,
                 short_names: &["crd", "crds"],
                 categories: &["api-extensions"],
                 subresources: &[STATUS],
-                name_rule: NameRule::Subdomain,
+                deletion: Deletion {
+                    finalizers: &[CLEANUP_FINALIZER],
+                    ..Deletion::AT_ONCE
+                },
+                ..ResourceDef::new(
+                    GROUP,
+                    "v1",
+                    RESOURCE,
+                    "CustomResourceDefinition",
+                    "customresourcedefinition",
+                )
             },
         }
     }
@@ -123,10 +128,6 @@ impl Strategy for Crds {
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![obj["metadata"]["creationTimestamp"].clone()]
-    }
-
-    fn delete_finalizers(&self) -> &'static [&'static str] {
-        &[CLEANUP_FINALIZER]
     }
 
     fn prepare_for_delete(&self, marked: &mut Value) {

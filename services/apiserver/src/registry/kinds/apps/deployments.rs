@@ -6,25 +6,19 @@ use schemars::schema::Schema;
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::object::meta::NameRule;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::scale;
 use crate::registry::kinds::core::workload;
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS_AND_SCALE;
 use crate::registry::typed::{decode, Decoded};
 
 const DEF: ResourceDef = ResourceDef {
-    group: "apps",
-    version: "v1",
-    resource: "deployments",
-    kind: "Deployment",
-    singular: "deployment",
-    namespaced: true,
     short_names: &["deploy"],
     categories: &["all"],
     subresources: STATUS_AND_SCALE,
-    name_rule: NameRule::Subdomain,
+    ..ResourceDef::new("apps", "v1", "deployments", "Deployment", "deployment")
 };
 
 pub struct Deployments;

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
 
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::simple::{def, simple, Simple};
 use crate::registry::kinds::core::pods::strategy::default_template;
 use crate::registry::kinds::core::workload::{self, replicated};
-use crate::registry::strategy::{ResourceDef, Strategy};
+use crate::registry::strategy::Strategy;
 use crate::registry::subresource::STATUS;
 
 pub fn replica_sets() -> Arc<dyn Strategy> {

@@ -6,12 +6,12 @@ use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
 use serde_json::{json, Value};
 
 use crate::error::Cause;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::autoscaling::conversion::{conversion, to_v2};
 use crate::registry::kinds::autoscaling::v2::{hpa_cells, hpa_columns, hpa_def, validate_hpa};
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation;
-use crate::registry::strategy::ResourceDef;
 
 pub fn autoscalers_v1() -> Simple<HorizontalPodAutoscaler> {
     Simple {

@@ -7,10 +7,11 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use serde_json::{json, Value};
 
 use crate::error::Cause;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::defaults::default_at;
-use crate::registry::kinds::common::simple::{simple, versioned, Simple};
+use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, items};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {
@@ -22,7 +23,7 @@ pub(super) fn hpa_def() -> ResourceDef {
         short_names: &["hpa"],
         categories: &["all"],
         subresources: &[STATUS],
-        ..versioned(
+        ..ResourceDef::new(
             "autoscaling",
             "v2",
             "horizontalpodautoscalers",

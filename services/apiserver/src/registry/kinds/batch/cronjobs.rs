@@ -7,13 +7,14 @@ use serde_json::{json, Value};
 use super::jobs::job_spec_causes;
 use crate::error::Cause;
 use crate::object::time;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::cells::label_selector;
 use crate::registry::kinds::common::defaults::default_at;
-use crate::registry::kinds::common::simple::{simple, versioned, Simple};
+use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, check_min};
 use crate::registry::kinds::core::pods::strategy::validate_pod_spec;
 use crate::registry::kinds::core::workload;
-use crate::registry::strategy::{age_cell, Column, ResourceDef, AGE};
+use crate::registry::strategy::{age_cell, Column, AGE};
 use crate::registry::subresource::STATUS;
 
 pub fn cron_jobs() -> Simple<CronJob> {
@@ -22,14 +23,16 @@ pub fn cron_jobs() -> Simple<CronJob> {
             short_names: &["cj"],
             categories: &["all"],
             subresources: &[STATUS],
-            ..versioned("batch", "v1", "cronjobs", "CronJob", "cronjob")
+            ..ResourceDef::new("batch", "v1", "cronjobs", "CronJob", "cronjob")
         },
         columns: cron_columns,
         cells: cron_cells,
         validate: validate_cron_job,
         defaults: cron_defaults,
         on_create: |o| o["status"] = json!({}),
-        ..simple(versioned("batch", "v1", "cronjobs", "CronJob", "cronjob"))
+        ..simple(ResourceDef::new(
+            "batch", "v1", "cronjobs", "CronJob", "cronjob",
+        ))
     }
 }
 

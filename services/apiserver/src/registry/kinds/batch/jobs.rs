@@ -8,12 +8,13 @@ use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::object::time;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::cells::label_selector;
 use crate::registry::kinds::common::defaults::default_at;
-use crate::registry::kinds::common::simple::{simple, versioned, Simple};
+use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, check_min, immutable};
 use crate::registry::kinds::core::workload;
-use crate::registry::strategy::{age_cell, Column, ResourceDef, AGE};
+use crate::registry::strategy::{age_cell, Column, AGE};
 use crate::registry::subresource::STATUS;
 
 const CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
@@ -25,7 +26,7 @@ pub fn jobs() -> Simple<Job> {
         def: ResourceDef {
             categories: &["all"],
             subresources: &[STATUS],
-            ..versioned("batch", "v1", "jobs", "Job", "job")
+            ..ResourceDef::new("batch", "v1", "jobs", "Job", "job")
         },
         columns: job_columns,
         cells: job_cells,
@@ -34,7 +35,7 @@ pub fn jobs() -> Simple<Job> {
         validate_update: job_immutables,
         defaults: job_defaults,
         on_create: prepare_job,
-        ..simple(versioned("batch", "v1", "jobs", "Job", "job"))
+        ..simple(ResourceDef::new("batch", "v1", "jobs", "Job", "job"))
     }
 }
 

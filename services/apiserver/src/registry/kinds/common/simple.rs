@@ -10,17 +10,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::auth::{Authorizer, UserInfo};
-use crate::error::{ApiError, Cause};
-use crate::object::meta::NameRule;
+use crate::error::Cause;
 use crate::registry::conversion::Conversion;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::scale;
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::typed::{decode, Decoded};
-
-/// Rules about who may write an object (see `Strategy::check_requester`).
-pub type CheckRequester =
-    fn(&Value, Option<&Value>, (&UserInfo, &dyn Authorizer)) -> Result<(), ApiError>;
 
 pub struct Simple<K> {
     pub def: ResourceDef,
@@ -37,10 +32,6 @@ pub struct Simple<K> {
     pub on_create: fn(&mut Value),
     /// The `Name` cell of a Table row.
     pub name_cell: fn(&Value) -> Value,
-    /// Objects expire after the server's event TTL.
-    pub expires: bool,
-    /// Rules about who may write an object (see `Strategy::check_requester`).
-    pub check_requester: CheckRequester,
     /// For a type served in several versions (see `Strategy::conversion`).
     pub conversion: Option<fn() -> Conversion>,
     pub kind: PhantomData<fn() -> K>,
@@ -97,21 +88,8 @@ where
         self.fields
     }
 
-    fn expires(&self) -> bool {
-        self.expires
-    }
-
     fn scale_of(&self, obj: &Value) -> Option<Value> {
         self.def.has_scale().then(|| scale::scale_of(obj))
-    }
-
-    fn check_requester(
-        &self,
-        obj: &Value,
-        old: Option<&Value>,
-        requester: (&UserInfo, &dyn Authorizer),
-    ) -> Result<(), ApiError> {
-        (self.check_requester)(obj, old, requester)
     }
 
     fn conversion(&self) -> Option<Conversion> {
@@ -125,29 +103,7 @@ pub fn def(
     kind: &'static str,
     singular: &'static str,
 ) -> ResourceDef {
-    versioned(group, "v1", resource, kind, singular)
-}
-
-/// A namespaced resource definition at `group/version`, no subresources.
-pub fn versioned(
-    group: &'static str,
-    version: &'static str,
-    resource: &'static str,
-    kind: &'static str,
-    singular: &'static str,
-) -> ResourceDef {
-    ResourceDef {
-        group,
-        version,
-        resource,
-        kind,
-        singular,
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        name_rule: NameRule::Subdomain,
-    }
+    ResourceDef::new(group, "v1", resource, kind, singular)
 }
 
 pub fn simple<K>(def: ResourceDef) -> Simple<K> {
@@ -161,8 +117,6 @@ pub fn simple<K>(def: ResourceDef) -> Simple<K> {
         defaults: |_| {},
         on_create: |_| {},
         name_cell: |o| o["metadata"]["name"].clone(),
-        expires: false,
-        check_requester: |_, _, _| Ok(()),
         conversion: None,
         kind: PhantomData,
     }

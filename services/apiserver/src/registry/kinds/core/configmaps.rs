@@ -6,21 +6,13 @@ use schemars::schema::Schema;
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::object::meta::NameRule;
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::definition::ResourceDef;
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::typed::{decode, Decoded};
 
 const DEF: ResourceDef = ResourceDef {
-    group: "",
-    version: "v1",
-    resource: "configmaps",
-    kind: "ConfigMap",
-    singular: "configmap",
-    namespaced: true,
     short_names: &["cm"],
-    categories: &[],
-    subresources: &[],
-    name_rule: NameRule::Subdomain,
+    ..ResourceDef::new("", "v1", "configmaps", "ConfigMap", "configmap")
 };
 
 pub struct ConfigMaps;

@@ -5,13 +5,15 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Event;
 
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::simple::{def, simple, Simple};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 
 pub fn events() -> Arc<dyn Strategy> {
     Arc::new(Simple::<Event> {
         def: ResourceDef {
             short_names: &["ev"],
+            expires: true,
             ..def("", "events", "Event", "event")
         },
         columns: || {
@@ -56,7 +58,6 @@ pub fn events() -> Arc<dyn Strategy> {
             ("source", "/source/component"),
             ("type", "/type"),
         ],
-        expires: true,
         ..simple(def("", "events", "Event", "event"))
     })
 }

@@ -7,21 +7,21 @@ use schemars::schema::Schema;
 use serde_json::{json, Value};
 
 use crate::object::meta::NameRule;
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::definition::{Deletion, ResourceDef};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 use crate::registry::typed::{decode, Decoded};
 
 pub const NAMESPACES: ResourceDef = ResourceDef {
-    group: "",
-    version: "v1",
-    resource: "namespaces",
-    kind: "Namespace",
-    singular: "namespace",
     namespaced: false,
     short_names: &["ns"],
-    categories: &[],
     subresources: &[STATUS],
     name_rule: NameRule::Label,
+    deletion: Deletion {
+        holds_contents: true,
+        ..Deletion::AT_ONCE
+    },
+    ..ResourceDef::new("", "v1", "namespaces", "Namespace", "namespace")
 };
 
 pub struct Namespaces;
@@ -37,10 +37,6 @@ impl Strategy for Namespaces {
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
         generator.subschema_for::<Namespace>()
-    }
-
-    fn holds_contents(&self) -> bool {
-        true
     }
 
     fn prepare_for_delete(&self, marked: &mut Value) {

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
 
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::simple::{def, simple, Simple};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 
 pub fn nodes() -> Arc<dyn Strategy> {

@@ -7,10 +7,11 @@ use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
 use serde_json::{json, Value};
 
 use crate::error::Cause;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::cells::{self, CREATED_AT};
 use crate::registry::kinds::common::simple::{def, simple, Simple};
 use crate::registry::kinds::common::validation::{self, items};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 
 pub fn all() -> Vec<Arc<dyn Strategy>> {

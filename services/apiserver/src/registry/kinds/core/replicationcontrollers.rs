@@ -6,8 +6,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use super::workload::{self, replicated};
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::simple::{def, Simple};
-use crate::registry::strategy::{ResourceDef, Strategy};
+use crate::registry::strategy::Strategy;
 
 pub fn replication_controllers() -> Arc<dyn Strategy> {
     Arc::new(Simple::<ReplicationController> {

@@ -7,22 +7,13 @@ use schemars::schema::Schema;
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::object::meta::NameRule;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::core::configmaps::{entry_count, immutable_causes, is_config_key};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::typed::{decode, Decoded};
 
 const DEF: ResourceDef = ResourceDef {
-    group: "",
-    version: "v1",
-    resource: "secrets",
-    kind: "Secret",
-    singular: "secret",
-    namespaced: true,
-    short_names: &[],
-    categories: &[],
-    subresources: &[],
-    name_rule: NameRule::Subdomain,
+    ..ResourceDef::new("", "v1", "secrets", "Secret", "secret")
 };
 
 pub struct Secrets;

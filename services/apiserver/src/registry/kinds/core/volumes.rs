@@ -6,11 +6,12 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use serde_json::{json, Value};
 
 use crate::error::Cause;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::cells::access_modes;
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{def, simple, Simple};
 use crate::registry::kinds::common::validation::{self, check_enum, items};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 
 const ACCESS_MODES: [&str; 4] = [

@@ -8,9 +8,10 @@ use serde_json::Value;
 use super::pods::strategy::{default_template, validate_pod_spec};
 use crate::error::Cause;
 use crate::object::selector::LabelSelector;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::scale::selector_string;
 use crate::registry::kinds::common::simple::{simple, Simple};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, AGE};
+use crate::registry::strategy::{age_cell, Column, AGE};
 use crate::registry::subresource::STATUS_AND_SCALE;
 
 /// Selector present, matching the template's labels; replicas ≥ 0; a

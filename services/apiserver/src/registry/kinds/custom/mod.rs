@@ -53,9 +53,9 @@ use std::sync::Arc;
 use self::columns::PrinterColumn;
 use crate::admission::objects::Objects;
 use crate::error::Cause;
-use crate::object::meta::NameRule;
 use crate::registry::conversion::{Conversion, Converter, Rewrite};
-use crate::registry::strategy::{Column, ResourceDef, Strategy};
+use crate::registry::definition::ResourceDef;
+use crate::registry::strategy::{Column, Strategy};
 use crate::registry::subresource::{SCALE, STATUS, STATUS_AND_SCALE};
 use crate::registry::typed::Decoded;
 
@@ -121,16 +121,6 @@ impl Custom {
         let names = &crd.spec.names;
         let subresources = version.subresources.clone().unwrap_or_default();
         let def = ResourceDef {
-            group: intern::text(&crd.spec.group),
-            version: intern::text(&version.name),
-            resource: intern::text(&names.plural),
-            kind: intern::text(&names.kind),
-            singular: intern::text(
-                names
-                    .singular
-                    .as_deref()
-                    .unwrap_or(&names.kind.to_lowercase()),
-            ),
             namespaced: crd.spec.scope == "Namespaced",
             short_names: intern::list(names.short_names.as_deref().unwrap_or_default()),
             categories: intern::list(names.categories.as_deref().unwrap_or_default()),
@@ -140,7 +130,18 @@ impl Custom {
                 (false, true) => &[SCALE],
                 (true, true) => STATUS_AND_SCALE,
             },
-            name_rule: NameRule::Subdomain,
+            ..ResourceDef::new(
+                intern::text(&crd.spec.group),
+                intern::text(&version.name),
+                intern::text(&names.plural),
+                intern::text(&names.kind),
+                intern::text(
+                    names
+                        .singular
+                        .as_deref()
+                        .unwrap_or(&names.kind.to_lowercase()),
+                ),
+            )
         };
         let mut columns: Vec<PrinterColumn> = version
             .additional_printer_columns

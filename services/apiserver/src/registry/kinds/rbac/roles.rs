@@ -8,12 +8,13 @@ use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::object::meta::NameRule;
+use crate::registry::definition::{ResourceDef, WriteCheck};
 use crate::registry::kinds::common::cells::{self, CREATED_AT};
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::common::simple::{simple, Simple};
 use crate::registry::kinds::common::validation::{self, items};
 use crate::registry::kinds::rbac::escalation::{check_binding, check_role};
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -21,28 +22,35 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(Simple::<ClusterRoleBinding> {
             validate: |o| validate_binding(o, false),
-            check_requester: |o, old, r| check_binding("clusterrolebindings", o, old, r),
-            ..binding(cluster(def("clusterrolebindings", "ClusterRoleBinding")))
+            ..binding(cluster(def(
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                |o, old, r| check_binding("clusterrolebindings", o, old, r),
+            )))
         }),
         Arc::new(Simple::<ClusterRole> {
             validate: |o| validate_rules(o, false),
-            check_requester: |o, old, r| check_role("clusterroles", o, old, r),
-            ..role(cluster(def("clusterroles", "ClusterRole")))
+            ..role(cluster(def("clusterroles", "ClusterRole", |o, old, r| {
+                check_role("clusterroles", o, old, r)
+            })))
         }),
         Arc::new(Simple::<RoleBinding> {
             validate: |o| validate_binding(o, true),
-            check_requester: |o, old, r| check_binding("rolebindings", o, old, r),
-            ..binding(def("rolebindings", "RoleBinding"))
+            ..binding(def("rolebindings", "RoleBinding", |o, old, r| {
+                check_binding("rolebindings", o, old, r)
+            }))
         }),
         Arc::new(Simple::<Role> {
             validate: |o| validate_rules(o, true),
-            check_requester: |o, old, r| check_role("roles", o, old, r),
-            ..role(def("roles", "Role"))
+            ..role(def("roles", "Role", |o, old, r| {
+                check_role("roles", o, old, r)
+            }))
         }),
     ]
 }
 
-fn def(resource: &'static str, kind: &'static str) -> ResourceDef {
+/// An RBAC kind, whose writes pass `check` (escalation prevention).
+fn def(resource: &'static str, kind: &'static str, check: WriteCheck) -> ResourceDef {
     let singular = match kind {
         "Role" => "role",
         "RoleBinding" => "rolebinding",
@@ -51,6 +59,7 @@ fn def(resource: &'static str, kind: &'static str) -> ResourceDef {
     };
     ResourceDef {
         name_rule: NameRule::PathSegment,
+        write_check: Some(check),
         ..crate::registry::kinds::common::simple::def(GROUP, resource, kind, singular)
     }
 }

@@ -10,23 +10,22 @@ use serde_json::{json, Value};
 use super::binding::BINDING;
 use super::kubelet::KUBELET;
 use crate::error::Cause;
-use crate::object::meta::{is_dns1123_label, NameRule};
+use crate::object::meta::is_dns1123_label;
+use crate::registry::definition::{Deletion, ResourceDef};
 use crate::registry::kinds::common::defaults::default_at;
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::{Subresource, STATUS};
 use crate::registry::typed::{decode, Decoded};
 
 const DEF: ResourceDef = ResourceDef {
-    group: "",
-    version: "v1",
-    resource: "pods",
-    kind: "Pod",
-    singular: "pod",
-    namespaced: true,
     short_names: &["po"],
     categories: &["all"],
     subresources: SUBRESOURCES,
-    name_rule: NameRule::Subdomain,
+    deletion: Deletion {
+        grace_period: Some(grace_period),
+        ..Deletion::AT_ONCE
+    },
+    ..ResourceDef::new("", "v1", "pods", "Pod", "pod")
 };
 
 /// A pod's status, its binding to a node, and what its kubelet serves.
@@ -35,6 +34,22 @@ const SUBRESOURCES: &[Subresource] = &[
 ];
 
 pub struct Pods;
+
+/// The request's grace period, else the pod's own; 0 for a pod on no
+/// node (nothing runs it).
+fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
+    if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+        return 0;
+    }
+    let own = pod["spec"]["terminationGracePeriodSeconds"].as_i64();
+    let grace = requested.or(own).unwrap_or(30);
+    // A negative period means "as soon as possible", which is 1 s.
+    if grace < 0 {
+        1
+    } else {
+        grace
+    }
+}
 
 const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
 
@@ -187,22 +202,6 @@ fn or_none(value: &Value) -> Value {
 impl Strategy for Pods {
     fn def(&self) -> &ResourceDef {
         &DEF
-    }
-
-    /// The request's grace period, else the pod's own; 0 for a pod on no
-    /// node (nothing runs it).
-    fn grace_period(&self, pod: &Value, requested: Option<i64>) -> i64 {
-        if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
-            return 0;
-        }
-        let own = pod["spec"]["terminationGracePeriodSeconds"].as_i64();
-        let grace = requested.or(own).unwrap_or(30);
-        // A negative period means "as soon as possible", which is 1 s.
-        if grace < 0 {
-            1
-        } else {
-            grace
-        }
     }
 
     fn decode(&self, value: &Value) -> Result<Decoded, String> {

@@ -7,8 +7,9 @@ use schemars::schema::Schema;
 use serde_json::{json, Value};
 
 use super::token::TOKEN;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::simple::def;
-use crate::registry::strategy::{age_cell, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::typed::{decode, Decoded};
 
 pub struct ServiceAccounts {

@@ -8,26 +8,24 @@ use schemars::gen::SchemaGenerator;
 use schemars::schema::Schema;
 use serde_json::Value;
 
+use super::allocation::{cluster_ips, has_node_ports, kind_of, node_ports, Allocated};
 use crate::error::Cause;
 use crate::object::meta::NameRule;
+use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::cells::map_string;
 use crate::registry::kinds::common::defaults::default_at;
 use crate::registry::kinds::core::services::ranges::{self as ranges, NODE_PORTS};
-use crate::registry::strategy::{age_cell, Claim, Column, ResourceDef, Strategy, AGE};
+use crate::registry::strategy::{age_cell, Column, Strategy, AGE};
 use crate::registry::subresource::STATUS;
 use crate::registry::typed::{decode, Decoded};
 
 const DEF: ResourceDef = ResourceDef {
-    group: "",
-    version: "v1",
-    resource: "services",
-    kind: "Service",
-    singular: "service",
-    namespaced: true,
     short_names: &["svc"],
     categories: &["all"],
     subresources: &[STATUS],
+    unique: Some(&Allocated),
     name_rule: NameRule::Label,
+    ..ResourceDef::new("", "v1", "services", "Service", "service")
 };
 
 pub struct Services;
@@ -44,112 +42,6 @@ fn default_spec(obj: &mut Value) {
         default_at(port, &["protocol"], "TCP".into());
         let number = port["port"].clone();
         default_at(port, &["targetPort"], number);
-    }
-}
-
-fn kind_of(obj: &Value) -> &str {
-    obj["spec"]["type"].as_str().unwrap_or("ClusterIP")
-}
-
-fn has_node_ports(obj: &Value) -> bool {
-    matches!(kind_of(obj), "NodePort" | "LoadBalancer")
-}
-
-/// The cluster IPs the object holds (not "None", not empty).
-fn cluster_ips(obj: &Value) -> Vec<String> {
-    let listed: Vec<String> = obj["spec"]["clusterIPs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|ip| ip.as_str().map(str::to_string))
-        .collect();
-    let ips = match listed.is_empty() {
-        true => obj["spec"]["clusterIP"]
-            .as_str()
-            .map(str::to_string)
-            .into_iter()
-            .collect(),
-        false => listed,
-    };
-    ips.into_iter()
-        .filter(|ip| !ip.is_empty() && ip != "None")
-        .collect()
-}
-
-fn node_ports(obj: &Value) -> Vec<(usize, i64)> {
-    let ports = obj["spec"]["ports"].as_array().into_iter().flatten();
-    ports
-        .enumerate()
-        .filter_map(|(i, p)| p["nodePort"].as_i64().filter(|n| *n != 0).map(|n| (i, n)))
-        .collect()
-}
-
-/// Carries over what `old` holds when the update leaves it out, as
-/// kube-apiserver does, so that a PUT without clusterIP keeps it.
-fn keep_allocated(obj: &mut Value, old: &Value) {
-    if kind_of(obj) == "ExternalName" || kind_of(old) == "ExternalName" {
-        return;
-    }
-    let unset = obj["spec"]["clusterIP"].as_str().is_none_or(str::is_empty);
-    if unset && !old["spec"]["clusterIP"].is_null() {
-        obj["spec"]["clusterIP"] = old["spec"]["clusterIP"].clone();
-        obj["spec"]["clusterIPs"] = old["spec"]["clusterIPs"].clone();
-    }
-    if !has_node_ports(obj) {
-        return;
-    }
-    let old_ports = old["spec"]["ports"].as_array().cloned().unwrap_or_default();
-    for port in obj
-        .pointer_mut("/spec/ports")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        if port["nodePort"].as_i64().is_some_and(|n| n != 0) {
-            continue;
-        }
-        let same = old_ports
-            .iter()
-            .find(|o| o["port"] == port["port"] && o["protocol"] == port["protocol"]);
-        if let Some(kept) = same.and_then(|o| o["nodePort"].as_i64()) {
-            port["nodePort"] = kept.into();
-        }
-    }
-}
-
-/// Picks a cluster IP and node ports where the service needs them.
-fn pick(obj: &mut Value) {
-    if kind_of(obj) == "ExternalName" {
-        return;
-    }
-    default_at(obj, &["spec", "ipFamilies"], serde_json::json!(["IPv4"]));
-    default_at(obj, &["spec", "ipFamilyPolicy"], "SingleStack".into());
-    default_at(obj, &["spec", "internalTrafficPolicy"], "Cluster".into());
-    if obj["spec"]["clusterIP"].as_str().is_none_or(str::is_empty) {
-        obj["spec"]["clusterIP"] = ranges::pick_ip().into();
-    }
-    if obj["spec"]["clusterIPs"]
-        .as_array()
-        .is_none_or(Vec::is_empty)
-    {
-        obj["spec"]["clusterIPs"] = serde_json::json!([obj["spec"]["clusterIP"].clone()]);
-    }
-    if !has_node_ports(obj) {
-        return;
-    }
-    default_at(obj, &["spec", "externalTrafficPolicy"], "Cluster".into());
-    let mut taken: Vec<i64> = node_ports(obj).into_iter().map(|(_, n)| n).collect();
-    for port in obj
-        .pointer_mut("/spec/ports")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        if port["nodePort"].as_i64().is_none_or(|n| n == 0) {
-            let picked = ranges::pick_node_port(&taken);
-            taken.push(picked);
-            port["nodePort"] = picked.into();
-        }
     }
 }
 
@@ -276,32 +168,6 @@ impl Strategy for Services {
 
     fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
         default_spec(new);
-    }
-
-    fn claims(&self, obj: &Value) -> Vec<Claim> {
-        let ips = cluster_ips(obj)
-            .into_iter()
-            .enumerate()
-            .map(|(i, ip)| Claim {
-                name: format!("serviceips/{ip}"),
-                field: format!("spec.clusterIPs[{i}]"),
-                value: ip,
-                taken: "provided IP is already allocated",
-            });
-        let ports = node_ports(obj).into_iter().map(|(i, port)| Claim {
-            name: format!("servicenodeports/{port}"),
-            field: format!("spec.ports[{i}].nodePort"),
-            value: port.to_string(),
-            taken: "provided port is already allocated",
-        });
-        ips.chain(ports).collect()
-    }
-
-    fn allocate(&self, obj: &mut Value, old: Option<&Value>) {
-        if let Some(old) = old {
-            keep_allocated(obj, old);
-        }
-        pick(obj);
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {

@@ -8,10 +8,10 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::handle::{Handle, Page};
-use super::options::ListOptions;
-use super::storage_errors::{self, Reading};
-use super::strategy::{field_value, supports_field, Strategy};
 use crate::error::ApiError;
+use crate::registry::options::ListOptions;
+use crate::registry::storage_errors::{self, Reading};
+use crate::registry::strategy::{field_value, supports_field, Strategy};
 use crate::storage::{ListRequest, Object, Predicate, ReadAt};
 
 /// The opaque continue token: the snapshot revision and the next key.

@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::flow::{self, Handle, Part};
-use super::flow_tests::{config_map, handle, with_default_namespace};
-use super::options::{DeleteOptions, WriteOptions};
+use super::tests::{config_map, handle, with_default_namespace};
 use crate::admission::{allow, AdmissionError, Admit, Attributes, Chain, Operation, Plugin};
 use crate::auth::UserInfo;
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
+use crate::registry::flow::{self, Handle, Part};
+use crate::registry::options::{DeleteOptions, WriteOptions};
 use crate::storage::{Interface, MemoryStorage};
 
 /// Labels every object with the operation and the user that wrote it.

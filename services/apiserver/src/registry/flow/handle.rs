@@ -1,17 +1,17 @@
 //! What the generic flow works on: a [`Handle`] on one resource type (its
 //! strategy, its storage, its key layout) and the shapes of its answers.
 //! Every module of the flow (`flow`, `deletion`, `listing`, `claims`,
-//! `binding`) builds on this one, which builds on none of them.
+//! builds on this one, which builds on none of them.
 
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use super::options::{FieldValidation, WriteOptions};
-use super::storage_errors::{self, Reading};
-use super::strategy::Strategy;
 use crate::error::ApiError;
 use crate::object::meta::{self, validate_metadata};
+use crate::registry::options::{FieldValidation, WriteOptions};
+use crate::registry::storage_errors::{self, Reading};
+use crate::registry::strategy::Strategy;
 use crate::storage::{Interface, Object, StorageError, Stored};
 
 /// Everything a flow needs about one resource type.
@@ -25,9 +25,6 @@ pub struct Handle {
     /// namespaced type, whose objects in a namespace are deleted when the
     /// namespace goes (empty for the others).
     pub namespace_contents: NamespaceContents,
-    /// For namespaced types: the type of their namespaces, which must
-    /// exist and not be going for an object to be created in one.
-    pub namespaces: Option<Arc<Handle>>,
     /// Told after every delete, so the controllers that finish deletions
     /// (garbage collection, namespace contents) look soon.
     pub deletions: Arc<tokio::sync::Notify>,
@@ -65,8 +62,19 @@ pub enum Part {
     Scale,
 }
 
+impl Part {
+    /// The subresource's name (empty for the object itself).
+    pub fn subresource(self) -> &'static str {
+        match self {
+            Part::Main => "",
+            Part::Status => "status",
+            Part::Scale => "scale",
+        }
+    }
+}
+
 impl Handle {
-    pub(crate) fn def(&self) -> &super::ResourceDef {
+    pub(crate) fn def(&self) -> &crate::registry::ResourceDef {
         self.strategy.def()
     }
 
@@ -168,33 +176,6 @@ impl Handle {
             self.def().kind,
             causes,
         ))
-    }
-
-    /// A namespaced create needs its namespace to exist and not be going
-    /// (read from the store, not a cache: the last word after admission's
-    /// `NamespaceLifecycle`, which looks at the cache first).
-    pub(crate) async fn check_namespace(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<(), ApiError> {
-        let Some(namespaces) = self.namespaces.as_deref() else {
-            return Ok(());
-        };
-        let key = namespaces.key("", namespace);
-        let found = namespaces
-            .store
-            .get(&key)
-            .await
-            .map_err(|e| namespaces.storage_error(namespace, e))?;
-        match found {
-            None => Err(namespaces.not_found(namespace)),
-            Some(ns) if !ns.object["metadata"]["deletionTimestamp"].is_null() => Err(ApiError::Forbidden(format!(
-                "{} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
-                self.def().target(name).qualified()
-            ))),
-            Some(_) => Ok(()),
-        }
     }
 }
 

@@ -5,9 +5,10 @@
 //! - propagationPolicy Foreground or Orphan: the garbage collector
 //!   (`controllers::garbage_collector`) removes the dependents or lets go
 //!   of them, then the `foregroundDeletion` or `orphan` finalizer;
-//! - a grace period (the strategy's, a pod on a node's): kubelet's part,
-//!   played here by `controllers::pod_termination` when it ends;
-//! - a type that holds contents (namespaces): they are deleted first.
+//! - a grace period (the kind's `Deletion::grace_period`, a pod on a
+//!   node's): kubelet's part, played here by `controllers::pod_termination`
+//!   when it ends;
+//! - a kind that holds contents (namespaces): they are deleted first.
 
 use serde_json::{json, Value};
 
@@ -15,11 +16,11 @@ use super::admit::Admitted;
 use super::claims;
 use super::handle::{Handle, Part, Reply};
 use super::listing::list;
-use super::options::{DeleteOptions, ListOptions};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::object::meta;
 use crate::object::time::{is_past, now_rfc3339, rfc3339_in};
+use crate::registry::options::{DeleteOptions, ListOptions};
 use crate::storage::{StorageError, Stored};
 
 pub const FOREGROUND: &str = "foregroundDeletion";
@@ -51,12 +52,15 @@ fn plan(h: &Handle, obj: &Value, options: &DeleteOptions) -> Plan {
         Some("Orphan") => add_finalizer(&mut marked, ORPHAN),
         _ => {}
     }
-    for finalizer in h.strategy.delete_finalizers() {
+    let rules = h.def().deletion;
+    for finalizer in rules.finalizers {
         add_finalizer(&mut marked, finalizer);
     }
     let deleting = !obj["metadata"]["deletionTimestamp"].is_null();
-    let grace = h.strategy.grace_period(obj, options.grace_period);
-    let held = h.strategy.holds_contents() || meta::has_finalizers(&marked);
+    let grace = rules
+        .grace_period
+        .map_or(0, |grace| grace(obj, options.grace_period));
+    let held = rules.holds_contents || meta::has_finalizers(&marked);
     if !held && grace == 0 {
         return Plan::Remove;
     }
@@ -133,7 +137,7 @@ pub async fn delete(
             Plan::Remove => current.object,
             Plan::Mark(mut marked) => {
                 meta::set_resource_version(&mut marked, revision);
-                if h.strategy.holds_contents() {
+                if h.def().deletion.holds_contents {
                     spawn_namespace_cleanup(h, name);
                 }
                 marked

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::handle::{Handle, Part};
+use super::handle::{Handle, Part, Reply};
 use crate::admission::{AdmissionError, Attributes, Feedback, Operation};
 use crate::auth::UserInfo;
 use crate::error::{ApiError, Cause, Refusal, Target};
@@ -19,6 +19,18 @@ pub(crate) struct Admitted<'a> {
     pub user: &'a UserInfo,
     /// What the plugins said besides yes or no (warnings for the reply).
     pub feedback: std::sync::Arc<Feedback>,
+}
+
+impl Admitted<'_> {
+    /// A successful write's reply, with what the plugins said.
+    pub fn reply(&self, code: u16, body: Value) -> Reply {
+        Reply {
+            code,
+            body,
+            warnings: self.feedback.warnings(),
+            annotations: self.feedback.annotations(),
+        }
+    }
 }
 
 impl Handle {
@@ -37,11 +49,7 @@ impl Handle {
             group: def.group,
             version: def.version,
             resource: def.resource,
-            subresource: match write.part {
-                Part::Main => "",
-                Part::Status => "status",
-                Part::Scale => "scale",
-            },
+            subresource: write.part.subresource(),
             dry_run: write.dry_run,
             user: write.user,
             feedback: &write.feedback,
