@@ -189,130 +189,9 @@ pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
 impl ApiserverConfig {
     pub fn load(flags: &Flags) -> Result<Self, ConfigError> {
-        let defaults = config::Config::builder()
-            .set_default("etcd_servers", "http://127.0.0.1:2379")?
-            .set_default("bind_address", "127.0.0.1")?
-            .set_default("secure_port", 6443)?
-            .set_default("insecure_port", 0)?
-            .set_default("insecure_bind_address", "127.0.0.1")?
-            .set_default("tls_cert_file", "")?
-            .set_default("tls_private_key_file", "")?
-            .set_default("client_ca_file", "")?
-            .set_default("service_account_issuer", DEFAULT_ISSUER)?
-            .set_default("service_account_key_file", "")?
-            .set_default("service_account_signing_key_file", "")?
-            .set_default("api_audiences", "")?
-            .set_default("anonymous_auth", true)?
-            .set_default("storage_prefix", "/registry")?
-            .set_default("log_level", "info")?
-            .set_default("etcd_compaction_interval", "5m")?
-            .set_default("event_ttl", "1h")?
-            .set_default("etcd_cafile", "")?
-            .set_default("etcd_certfile", "")?
-            .set_default("etcd_keyfile", "")?
-            .set_default("authorization_mode", DEFAULT_AUTHORIZATION_MODE)?
-            .set_default("enable_admission_plugins", "")?
-            .set_default("disable_admission_plugins", "")?
-            .set_default("admission_control_config_file", "")?
-            .set_default("root_ca_file", "")?
-            .set_default("audit_policy_file", "")?
-            .set_default("audit_log_path", "")?
-            .set_default("audit_log_maxsize", 0)?
-            .set_default("audit_log_maxbackup", 0)?
-            .set_default("audit_log_maxage", 0)?
-            .set_default("max_requests_inflight", 400)?
-            .set_default("max_mutating_requests_inflight", 200)?
-            .set_default("encryption_provider_config", "")?;
-        let overrides = [
-            ("etcd_servers", flags.etcd_servers.clone()),
-            ("bind_address", flags.bind_address.clone()),
-            ("secure_port", flags.secure_port.map(|p| p.to_string())),
-            ("insecure_port", flags.insecure_port.map(|p| p.to_string())),
-            ("insecure_bind_address", flags.insecure_bind_address.clone()),
-            ("tls_cert_file", flags.tls_cert_file.clone()),
-            ("tls_private_key_file", flags.tls_private_key_file.clone()),
-            ("client_ca_file", flags.client_ca_file.clone()),
-            (
-                "service_account_issuer",
-                flags.service_account_issuer.clone(),
-            ),
-            (
-                "service_account_key_file",
-                flags.service_account_key_file.clone(),
-            ),
-            (
-                "service_account_signing_key_file",
-                flags.service_account_signing_key_file.clone(),
-            ),
-            ("api_audiences", flags.api_audiences.clone()),
-            (
-                "anonymous_auth",
-                flags.anonymous_auth.map(|a| a.to_string()),
-            ),
-            ("storage_prefix", flags.storage_prefix.clone()),
-            ("log_level", flags.log_level.clone()),
-            (
-                "etcd_compaction_interval",
-                flags.etcd_compaction_interval.clone(),
-            ),
-            ("event_ttl", flags.event_ttl.clone()),
-            ("etcd_cafile", flags.etcd_cafile.clone()),
-            ("etcd_certfile", flags.etcd_certfile.clone()),
-            ("etcd_keyfile", flags.etcd_keyfile.clone()),
-            ("authorization_mode", flags.authorization_mode.clone()),
-            (
-                "enable_admission_plugins",
-                flags.enable_admission_plugins.clone(),
-            ),
-            (
-                "disable_admission_plugins",
-                flags.disable_admission_plugins.clone(),
-            ),
-            (
-                "admission_control_config_file",
-                flags.admission_control_config_file.clone(),
-            ),
-            ("root_ca_file", flags.root_ca_file.clone()),
-            (
-                "token_auth_file",
-                flags
-                    .token_auth_file
-                    .as_ref()
-                    .map(|p| p.display().to_string()),
-            ),
-            ("audit_policy_file", flags.audit_policy_file.clone()),
-            ("audit_log_path", flags.audit_log_path.clone()),
-            (
-                "audit_log_maxsize",
-                flags.audit_log_maxsize.map(|n| n.to_string()),
-            ),
-            (
-                "audit_log_maxbackup",
-                flags.audit_log_maxbackup.map(|n| n.to_string()),
-            ),
-            (
-                "audit_log_maxage",
-                flags.audit_log_maxage.map(|n| n.to_string()),
-            ),
-            (
-                "max_requests_inflight",
-                flags.max_requests_inflight.map(|n| n.to_string()),
-            ),
-            (
-                "max_mutating_requests_inflight",
-                flags.max_mutating_requests_inflight.map(|n| n.to_string()),
-            ),
-            (
-                "encryption_provider_config",
-                flags.encryption_provider_config.clone(),
-            ),
-        ];
-        let mut config: ApiserverConfig = capstan_telemetry::settings::load_layered(
-            defaults,
-            flags.config_file.as_deref(),
-            &overrides,
-        )?;
         let file = flags.config_file.as_deref();
+        let mut config: ApiserverConfig =
+            capstan_telemetry::settings::load_layered(defaults()?, file, &flags.overrides())?;
         config.aggregator = crate::aggregator::settings::Settings::load(&flags.aggregator, file)?;
         config.validate()?;
         config.etcd_tls()?;
@@ -450,6 +329,120 @@ impl ApiserverConfig {
     pub fn endpoints(&self) -> Vec<String> {
         split_list(&self.etcd_servers)
     }
+}
+
+/// Every setting's default: kube-apiserver's where it has one.
+fn defaults() -> Result<config::ConfigBuilder<config::builder::DefaultState>, ConfigError> {
+    Ok(config::Config::builder()
+        .set_default("etcd_servers", "http://127.0.0.1:2379")?
+        .set_default("bind_address", "127.0.0.1")?
+        .set_default("secure_port", 6443)?
+        .set_default("insecure_port", 0)?
+        .set_default("insecure_bind_address", "127.0.0.1")?
+        .set_default("tls_cert_file", "")?
+        .set_default("tls_private_key_file", "")?
+        .set_default("client_ca_file", "")?
+        .set_default("service_account_issuer", DEFAULT_ISSUER)?
+        .set_default("service_account_key_file", "")?
+        .set_default("service_account_signing_key_file", "")?
+        .set_default("api_audiences", "")?
+        .set_default("anonymous_auth", true)?
+        .set_default("storage_prefix", "/registry")?
+        .set_default("log_level", "info")?
+        .set_default("etcd_compaction_interval", "5m")?
+        .set_default("event_ttl", "1h")?
+        .set_default("etcd_cafile", "")?
+        .set_default("etcd_certfile", "")?
+        .set_default("etcd_keyfile", "")?
+        .set_default("authorization_mode", DEFAULT_AUTHORIZATION_MODE)?
+        .set_default("enable_admission_plugins", "")?
+        .set_default("disable_admission_plugins", "")?
+        .set_default("admission_control_config_file", "")?
+        .set_default("root_ca_file", "")?
+        .set_default("audit_policy_file", "")?
+        .set_default("audit_log_path", "")?
+        .set_default("audit_log_maxsize", 0)?
+        .set_default("audit_log_maxbackup", 0)?
+        .set_default("audit_log_maxage", 0)?
+        .set_default("max_requests_inflight", 400)?
+        .set_default("max_mutating_requests_inflight", 200)?
+        .set_default("encryption_provider_config", "")?)
+}
+
+impl Flags {
+    /// The settings the flags give (None: the flag was not set).
+    fn overrides(&self) -> Vec<(&'static str, Option<String>)> {
+        vec![
+            ("etcd_servers", text(&self.etcd_servers)),
+            ("bind_address", text(&self.bind_address)),
+            ("secure_port", text(&self.secure_port)),
+            ("insecure_port", text(&self.insecure_port)),
+            ("insecure_bind_address", text(&self.insecure_bind_address)),
+            ("tls_cert_file", text(&self.tls_cert_file)),
+            ("tls_private_key_file", text(&self.tls_private_key_file)),
+            ("client_ca_file", text(&self.client_ca_file)),
+            ("service_account_issuer", text(&self.service_account_issuer)),
+            (
+                "service_account_key_file",
+                text(&self.service_account_key_file),
+            ),
+            (
+                "service_account_signing_key_file",
+                text(&self.service_account_signing_key_file),
+            ),
+            ("api_audiences", text(&self.api_audiences)),
+            ("anonymous_auth", text(&self.anonymous_auth)),
+            ("storage_prefix", text(&self.storage_prefix)),
+            ("log_level", text(&self.log_level)),
+            (
+                "etcd_compaction_interval",
+                text(&self.etcd_compaction_interval),
+            ),
+            ("event_ttl", text(&self.event_ttl)),
+            ("etcd_cafile", text(&self.etcd_cafile)),
+            ("etcd_certfile", text(&self.etcd_certfile)),
+            ("etcd_keyfile", text(&self.etcd_keyfile)),
+            ("authorization_mode", text(&self.authorization_mode)),
+            (
+                "enable_admission_plugins",
+                text(&self.enable_admission_plugins),
+            ),
+            (
+                "disable_admission_plugins",
+                text(&self.disable_admission_plugins),
+            ),
+            (
+                "admission_control_config_file",
+                text(&self.admission_control_config_file),
+            ),
+            ("root_ca_file", text(&self.root_ca_file)),
+            (
+                "token_auth_file",
+                self.token_auth_file
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
+            ),
+            ("audit_policy_file", text(&self.audit_policy_file)),
+            ("audit_log_path", text(&self.audit_log_path)),
+            ("audit_log_maxsize", text(&self.audit_log_maxsize)),
+            ("audit_log_maxbackup", text(&self.audit_log_maxbackup)),
+            ("audit_log_maxage", text(&self.audit_log_maxage)),
+            ("max_requests_inflight", text(&self.max_requests_inflight)),
+            (
+                "max_mutating_requests_inflight",
+                text(&self.max_mutating_requests_inflight),
+            ),
+            (
+                "encryption_provider_config",
+                text(&self.encryption_provider_config),
+            ),
+        ]
+    }
+}
+
+/// A flag's value as the layered settings take it.
+fn text<T: ToString>(flag: &Option<T>) -> Option<String> {
+    flag.as_ref().map(ToString::to_string)
 }
 
 fn split_list(text: &str) -> Vec<String> {

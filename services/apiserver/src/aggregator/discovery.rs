@@ -61,9 +61,10 @@ pub fn groups(available: &[(Registration, Value)]) -> Vec<Group> {
         .collect()
 }
 
-/// kube's version order: GA, beta, alpha, higher numbers first, others
-/// last by name.
-fn kube_order(version: &str) -> (u8, i64, i64, String) {
+/// kube's order of API versions (`CompareKubeAwareVersionStrings`): GA
+/// before beta before alpha, higher numbers first; versions of another
+/// form last, alphabetically. Local discovery orders its versions so too.
+pub fn kube_order(version: &str) -> (u8, i64, i64, String) {
     let other = (3, 0, 0, version.to_string());
     let Some(rest) = version.strip_prefix('v') else {
         return other;
@@ -190,6 +191,18 @@ mod tests {
         let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(names, ["z.example", "b.example", "metrics.k8s.io"]);
         assert_eq!(groups[2].versions, ["v1beta1", "v1alpha1", "v1"]);
+    }
+
+    #[test]
+    fn versions_are_ordered_as_kube_orders_them() {
+        let mut versions = vec![
+            "v1alpha1", "v1", "foo", "v2beta1", "v2", "v1beta2", "v10", "v1beta1",
+        ];
+        versions.sort_by_key(|v| kube_order(v));
+        assert_eq!(
+            versions,
+            ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 
-use crate::aggregator::discovery::{aggregated_items, merge};
+use crate::aggregator::discovery::{aggregated_items, kube_order, merge};
 use crate::aggregator::registration::local_priority;
 use crate::auth::UserInfo;
 use serde_json::{json, Value};
@@ -134,34 +134,9 @@ fn all_groups(state: &AppState) -> Vec<(&'static str, Vec<&'static str>)> {
         }
     }
     for (_, versions) in &mut groups {
-        versions.sort_by_key(|v| version_priority(v));
+        versions.sort_by_key(|v| kube_order(v));
     }
     groups
-}
-
-/// kube's order of API versions (`CompareKubeAwareVersionStrings`):
-/// GA before beta before alpha, higher numbers first; versions of
-/// another form last, alphabetically.
-fn version_priority(version: &str) -> (u8, i64, i64, String) {
-    let other = (3, 0, 0, version.to_string());
-    let Some(rest) = version.strip_prefix('v') else {
-        return other;
-    };
-    let digits = rest.chars().take_while(char::is_ascii_digit).count();
-    let Ok(major) = rest[..digits].parse::<i64>() else {
-        return other;
-    };
-    let tail = &rest[digits..];
-    let (level, minor) = match (tail.strip_prefix("beta"), tail.strip_prefix("alpha")) {
-        _ if tail.is_empty() => (0, Some(0)),
-        (Some(n), _) => (1, n.parse::<i64>().ok()),
-        (_, Some(n)) => (2, n.parse::<i64>().ok()),
-        _ => (3, None),
-    };
-    match minor {
-        Some(minor) => (level, -major, -minor, String::new()),
-        None => other,
-    }
 }
 
 fn reviews_in<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static Review> + 'a {
@@ -351,17 +326,60 @@ fn with_extensions(
 
 #[cfg(test)]
 mod tests {
-    use super::version_priority;
+    use std::sync::Arc;
 
-    #[test]
-    fn versions_are_ordered_as_kube_orders_them() {
-        let mut versions = vec![
-            "v1alpha1", "v1", "foo", "v2beta1", "v2", "v1beta2", "v10", "v1beta1",
-        ];
-        versions.sort_by_key(|v| version_priority(v));
+    use actix_web::http::Method;
+
+    use super::*;
+    use crate::registry::actor::ResourceActor;
+    use crate::registry::flow::Handle;
+    use crate::registry::kinds::example::widgets::Widgets;
+    use crate::routes::request_info::RequestInfo;
+    use crate::storage::MemoryStorage;
+
+    /// The example kind (`registry::kinds::example`), served over memory.
+    async fn widgets() -> Entry {
+        let handle = Handle {
+            strategy: Arc::new(Widgets),
+            store: Arc::new(MemoryStorage::new()),
+            prefix: "/registry".into(),
+            namespace_contents: Default::default(),
+            deletions: Arc::new(tokio::sync::Notify::new()),
+            expiry: None,
+            admission: Arc::new(crate::admission::Chain::default()),
+        };
+        let arbiter = actix::Arbiter::current();
+        Entry {
+            strategy: handle.strategy.clone(),
+            actor: ResourceActor::start(handle, &arbiter).await.unwrap(),
+            primary: true,
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_kinds_subresources_are_discovered_and_routed_from_its_table_alone() {
+        let entry = widgets().await;
+        let listed = listed_resources(&entry);
+        let names: Vec<&str> = listed.iter().filter_map(|r| r["name"].as_str()).collect();
         assert_eq!(
-            versions,
-            ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+            names,
+            ["widgets", "widgets/status", "widgets/polish", "polishings"]
         );
+        assert_eq!(listed[2]["verbs"], json!(["create"]));
+        assert_eq!(listed[3]["singularName"], "widget");
+        let aggregated = aggregated_resources(&entry);
+        let subresources = &aggregated[0]["subresources"];
+        assert_eq!(subresources[1]["subresource"], "polish");
+        assert_eq!(
+            subresources[1]["responseKind"],
+            json!({"group": "example.capstan.dev", "version": "v1", "kind": "Widget"})
+        );
+        let path = "/apis/example.capstan.dev/v1/namespaces/default/widgets/w/polish";
+        let info = RequestInfo::parse(&Method::POST, path, false).unwrap();
+        let own = crate::routes::subresource::own(&entry, &info).expect("served by its kind");
+        assert_eq!(own.name, "polish");
+        let path = "/apis/example.capstan.dev/v1/namespaces/default/widgets/w/status";
+        let status = RequestInfo::parse(&Method::PUT, path, false).unwrap();
+        assert!(crate::routes::subresource::own(&entry, &status).is_none());
     }
 }

@@ -13,6 +13,8 @@ pub mod coordination;
 pub mod core;
 pub mod custom;
 pub mod discovery;
+#[cfg(test)]
+pub mod example;
 pub mod networking;
 pub mod policy;
 pub mod rbac;
