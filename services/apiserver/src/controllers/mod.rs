@@ -17,14 +17,13 @@ pub mod resource_quotas;
 pub mod service_accounts;
 mod world;
 
+pub use world::MANAGER;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::registry::Catalog;
 use crate::storage::Store;
-
-/// Who the controllers' writes are from, in managedFields.
-pub const MANAGER: &str = "capstan-controllers";
 
 /// How often a pass runs when nothing is deleted.
 const PERIOD: Duration = Duration::from_secs(2);

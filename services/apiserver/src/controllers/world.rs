@@ -23,6 +23,9 @@ use crate::registry::options::{DeleteOptions, WriteOptions};
 use crate::registry::Catalog;
 use crate::storage::Object;
 
+/// Who the controllers' writes are from, in managedFields.
+pub const MANAGER: &str = "capstan-controllers";
+
 /// An object and the catalog entry (resource type) it belongs to.
 #[derive(Clone)]
 pub struct Node {
@@ -222,7 +225,7 @@ pub async fn set_metadata(node: &Node, field: &str, value: Value) {
         part: Part::Main,
         kind: PatchType::Merge,
         patch: json!({"metadata": {field: value, "resourceVersion": rv}}),
-        options: WriteOptions::by(super::MANAGER),
+        options: WriteOptions::by(MANAGER),
     };
     report("update", node, entry.actor.send(message).await);
 }

@@ -10,7 +10,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
 use futures::StreamExt;
 
-use super::resource::read_body;
+use super::request::read_body;
 use super::AppState;
 use crate::aggregator::availability::trust_of;
 use crate::aggregator::headers::{self, Identity};

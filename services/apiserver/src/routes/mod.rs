@@ -7,40 +7,20 @@ pub mod identity;
 pub mod issuer;
 pub mod json_list;
 pub mod openapi;
-pub mod openapi_v2;
-mod openapi_v2_proto;
 pub mod patch_metadata;
 pub mod render;
+pub mod request;
 pub mod request_info;
 pub mod resource;
 pub mod reviews;
+pub mod state;
 pub mod subresource;
 pub mod system;
 pub mod watch;
 
-use std::sync::Arc;
-
 use actix_web::web;
 
-use crate::metrics::Metrics;
-use crate::registry::Catalog;
-use crate::storage::Store;
-
-pub struct AppState {
-    pub catalog: Arc<Catalog>,
-    pub metrics: Arc<Metrics>,
-    pub openapi: openapi::Documents,
-    /// For readiness: can the store be reached?
-    pub store: Store,
-    /// The steps before the REST handler (see [`chain`]).
-    pub chain: chain::Chain,
-    /// Issues and verifies service-account tokens, when configured.
-    pub issuer: Option<Arc<crate::serviceaccount::Issuer>>,
-    /// What the kinds' own subresource code may use.
-    pub services: Arc<crate::registry::subresource::Services>,
-    /// The APIServices: which group/versions other servers answer.
-    pub aggregator: Arc<crate::aggregator::Aggregator>,
-}
+pub use state::AppState;
 
 pub fn configure(config: &mut web::ServiceConfig) {
     config
@@ -65,7 +45,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
             web::get().to(issuer::configuration),
         )
         .route("/openid/v1/jwks", web::get().to(issuer::jwks))
-        .route("/openapi/v2", web::get().to(openapi_v2::document))
+        .route("/openapi/v2", web::get().to(openapi::v2))
         .route("/openapi/v3", web::get().to(openapi::root))
         .route("/openapi/v3/{path:.*}", web::get().to(openapi::document))
         .default_service(web::to(chain::handle));

@@ -2,6 +2,7 @@
 //! meta.k8s.io Table (what `kubectl get` asks for), or
 //! PartialObjectMetadata(List).
 
+use actix_web::HttpResponse;
 use serde_json::{json, Value};
 
 use super::json_list::JsonList;
@@ -122,6 +123,36 @@ pub fn list(strategy: &dyn Strategy, form: Form, page: Page) -> Body {
             )
         }
     }
+}
+
+/// An answer with `body` in `form`, and the Warning headers.
+pub fn respond(
+    code: u16,
+    form: Form,
+    body: impl serde::Serialize,
+    warnings: &[String],
+) -> HttpResponse {
+    let status =
+        actix_web::http::StatusCode::from_u16(code).unwrap_or(actix_web::http::StatusCode::OK);
+    let mut response = HttpResponse::build(status);
+    let (content_type, text) = match form {
+        Form::Yaml => (
+            "application/yaml",
+            serde_yaml::to_string(&body).unwrap_or_default(),
+        ),
+        _ => (
+            "application/json",
+            serde_json::to_string(&body).unwrap_or_default(),
+        ),
+    };
+    response.content_type(content_type);
+    for warning in warnings {
+        response.append_header((
+            "Warning",
+            format!("299 - {}", Value::from(warning.as_str())),
+        ));
+    }
+    response.body(text)
 }
 
 #[cfg(test)]

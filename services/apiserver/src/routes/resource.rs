@@ -2,11 +2,10 @@
 //! and options, send it to the resource type's actor, render the answer.
 
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
-use bytes::{Bytes, BytesMut};
-use futures::StreamExt;
 use serde_json::Value;
 
-use super::render::{self, Form};
+use super::render::{self, respond, Form};
+use super::request::{decode, header, read_body, user_of};
 use super::request_info::{RequestInfo, Verb};
 use super::AppState;
 use crate::auth::UserInfo;
@@ -18,13 +17,6 @@ use crate::registry::catalog::Entry;
 use crate::registry::flow::{Page, Part, Reply};
 use crate::registry::options::{DeleteOptions, ListOptions, Query, WriteOptions};
 use crate::registry::subresource::Serve;
-
-/// Kubernetes refuses bodies over 3 MiB.
-pub const MAX_BODY: usize = 3 * 1024 * 1024;
-
-fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
-    req.headers().get(name).and_then(|v| v.to_str().ok())
-}
 
 /// The scope and subresource rules that decide whether a path exists.
 fn check_path(entry: &Entry, info: &RequestInfo) -> Result<Part, ApiError> {
@@ -319,19 +311,6 @@ async fn delete_collection(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
     Ok(call.listed(page))
 }
 
-/// The user the handler chain put in the request's extensions (anonymous
-/// when it put none), for admission and the strategies' checks.
-pub(crate) fn user_of(req: &HttpRequest) -> UserInfo {
-    req.extensions()
-        .get::<UserInfo>()
-        .cloned()
-        .unwrap_or_else(UserInfo::anonymous)
-}
-
-pub(crate) fn decode(req: &HttpRequest, bytes: Bytes) -> Result<Value, ApiError> {
-    codec::decode_body(header(req, "content-type"), &bytes)
-}
-
 fn written(strategy: &dyn crate::registry::Strategy, form: Form, reply: Reply) -> HttpResponse {
     let mut response = respond(
         reply.code,
@@ -344,47 +323,4 @@ fn written(strategy: &dyn crate::registry::Strategy, form: Form, reply: Reply) -
         response.extensions_mut().insert(annotations);
     }
     response
-}
-
-pub(crate) fn respond(
-    code: u16,
-    form: Form,
-    body: impl serde::Serialize,
-    warnings: &[String],
-) -> HttpResponse {
-    let status =
-        actix_web::http::StatusCode::from_u16(code).unwrap_or(actix_web::http::StatusCode::OK);
-    let mut response = HttpResponse::build(status);
-    let (content_type, text) = match form {
-        Form::Yaml => (
-            "application/yaml",
-            serde_yaml::to_string(&body).unwrap_or_default(),
-        ),
-        _ => (
-            "application/json",
-            serde_json::to_string(&body).unwrap_or_default(),
-        ),
-    };
-    response.content_type(content_type);
-    for warning in warnings {
-        response.append_header((
-            "Warning",
-            format!("299 - {}", Value::from(warning.as_str())),
-        ));
-    }
-    response.body(text)
-}
-
-/// Reads the body, refusing more than [`MAX_BODY`] bytes.
-pub(crate) async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiError> {
-    let mut body = BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk =
-            chunk.map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))?;
-        if body.len() + chunk.len() > MAX_BODY {
-            return Err(ApiError::TooLarge(MAX_BODY));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body.freeze())
 }

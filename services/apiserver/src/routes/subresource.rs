@@ -8,9 +8,10 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
 
+use super::render::respond;
 use super::render::Form;
+use super::request::{decode, read_body, user_of};
 use super::request_info::RequestInfo;
-use super::resource::{decode, read_body, respond, user_of};
 use super::AppState;
 use crate::error::ApiError;
 use crate::object::meta;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::StartError;
+use super::errors::StartError;
 use crate::audit::Auditor;
 use crate::auth::{
     self, AlwaysAllow, AlwaysDeny, Authorizer, Mode, PrivilegedGroups, Union, MASTERS,

@@ -4,8 +4,11 @@
 //! the server: nothing imports it but `main` and embedders.
 
 mod chain;
+mod errors;
 mod serve;
 mod store;
+
+pub use errors::StartError;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -29,42 +32,11 @@ use crate::registry::subresource::Services;
 use crate::registry::{actor, Catalog};
 use crate::routes::{self, openapi, AppState};
 use crate::serviceaccount::Issuer;
-use crate::storage::{compactor, StorageError, Store};
+use crate::storage::{compactor, Store};
 
 /// Namespaces every cluster has from the start.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
-
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("store: {0}")]
-    Store(#[from] StorageError),
-    #[error("bootstrap: {0}")]
-    Bootstrap(#[from] ApiError),
-    #[error("authentication: {0}")]
-    TokenFile(#[from] routes::chain::token_file::TokenFileError),
-    #[error("http: {0}")]
-    Http(#[from] std::io::Error),
-    #[error("{0}")]
-    Tls(#[from] crate::serving::tls::TlsError),
-    #[error("--client-ca-file: {0:?}")]
-    ClientCa(webpki::Error),
-    #[error("{0}")]
-    Config(#[from] crate::config::ConfigError),
-    #[error("--admission-control-config-file {0}")]
-    AdmissionConfig(#[from] crate::admission::config_file::AdmissionConfigError),
-    #[error("--root-ca-file {0}: {1}")]
-    RootCa(String, std::io::Error),
-    #[error("service-account keys: {0}")]
-    Keys(#[from] crate::serviceaccount::keys::KeyError),
-    #[error("audit: {0}")]
-    Audit(#[from] crate::audit::AuditError),
-    #[error("--encryption-provider-config {file}: {error}")]
-    Encryption {
-        file: String,
-        error: crate::storage::encryption::EncryptionError,
-    },
-}
 
 /// Runs the API server until `shutdown` completes. Must be called inside
 /// an actix system (`actix_rt::System`).

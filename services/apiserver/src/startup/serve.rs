@@ -5,7 +5,7 @@ use std::future::Future;
 
 use actix_web::{web, App, HttpServer};
 
-use super::StartError;
+use super::errors::StartError;
 use crate::config::ApiserverConfig;
 use crate::routes::{self, AppState};
 

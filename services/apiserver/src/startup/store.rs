@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::StartError;
+use super::errors::StartError;
 use crate::config::ApiserverConfig;
 use crate::storage::encryption::{self, Encryption};
 use crate::storage::{Connection, StorageError, Store};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{to_version, Converter};
+use super::converter::{to_version, Converter};
 use crate::storage::{
     EventStream, FieldPaths, Freshness, Interface, ListRequest, Listing, Object, StorageError,
     StorageFuture, StoreEvent, Stored,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::Converted;
+use super::converted::Converted;
 use crate::cache::{EventType, WatchItem, WATCHER_BUFFER};
 use crate::storage::Object;
 

@@ -142,7 +142,7 @@ impl Record {
         let Some(active) = self.0.as_mut().filter(|a| a.event.level >= Level::Request) else {
             return Ok(payload);
         };
-        let bytes = crate::routes::resource::read_body(payload).await?;
+        let bytes = crate::routes::request::read_body(payload).await?;
         if !bytes.is_empty() {
             let content_type = header(req, "content-type");
             let object = crate::codec::decode_body(content_type, &bytes)

@@ -17,10 +17,12 @@ pub mod impersonation;
 pub mod max_in_flight;
 pub mod non_resource;
 pub mod panic_recovery;
+mod steps;
 pub mod token_file;
 
+pub use steps::Chain;
+
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
@@ -30,34 +32,10 @@ use tracing::Instrument;
 use super::request_info::RequestInfo;
 use super::resource;
 use super::AppState;
-use crate::auth::{AlwaysAllow, Authorizer, UserInfo};
+use crate::auth::UserInfo;
 use crate::error::ApiError;
 use crate::registry::options::{parse_query, Query};
 use crate::serving::Peer;
-
-/// The chain's pluggable steps (`startup` assembles them from the flags).
-pub struct Chain {
-    pub in_flight: max_in_flight::MaxInFlight,
-    pub authenticator: Arc<dyn authentication::Authenticator>,
-    /// The audiences a request's token must be for (`--api-audiences`).
-    pub audiences: Vec<String>,
-    pub audit: audit::Audit,
-    /// The `--authorization-mode` union.
-    pub authorizer: Arc<dyn Authorizer>,
-}
-
-impl Chain {
-    /// Every request is anonymous and allowed; nothing is audited.
-    pub fn allow_all() -> Chain {
-        Chain {
-            in_flight: max_in_flight::MaxInFlight::default(),
-            authenticator: Arc::new(authentication::Anonymous),
-            audiences: Vec::new(),
-            audit: audit::Audit::default(),
-            authorizer: Arc::new(AlwaysAllow),
-        }
-    }
-}
 
 /// The entry point for every path the other routes do not serve.
 pub async fn handle(

@@ -4,6 +4,8 @@
 //! provider, bad base64, wrong key length, missing keys), so a bad file
 //! stops the server before it writes anything.
 
+use std::path::Path;
+
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use serde::Deserialize;
@@ -11,7 +13,6 @@ use serde::Deserialize;
 use super::providers::{Cipher, Key};
 use super::resources::{Pattern, Rule};
 use super::transformer::{Provider, Transformer};
-use super::EncryptionError;
 
 const API_VERSION: &str = "apiserver.config.k8s.io/v1";
 const KIND: &str = "EncryptionConfiguration";
@@ -62,6 +63,26 @@ struct KeyConfiguration {
     name: String,
     #[serde(default)]
     secret: String,
+}
+
+/// Why an EncryptionConfiguration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum EncryptionError {
+    #[error("cannot read it: {0}")]
+    Read(#[from] std::io::Error),
+    #[error("not an EncryptionConfiguration: {0}")]
+    Parse(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The rules of the configuration file at `path`.
+pub fn load(path: &Path) -> Result<Vec<Rule>, EncryptionError> {
+    let text = std::fs::read_to_string(path)?;
+    if text.trim().is_empty() {
+        return Err(EncryptionError::Invalid("the file is empty".into()));
+    }
+    parse(&text)
 }
 
 /// The rules of a configuration file's text, in the file's order.

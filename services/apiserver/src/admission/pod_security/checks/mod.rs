@@ -5,39 +5,14 @@
 //! volumes, seccomp), which run at baseline only.
 
 mod baseline;
+mod check;
 mod profiles;
 mod restricted;
 
 use super::levels::{Level, LevelVersion};
 use super::pod::PodView;
 
-/// One failed check: kube's `ForbiddenReason` and `ForbiddenDetail`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    pub reason: String,
-    pub detail: String,
-}
-
-impl Violation {
-    pub fn new(reason: impl Into<String>, detail: impl Into<String>) -> Option<Violation> {
-        Some(Violation {
-            reason: reason.into(),
-            detail: detail.into(),
-        })
-    }
-}
-
-/// One check of the standards.
-pub struct Check {
-    /// kube's check ID (the order checks run in follows kube's).
-    pub id: &'static str,
-    pub level: Level,
-    /// A baseline check that the restricted level replaces.
-    pub overlap: bool,
-    /// The standards' minor version the check exists since (v1.<since>).
-    pub since: u32,
-    pub run: fn(&PodView) -> Option<Violation>,
-}
+pub use check::{Check, Violation};
 
 /// Every check, in the order kube registers them (its files' names).
 const ORDER: [&Check; 17] = [

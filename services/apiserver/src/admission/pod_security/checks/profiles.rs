@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::super::levels::Level;
 use super::super::pod::{containers_named, join_quoted, name, plural, security, PodView};
-use super::{Check, Violation};
+use super::check::{Check, Violation};
 
 pub const APP_ARMOR: Check = Check {
     id: "appArmorProfile",

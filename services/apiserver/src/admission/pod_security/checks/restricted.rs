@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::super::levels::Level;
 use super::super::pod::{containers_named, join_quoted, name, security, PodView};
+use super::check::{Check, Violation};
 use super::profiles::{confined, explicit_seccomp};
-use super::{Check, Violation};
 
 const fn restricted(id: &'static str, since: u32, run: fn(&PodView) -> Option<Violation>) -> Check {
     Check {

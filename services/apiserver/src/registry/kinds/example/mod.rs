@@ -5,4 +5,6 @@
 //! name it. A real kind would add one line to its group's `all()`.
 
 pub mod polish;
+#[cfg(test)]
+mod tests;
 pub mod widgets;

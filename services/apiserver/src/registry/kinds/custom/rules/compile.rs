@@ -9,9 +9,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use serde_json::Value;
 
+use super::tree::{Node, Rule, Rules};
 use crate::error::Cause;
 use crate::expression::{compile, Expression};
-use crate::registry::kinds::custom::rules::{Node, Rule, Rules};
 
 /// The variables a rule may read.
 const DECLARED: &[&str] = &["self", "oldSelf"];

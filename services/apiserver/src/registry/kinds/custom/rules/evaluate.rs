@@ -7,10 +7,10 @@ use cel::objects::OptionalValue;
 use cel::Value as Cel;
 use serde_json::{json, Value};
 
+use super::tree::{Node, Rule, Rules};
 use crate::error::Cause;
 use crate::expression::cost::CALL_LIMIT_EXCEEDED;
 use crate::expression::{to_cel, Activation, Budget, EvalError};
-use crate::registry::kinds::custom::rules::{Node, Rule, Rules};
 
 impl Rules {
     /// The causes `obj` breaks; `old` is the stored object on an update.

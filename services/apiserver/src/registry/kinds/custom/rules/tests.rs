@@ -1,5 +1,6 @@
 use serde_json::{json, Value};
 
+use crate::registry::kinds::custom::rules::tree::*;
 use crate::registry::kinds::custom::rules::*;
 
 fn rules(schema: Value) -> Rules {

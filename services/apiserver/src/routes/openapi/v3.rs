@@ -2,24 +2,21 @@
 //! schemas (from the Kubernetes types) and their paths. Each PATCH carries
 //! `x-kubernetes-group-version-kind` and a `fieldValidation` parameter,
 //! which is what tells kubectl to leave validation to this server.
-//! OpenAPI v2 is built from these documents (`openapi_v2.rs`).
+//! OpenAPI v2 is built from these documents (`v2.rs`).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use actix_web::{web, HttpResponse};
 use schemars::gen::SchemaSettings;
 use serde_json::{json, Map, Value};
 
-use super::AppState;
-use crate::error::ApiError;
 use crate::registry::{Catalog, Strategy};
 
 /// Rendered documents by path (`api/v1`, `apis/apps/v1`) with their hash,
 /// and the v2 document made from them.
 pub struct Documents {
-    v3: HashMap<String, (String, String)>,
-    v2: super::openapi_v2::Cache,
+    pub(super) v3: HashMap<String, (String, String)>,
+    v2: super::v2::Cache,
 }
 
 impl Documents {
@@ -46,7 +43,7 @@ impl Documents {
     }
 
     /// The v2 document (and its hash) of the built-in and custom types.
-    pub fn v2(&self, catalog: &Catalog) -> std::sync::Arc<super::openapi_v2::Document> {
+    pub fn v2(&self, catalog: &Catalog) -> std::sync::Arc<super::v2::Document> {
         self.v2.get(&self.v3, &custom_documents(catalog))
     }
 }
@@ -61,7 +58,7 @@ fn rendered(strategies: &[&dyn Strategy]) -> (String, String) {
 
 /// The documents of the group-versions types defined at run time serve
 /// (custom resources), built when asked for since they come and go.
-fn custom_documents(catalog: &Catalog) -> HashMap<String, (String, String)> {
+pub(super) fn custom_documents(catalog: &Catalog) -> HashMap<String, (String, String)> {
     let entries = catalog.custom_entries();
     let mut docs = HashMap::new();
     for entry in &entries {
@@ -109,7 +106,7 @@ fn group_document(strategies: &[&dyn Strategy]) -> Value {
             )
         })
         .collect();
-    super::patch_metadata::annotate(&mut schemas);
+    crate::routes::patch_metadata::annotate(&mut schemas);
     for (name, def) in kinds {
         if let Some(schema) = schemas.get_mut(&name) {
             schema["x-kubernetes-group-version-kind"] =
@@ -167,40 +164,4 @@ fn path_items(strategy: &dyn Strategy, reference: &Value) -> Vec<(String, Value)
         (format!("{base}{scope}/{}", def.resource), collection),
         (format!("{base}{scope}/{}/{{name}}", def.resource), item),
     ]
-}
-
-pub async fn root(state: web::Data<AppState>) -> HttpResponse {
-    let custom = custom_documents(&state.catalog);
-    let paths: Map<String, Value> = state
-        .openapi
-        .v3
-        .iter()
-        .chain(custom.iter())
-        .map(|(path, (_, hash))| {
-            (
-                path.clone(),
-                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")}),
-            )
-        })
-        .collect();
-    HttpResponse::Ok().json(json!({"paths": paths}))
-}
-
-pub async fn document(
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let path = path.trim_matches('/');
-    let custom;
-    let (body, hash) = match state.openapi.v3.get(path) {
-        Some(found) => found,
-        None => {
-            custom = custom_documents(&state.catalog);
-            custom.get(path).ok_or(ApiError::UnknownPath)?
-        }
-    };
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .insert_header(("Etag", format!("\"{hash}\"")))
-        .body(body.clone()))
 }

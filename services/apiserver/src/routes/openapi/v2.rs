@@ -6,7 +6,7 @@
 //! ETag, and 304 to a matching If-None-Match, as kube does.
 //!
 //! It is also served as protobuf (gnostic's OpenAPIv2 messages, see
-//! `openapi_v2_proto.rs`) to a client that asks for that first, as kubectl
+//! `v2_proto.rs`) to a client that asks for that first, as kubectl
 //! does; a client accepting neither gets 406.
 
 use std::collections::HashMap;
@@ -14,11 +14,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use actix_web::http::header;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::HttpRequest;
 use serde_json::{json, Map, Value};
-
-use super::AppState;
-use crate::error::ApiError;
 
 /// Definitions and paths, merged from v3 documents.
 #[derive(Default, Clone)]
@@ -30,8 +27,8 @@ pub struct Parts {
 /// A built document: its JSON text, its ETag, and its protobuf form,
 /// encoded the first time a client asks for it.
 pub struct Document {
-    json: String,
-    etag: String,
+    pub(super) json: String,
+    pub(super) etag: String,
     protobuf: OnceLock<Vec<u8>>,
 }
 
@@ -39,13 +36,14 @@ type Built = Arc<Document>;
 
 /// The forms `/openapi/v2` is served in.
 #[derive(Debug, PartialEq)]
-enum Form {
+pub(super) enum Form {
     Json,
     Protobuf,
 }
 
 const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2";
-const PROTOBUF_CONTENT_TYPE: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+pub(super) const PROTOBUF_CONTENT_TYPE: &str =
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 /// What the v2 document is built from and the last one built.
 #[derive(Default)]
@@ -56,50 +54,18 @@ pub struct Cache {
     last: Mutex<Option<(String, Built)>>,
 }
 
-pub async fn document(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let Some(form) = form_asked(&request) else {
-        return Err(ApiError::NotAcceptable(format!(
-            "application/json, {PROTOBUF_CONTENT_TYPE}"
-        )));
-    };
-    let built = state.openapi.v2(&state.catalog);
-    let quoted = format!("\"{}\"", built.etag);
-    let matches = request
-        .headers()
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == quoted));
-    let mut response = match matches {
-        true => HttpResponse::NotModified(),
-        false => HttpResponse::Ok(),
-    };
-    response.insert_header((header::ETAG, quoted));
-    Ok(match (matches, form) {
-        (true, _) => response.finish(),
-        (false, Form::Json) => response
-            .content_type("application/json")
-            .body(built.json.clone()),
-        (false, Form::Protobuf) => response
-            .content_type(PROTOBUF_CONTENT_TYPE)
-            .body(built.protobuf().to_vec()),
-    })
-}
-
 impl Document {
-    fn protobuf(&self) -> &[u8] {
+    pub(super) fn protobuf(&self) -> &[u8] {
         self.protobuf.get_or_init(|| {
             let json: Value = serde_json::from_str(&self.json).unwrap_or(Value::Null);
-            super::openapi_v2_proto::encode(&json)
+            super::v2_proto::encode(&json)
         })
     }
 }
 
 /// The first form the Accept header names that is served here (kubectl
 /// asks for gnostic protobuf alone; JSON clients for JSON or anything).
-fn form_asked(request: &HttpRequest) -> Option<Form> {
+pub(super) fn form_asked(request: &HttpRequest) -> Option<Form> {
     let Some(accept) = request.headers().get(header::ACCEPT) else {
         return Some(Form::Json);
     };

@@ -1,0 +1,77 @@
+//! The example kind's subresource, run as the routes run it.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::widgets::{Widgets, DEF};
+use crate::admission::objects::{Freshness, Lookup, Objects, Resource};
+use crate::registry::actor::{self, ResourceActor};
+use crate::registry::flow::Handle;
+use crate::registry::options::{Query, WriteOptions};
+use crate::registry::subresource::{Serve, Services};
+use crate::storage::MemoryStorage;
+
+/// No other kinds: the polish needs none.
+struct Nothing;
+
+impl Objects for Nothing {
+    fn get<'a>(
+        &'a self,
+        _: Resource,
+        _: &'a str,
+        _: &'a str,
+        _: Freshness,
+    ) -> Lookup<'a, Option<Value>> {
+        Box::pin(async { Ok(None) })
+    }
+    fn list<'a>(&'a self, _: Resource, _: &'a str, _: Freshness) -> Lookup<'a, Vec<Value>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn swap<'a>(&'a self, _: Resource, _: &'a Value) -> Lookup<'a, bool> {
+        Box::pin(async { Ok(false) })
+    }
+}
+
+#[actix_rt::test]
+async fn the_kinds_own_subresource_runs_on_its_actor_from_its_table() {
+    let handle = Handle {
+        strategy: Arc::new(Widgets),
+        store: Arc::new(MemoryStorage::new()),
+        prefix: "/registry".into(),
+        namespace_contents: Default::default(),
+        deletions: Arc::new(tokio::sync::Notify::new()),
+        expiry: None,
+        admission: Arc::new(crate::admission::Chain::default()),
+    };
+    let actor = ResourceActor::start(handle, &actix::Arbiter::current())
+        .await
+        .unwrap();
+    let create = actor::Create {
+        namespace: "default".into(),
+        body: json!({"apiVersion": "example.capstan.dev/v1", "kind": "Widget",
+                     "metadata": {"name": "w"}}),
+        options: WriteOptions::default(),
+    };
+    actor.send(create).await.unwrap().unwrap();
+    let polish = DEF.subresource("polish").unwrap();
+    let Serve::Create(handler) = polish.serve else {
+        panic!("polish reads a body");
+    };
+    let serve = actor::Serve {
+        handler,
+        namespace: "default".into(),
+        name: "w".into(),
+        verb: "create",
+        body: Some(json!({"shine": "bright"})),
+        query: Query::default(),
+        options: WriteOptions::default(),
+        services: Arc::new(Services {
+            objects: Arc::new(Nothing),
+            issuer: None,
+        }),
+    };
+    let answer = actor.send(serve).await.unwrap().unwrap();
+    assert_eq!(answer.code, 201);
+    assert_eq!(answer.body["metadata"]["annotations"]["polished"], "bright");
+}
