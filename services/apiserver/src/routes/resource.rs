@@ -1,14 +1,14 @@
 //! The resource handler: decode the request into a request description
 //! and options, send it to the resource type's actor, render the answer.
 
-use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
 
 use super::render::{self, respond, Form};
 use super::request::{decode, header, read_body, user_of};
 use super::request_info::{RequestInfo, Verb};
+use super::reviews::Review;
 use super::AppState;
-use crate::auth::UserInfo;
 use crate::codec;
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
@@ -59,22 +59,7 @@ pub(crate) async fn dispatch(
     query: &Query,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(review) = super::reviews::find(info) {
-        let body = decode(req, read_body(payload).await?)?;
-        let answer = match review.group {
-            super::identity::GROUP => {
-                super::identity::answer(req, state, review, info, &body).await?
-            }
-            _ => {
-                let user = req
-                    .extensions()
-                    .get::<UserInfo>()
-                    .cloned()
-                    .unwrap_or_else(UserInfo::anonymous);
-                let authorizer = state.chain.authorizer.as_ref();
-                super::reviews::answer(review, info, &body, &user, authorizer)?
-            }
-        };
-        return Ok(respond(201, Form::Json, answer, &[]));
+        return answer_review(req, payload, state, info, review).await;
     }
     let Some(entry) = state
         .catalog
@@ -113,6 +98,25 @@ pub(crate) async fn dispatch(
         Verb::DeleteCollection => delete_collection(&call).await,
     };
     answer.map_err(|error| error.with_warnings(call.feedback.warnings()))
+}
+
+/// A review (access, rules, identity, token): answered here, not stored.
+async fn answer_review(
+    req: &HttpRequest,
+    payload: web::Payload,
+    state: &AppState,
+    info: &RequestInfo,
+    review: &Review,
+) -> Result<HttpResponse, ApiError> {
+    let body = decode(req, read_body(payload).await?)?;
+    let answer = match review.group {
+        super::identity::GROUP => super::identity::answer(req, state, review, info, &body).await?,
+        _ => {
+            let authorizer = state.chain.authorizer.as_ref();
+            super::reviews::answer(review, info, &body, &user_of(req), authorizer)?
+        }
+    };
+    Ok(respond(201, Form::Json, answer, &[]))
 }
 
 /// One request to a resource type, resolved: what each verb works from.
