@@ -326,28 +326,16 @@ fn with_extensions(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use actix_web::http::Method;
 
     use super::*;
     use crate::registry::actor::ResourceActor;
-    use crate::registry::flow::Handle;
-    use crate::registry::kinds::example::widgets::Widgets;
+    use crate::registry::kinds::example::widgets;
     use crate::routes::request_info::RequestInfo;
-    use crate::storage::MemoryStorage;
 
     /// The example kind (`registry::kinds::example`), served over memory.
     async fn widgets() -> Entry {
-        let handle = Handle {
-            strategy: Arc::new(Widgets),
-            store: Arc::new(MemoryStorage::new()),
-            prefix: "/registry".into(),
-            namespace_contents: Default::default(),
-            deletions: Arc::new(tokio::sync::Notify::new()),
-            expiry: None,
-            admission: Arc::new(crate::admission::Chain::default()),
-        };
+        let handle = widgets::handle();
         let arbiter = actix::Arbiter::current();
         Entry {
             strategy: handle.strategy.clone(),

@@ -4,7 +4,7 @@
 use k8s_openapi::api::batch::v1::CronJob;
 use serde_json::{json, Value};
 
-use super::jobs::job_spec_causes;
+use super::jobs::{job_spec_causes, SELECTOR};
 use crate::error::Cause;
 use crate::object::time;
 use crate::registry::definition::ResourceDef;
@@ -158,11 +158,7 @@ fn cron_columns() -> Vec<Column> {
         AGE,
         workload::CONTAINERS,
         workload::IMAGES,
-        Column::wide(
-            "Selector",
-            "string",
-            "A label query over pods that should match the pod count.",
-        ),
+        SELECTOR,
     ]
 }
 

@@ -165,6 +165,13 @@ fn job_immutables(new: &Value, old: &Value) -> Vec<Cause> {
     .collect()
 }
 
+/// The wide column of a Job's selector (a CronJob's template's too).
+pub(super) const SELECTOR: Column = Column::wide(
+    "Selector",
+    "string",
+    "A label query over pods that should match the pod count.",
+);
+
 fn job_columns() -> Vec<Column> {
     vec![
         Column::new("Status", "string", "Status of the job."),
@@ -177,11 +184,7 @@ fn job_columns() -> Vec<Column> {
         AGE,
         workload::CONTAINERS,
         workload::IMAGES,
-        Column::wide(
-            "Selector",
-            "string",
-            "A label query over pods that should match the pod count.",
-        ),
+        SELECTOR,
     ]
 }
 

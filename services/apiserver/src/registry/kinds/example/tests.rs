@@ -4,13 +4,11 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::widgets::{Widgets, DEF};
+use super::widgets::{handle, DEF};
 use crate::admission::objects::{Freshness, Lookup, Objects, Resource};
 use crate::registry::actor::{self, ResourceActor};
-use crate::registry::flow::Handle;
 use crate::registry::options::{Query, WriteOptions};
 use crate::registry::subresource::{Serve, Services};
-use crate::storage::MemoryStorage;
 
 /// No other kinds: the polish needs none.
 struct Nothing;
@@ -35,15 +33,7 @@ impl Objects for Nothing {
 
 #[actix_rt::test]
 async fn the_kinds_own_subresource_runs_on_its_actor_from_its_table() {
-    let handle = Handle {
-        strategy: Arc::new(Widgets),
-        store: Arc::new(MemoryStorage::new()),
-        prefix: "/registry".into(),
-        namespace_contents: Default::default(),
-        deletions: Arc::new(tokio::sync::Notify::new()),
-        expiry: None,
-        admission: Arc::new(crate::admission::Chain::default()),
-    };
+    let handle = handle();
     let actor = ResourceActor::start(handle, &actix::Arbiter::current())
         .await
         .unwrap();

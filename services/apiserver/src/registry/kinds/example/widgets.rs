@@ -20,6 +20,19 @@ pub const DEF: ResourceDef = ResourceDef {
 
 pub struct Widgets;
 
+/// A handle on widgets kept in memory, as an actor would hold it.
+pub fn handle() -> crate::registry::flow::Handle {
+    crate::registry::flow::Handle {
+        strategy: std::sync::Arc::new(Widgets),
+        store: std::sync::Arc::new(crate::storage::MemoryStorage::new()),
+        prefix: "/registry".into(),
+        namespace_contents: Default::default(),
+        deletions: std::sync::Arc::new(tokio::sync::Notify::new()),
+        expiry: None,
+        admission: std::sync::Arc::new(crate::admission::Chain::default()),
+    }
+}
+
 impl Strategy for Widgets {
     fn def(&self) -> &ResourceDef {
         &DEF
