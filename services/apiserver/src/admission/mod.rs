@@ -7,7 +7,7 @@
 //! (403 Forbidden, `<resource> "<name>" is forbidden: <why>`) and nothing
 //! is stored. Which plugins run is `--enable-admission-plugins` /
 //! `--disable-admission-plugins` over kube's default set
-//! ([`plugins::select`]); `startup.rs` installs them once the types they
+//! ([`plugins::select`]); `startup` installs them once the types they
 //! look at ([`objects::Objects`]) are served.
 
 mod attributes;

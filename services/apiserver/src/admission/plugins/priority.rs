@@ -3,7 +3,7 @@
 //! exist; a pod naming none gets the `globalDefault` class's, or 0. As in
 //! kube, a pod may not state a priority of its own that differs, and only
 //! one PriorityClass may be the global default. The two system classes
-//! are made at start (`startup.rs`).
+//! are made at start (`startup`).
 
 use std::sync::Arc;
 
