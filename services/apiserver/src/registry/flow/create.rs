@@ -108,7 +108,13 @@ async fn own_retried_create(
     name: &str,
     ours: &Value,
 ) -> Result<Reply, ApiError> {
-    let existing = h.read(namespace, name).await?;
+    let existing = match h.read(namespace, name).await {
+        Ok(existing) => existing,
+        // Deleted since the store said it exists: still a create that
+        // found the name taken, as kube-apiserver answers it.
+        Err(ApiError::NotFound(_)) => return Err(ApiError::AlreadyExists(h.def().target(name))),
+        Err(other) => return Err(other),
+    };
     if existing.object["metadata"]["uid"] == ours["metadata"]["uid"] {
         return Ok(Reply {
             code: 201,

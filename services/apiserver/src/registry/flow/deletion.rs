@@ -134,7 +134,13 @@ pub async fn delete(
         };
         h.deletions.notify_one();
         return Ok(reply(match plan {
-            Plan::Remove => current.object,
+            // As kube-apiserver: the object as it was, at the deletion's
+            // resourceVersion (the one its DELETED event carries).
+            Plan::Remove => {
+                let mut gone = current.object;
+                meta::set_resource_version(&mut gone, revision);
+                gone
+            }
             Plan::Mark(mut marked) => {
                 meta::set_resource_version(&mut marked, revision);
                 if h.def().deletion.holds_contents {
