@@ -121,6 +121,20 @@ impl Member {
         }
     }
 
+    /// How many raft log syncs the slow-disk failpoint holds right now.
+    pub fn syncs_waiting(&self) -> Option<u64> {
+        let path = "/debug/failpoints/raft-log-sync-delay";
+        let response = super::http::Connection::connect(self.client_port)
+            .and_then(|mut c| c.send("GET", path, &[], b""))
+            .ok()?;
+        response.json().ok()?["syncsWaiting"].as_u64()
+    }
+
+    /// The running process's id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn is_leader(&self) -> bool {
         self.is_running() && self.gauge("is_leader") == Some(1)
     }

@@ -33,7 +33,10 @@ pub enum Input {
 
 /// What the client was told. `Unknown` is an ambiguous outcome (a timeout,
 /// a broken connection, a server that lost leadership mid-request): the
-/// operation may or may not have taken effect.
+/// operation may or may not have taken effect. `Failed` is an error that
+/// is an answer: the server said the write did not happen, so it must
+/// not have (whether the server was entitled to refuse is the profile's
+/// to judge; see `Traffic::errors`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
     Put,
@@ -41,6 +44,7 @@ pub enum Output {
     Delete { deleted: bool },
     Cas { succeeded: bool },
     Patch { found: bool },
+    Failed,
     Unknown,
 }
 
@@ -70,9 +74,10 @@ impl Operation {
     }
 
     /// A write the client was told took effect (a CAS that failed wrote
-    /// nothing, but it was answered, which is what availability means).
+    /// nothing, but it was answered, which is what availability means; an
+    /// error is not).
     pub fn is_acknowledged_write(&self) -> bool {
-        !matches!(self.input, Input::Get) && !self.is_ambiguous()
+        !matches!(self.input, Input::Get) && !self.is_ambiguous() && self.output != Output::Failed
     }
 }
 

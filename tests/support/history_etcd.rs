@@ -2,7 +2,9 @@
 //! linearizable get, compare-and-swap, delete, a two-key transaction and
 //! lease grant / keepalive / revoke on a few keys under one prefix, and
 //! watchers collecting every event under that prefix across reconnects.
-//! Every error is an ambiguous outcome: the request may have taken effect.
+//! An error is read as `answers` says: only a timeout, a dropped
+//! connection or `Unavailable` leave the outcome unknown; a lawful
+//! refusal did not happen; anything else is a failure of the run.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -13,6 +15,7 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, PutOptions, Txn, TxnOp, WatchOptions,
 };
 
+use crate::answers::{self, Answer};
 use crate::checker::watch::{Event, Kind, Write};
 use crate::history::{Input, Output, Recorder};
 
@@ -33,6 +36,8 @@ pub struct Traffic {
     pub acked: Mutex<Vec<Write>>,
     pub issued: Mutex<HashSet<String>>,
     pub leases: Mutex<LeaseCounts>,
+    /// Answers that were failures of the server (see `answers`).
+    pub errors: Mutex<Vec<String>>,
     pub stop: AtomicBool,
     /// The members' client URLs, rewritten when a member is replaced.
     pub urls: Mutex<Vec<String>>,
@@ -53,6 +58,20 @@ impl Traffic {
             urls[slot % urls.len()].clone()
         };
         connect(&[url]).await
+    }
+
+    /// What client `id` was told by an error to `what`: unknown, or (a
+    /// refusal, or a failure, which is noted) that it did not happen.
+    fn judge(&self, id: usize, what: &str, err: &etcd_client::Error) -> Output {
+        match answers::etcd(err) {
+            Answer::Unknown => Output::Unknown,
+            Answer::Refused => Output::Failed,
+            Answer::Failure => {
+                let error = format!("client {id}: {what}: {err}");
+                self.errors.lock().unwrap().push(error);
+                Output::Failed
+            }
+        }
     }
 }
 
@@ -168,6 +187,23 @@ impl Op<'_> {
         self.traffic.acked.lock().unwrap().push(write);
     }
 
+    /// The outcome of an answer to `what`: `ok`'s for a response.
+    fn outcome<T>(
+        &self,
+        what: &str,
+        answer: Result<T, etcd_client::Error>,
+        ok: impl FnOnce(T) -> Output,
+        header: impl Fn(&T) -> Option<i64>,
+    ) -> (Output, Option<i64>) {
+        match answer {
+            Ok(response) => {
+                let revision = header(&response);
+                (ok(response), revision)
+            }
+            Err(err) => (self.traffic.judge(self.id, what, &err), None),
+        }
+    }
+
     /// Records an operation; whether it was answered.
     fn record(&self, key: &str, input: Input, call: u64, outcome: (Output, Option<i64>)) -> bool {
         let answered = outcome.0 != Output::Unknown;
@@ -180,10 +216,9 @@ impl Op<'_> {
     async fn put(&self, etcd: &mut Client) -> bool {
         self.issue();
         let call = self.traffic.recorder.now();
-        let outcome = match etcd.put(self.key, self.value, None).await {
-            Ok(r) => (Output::Put, revision_of(r.header())),
-            Err(_) => (Output::Unknown, None),
-        };
+        let answer = etcd.put(self.key, self.value, None).await;
+        let what = format!("put {}", self.key);
+        let outcome = self.outcome(&what, answer, |_| Output::Put, |r| revision_of(r.header()));
         if let (Output::Put, Some(revision)) = outcome {
             self.ack(self.key, revision, Kind::Put);
         }
@@ -201,7 +236,14 @@ impl Op<'_> {
     /// it failed. A failed read tells nothing and is not recorded.
     async fn get(&self, etcd: &mut Client) -> Option<Option<String>> {
         let call = self.traffic.recorder.now();
-        let response = etcd.get(self.key, None).await.ok()?;
+        let response = match etcd.get(self.key, None).await {
+            Ok(response) => response,
+            Err(err) => {
+                self.traffic
+                    .judge(self.id, &format!("get {}", self.key), &err);
+                return None;
+            }
+        };
         let value = response
             .kvs()
             .first()
@@ -221,15 +263,15 @@ impl Op<'_> {
             .when([compare])
             .and_then([TxnOp::put(self.key, self.value, None)]);
         let call = self.traffic.recorder.now();
-        let outcome = match etcd.txn(txn).await {
-            Ok(r) => (
-                Output::Cas {
-                    succeeded: r.succeeded(),
-                },
-                revision_of(r.header()),
-            ),
-            Err(_) => (Output::Unknown, None),
-        };
+        let answer = etcd.txn(txn).await;
+        let outcome = self.outcome(
+            &format!("compare-and-swap {}", self.key),
+            answer,
+            |r| Output::Cas {
+                succeeded: r.succeeded(),
+            },
+            |r| revision_of(r.header()),
+        );
         if let (Output::Cas { succeeded: true }, Some(revision)) = outcome {
             self.ack(self.key, revision, Kind::Put);
         }
@@ -242,15 +284,15 @@ impl Op<'_> {
 
     async fn delete(&self, etcd: &mut Client) -> bool {
         let call = self.traffic.recorder.now();
-        let outcome = match etcd.delete(self.key, None).await {
-            Ok(r) => (
-                Output::Delete {
-                    deleted: r.deleted() > 0,
-                },
-                revision_of(r.header()),
-            ),
-            Err(_) => (Output::Unknown, None),
-        };
+        let answer = etcd.delete(self.key, None).await;
+        let outcome = self.outcome(
+            &format!("delete {}", self.key),
+            answer,
+            |r| Output::Delete {
+                deleted: r.deleted() > 0,
+            },
+            |r| revision_of(r.header()),
+        );
         if let (Output::Delete { deleted: true }, Some(revision)) = outcome {
             self.ack(self.key, revision, Kind::Delete);
         }
@@ -263,10 +305,9 @@ impl Op<'_> {
         self.issue();
         let txn = Txn::new().and_then(ATOMIC.map(|k| TxnOp::put(k, self.value, None)));
         let call = self.traffic.recorder.now();
-        let outcome = match etcd.txn(txn).await {
-            Ok(r) => (Output::Put, revision_of(r.header())),
-            Err(_) => (Output::Unknown, None),
-        };
+        let answer = etcd.txn(txn).await;
+        let what = "a transaction putting two keys";
+        let outcome = self.outcome(what, answer, |_| Output::Put, |r| revision_of(r.header()));
         for key in ATOMIC {
             if let (Output::Put, Some(revision)) = outcome {
                 self.ack(key, revision, Kind::Put);
@@ -290,9 +331,13 @@ impl Op<'_> {
     async fn lease_cycle(&self, etcd: &mut Client, seq: usize) -> bool {
         let key = format!("{PREFIX}lease/c{}-{seq}", self.id);
         let mut counts = LeaseCounts::default();
-        let Ok(grant) = etcd.lease_grant(LEASE_TTL, None).await else {
-            self.traffic.leases.lock().unwrap().failed += 1;
-            return false;
+        let grant = match etcd.lease_grant(LEASE_TTL, None).await {
+            Ok(grant) => grant,
+            Err(err) => {
+                self.traffic.judge(self.id, "lease grant", &err);
+                self.traffic.leases.lock().unwrap().failed += 1;
+                return false;
+            }
         };
         counts.granted += 1;
         self.issue();
@@ -304,10 +349,8 @@ impl Op<'_> {
                 Some(PutOptions::new().with_lease(grant.id())),
             )
             .await;
-        let put_outcome = match &put {
-            Ok(r) => (Output::Put, revision_of(r.header())),
-            Err(_) => (Output::Unknown, None),
-        };
+        let what = format!("put {key} with a lease");
+        let put_outcome = self.outcome(&what, put, |_| Output::Put, |r| revision_of(r.header()));
         if let (Output::Put, Some(revision)) = put_outcome {
             self.ack(&key, revision, Kind::Put);
         }
@@ -323,7 +366,13 @@ impl Op<'_> {
             counts.kept_alive += 1;
         }
         let revoke_call = self.traffic.recorder.now();
-        let revoked = etcd.lease_revoke(grant.id()).await.is_ok();
+        let revoked = match etcd.lease_revoke(grant.id()).await {
+            Ok(_) => true,
+            Err(err) => {
+                self.traffic.judge(self.id, "lease revoke", &err);
+                false
+            }
+        };
         counts.revoked += usize::from(revoked);
         let outcome = match (revoked, put_outcome.0) {
             (true, Output::Put) => (Output::Delete { deleted: true }, None),
@@ -489,10 +538,8 @@ pub async fn held_lease(traffic: Arc<Traffic>) {
             Some(PutOptions::new().with_lease(id)),
         )
         .await;
-    let outcome = match &put {
-        Ok(r) => (Output::Put, revision_of(r.header())),
-        Err(_) => (Output::Unknown, None),
-    };
+    let what = format!("put {key} with the held lease");
+    let outcome = op.outcome(&what, put, |_| Output::Put, |r| revision_of(r.header()));
     if let (Output::Put, Some(revision)) = outcome {
         op.ack(&key, revision, Kind::Put);
     }

@@ -7,7 +7,10 @@
 //! writes share; so an update with resourceVersion R (the version a read
 //! saw with value v) is a compare-and-swap from v, a create is one from
 //! absent, and a list is a read of every name at once. A 409 or 404 is a
-//! definite answer; any other failure is ambiguous.
+//! definite answer; other errors are read as `answers` says (only no
+//! answer, 503, 504 and 429 leave the outcome unknown; the rest are
+//! failures of the run). A delete's answer carries the deletion's
+//! resourceVersion, so the REST watch checks hold deletions too.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
@@ -22,6 +25,7 @@ use kube::api::{
 use kube::{Api, Client};
 use serde_json::json;
 
+use crate::answers::{self, Answer};
 use crate::checker::watch::{Event, Kind, Write};
 use crate::history::{Input, Output, Recorder};
 
@@ -37,7 +41,25 @@ pub struct KubeTraffic {
     pub recorder: Recorder,
     pub acked: Mutex<Vec<Write>>,
     pub issued: Mutex<HashSet<String>>,
+    /// Answers that were failures of the server (see `answers`).
+    pub errors: Mutex<Vec<String>>,
     pub stop: AtomicBool,
+}
+
+impl KubeTraffic {
+    /// What client `id` was told by an error to `what`: unknown, or that
+    /// it did not happen (a failure of the server, which is noted).
+    fn judge(&self, id: usize, what: &str, err: &kube::Error) -> Output {
+        match answers::kube(err) {
+            Answer::Unknown => Output::Unknown,
+            Answer::Refused => Output::Failed,
+            Answer::Failure => {
+                let error = format!("client {id}: {what}: {err}");
+                self.errors.lock().unwrap().push(error);
+                Output::Failed
+            }
+        }
+    }
 }
 
 /// ConfigMaps in `default` through the API server on `port`, with
@@ -127,7 +149,8 @@ impl KubeOp<'_> {
         self.traffic.recorder.now()
     }
 
-    /// Records the outcome of a write of `self.value`; whether answered.
+    /// Records the outcome of a write of `self.value` (of a deletion
+    /// when `written` is what a delete returned); whether answered.
     fn record_write(
         &self,
         input: Input,
@@ -137,11 +160,15 @@ impl KubeOp<'_> {
     ) -> bool {
         let revision = written.and_then(revision_of);
         if let Some(revision) = revision {
+            let (kind, value) = match input {
+                Input::Delete => (Kind::Delete, None),
+                _ => (Kind::Put, Some(self.value.clone())),
+            };
             self.traffic.acked.lock().unwrap().push(Write {
                 revision,
                 key: self.name.clone(),
-                kind: Kind::Put,
-                value: Some(self.value.clone()),
+                kind,
+                value,
             });
         }
         let answered = output != Output::Unknown;
@@ -171,7 +198,12 @@ impl KubeOp<'_> {
             Err(e) if status(&e) == Some(409) => {
                 self.record_write(input, call, Output::Cas { succeeded: false }, None)
             }
-            Err(_) => self.record_write(input, call, Output::Unknown, None),
+            Err(e) => {
+                let output = self
+                    .traffic
+                    .judge(self.id, &format!("create {}", self.name), &e);
+                self.record_write(input, call, output, None)
+            }
         }
     }
 
@@ -184,7 +216,11 @@ impl KubeOp<'_> {
                 value_of(&cm)
             }
             Err(e) if status(&e) == Some(404) => None,
-            Err(_) => return false,
+            Err(e) => {
+                self.traffic
+                    .judge(self.id, &format!("get {}", self.name), &e);
+                return false;
+            }
         };
         let recorder = &self.traffic.recorder;
         recorder.record(
@@ -218,7 +254,12 @@ impl KubeOp<'_> {
             Err(e) if matches!(status(&e), Some(409 | 404)) => {
                 self.record_write(input, call, Output::Cas { succeeded: false }, None)
             }
-            Err(_) => self.record_write(input, call, Output::Unknown, None),
+            Err(e) => {
+                let output = self
+                    .traffic
+                    .judge(self.id, &format!("update {}", self.name), &e);
+                self.record_write(input, call, output, None)
+            }
         }
     }
 
@@ -238,25 +279,38 @@ impl KubeOp<'_> {
             Err(e) if status(&e) == Some(404) => {
                 self.record_write(input, call, Output::Patch { found: false }, None)
             }
-            Err(_) => self.record_write(input, call, Output::Unknown, None),
+            Err(e) => {
+                let output = self
+                    .traffic
+                    .judge(self.id, &format!("patch {}", self.name), &e);
+                self.record_write(input, call, output, None)
+            }
         }
     }
 
     async fn delete(&self) -> bool {
         let call = self.now();
-        let output = match self.api.delete(&self.name, &DeleteParams::default()).await {
-            Ok(_) => Output::Delete { deleted: true },
-            Err(e) if status(&e) == Some(404) => Output::Delete { deleted: false },
-            Err(_) => Output::Unknown,
+        let (output, gone) = match self.api.delete(&self.name, &DeleteParams::default()).await {
+            // The object as it was, at the deletion's resourceVersion.
+            Ok(answer) => (Output::Delete { deleted: true }, answer.left()),
+            Err(e) if status(&e) == Some(404) => (Output::Delete { deleted: false }, None),
+            Err(e) => {
+                let what = format!("delete {}", self.name);
+                (self.traffic.judge(self.id, &what, &e), None)
+            }
         };
-        self.record_write(Input::Delete, call, output, None)
+        self.record_write(Input::Delete, call, output, gone.as_ref())
     }
 
     /// A list is a read of every name at one revision.
     async fn list(&self) -> bool {
         let call = self.now();
-        let Ok(list) = self.api.list(&ListParams::default()).await else {
-            return false;
+        let list = match self.api.list(&ListParams::default()).await {
+            Ok(list) => list,
+            Err(e) => {
+                self.traffic.judge(self.id, "list", &e);
+                return false;
+            }
         };
         record_list(&self.traffic.recorder, self.id, call, &list.items);
         true

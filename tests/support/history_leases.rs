@@ -10,14 +10,19 @@
 //!   a generous bound (a lease that never expires leaks its keys forever).
 //!
 //! The keys live under their own prefix, outside the history's, so the
-//! linearizability and watch checks do not see these deletions by expiry.
+//! linearizability and watch checks do not see these deletions by expiry;
+//! `check_events` holds the whole-keyspace watch to them instead: every
+//! acknowledged put at its revision, every expiry a deletion event, and
+//! nothing under the prefix that this task did not write.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etcd_client::{Client, GetOptions, PutOptions};
 
+use crate::checker::watch::{Event, Kind};
 use crate::history::Recorder;
 use crate::history_etcd::{connect, Traffic};
 
@@ -40,6 +45,12 @@ struct Waiting {
 #[derive(Default)]
 pub struct Expiries {
     waiting: Mutex<Vec<Waiting>>,
+    /// Every key a put was sent for.
+    sent: Mutex<HashSet<String>>,
+    /// Acknowledged puts: key and revision.
+    acked: Mutex<Vec<(String, i64)>>,
+    /// Keys seen gone.
+    gone: Mutex<Vec<String>>,
     pub expired: Mutex<usize>,
     /// Seen gone after the TTL: the longest delay past it.
     pub latest: Mutex<Duration>,
@@ -104,11 +115,10 @@ impl Expiries {
         };
         let key = format!("{EXPIRY_PREFIX}{sequence}");
         let options = PutOptions::new().with_lease(grant.id());
-        if etcd
-            .put(key.as_str(), "expires", Some(options))
-            .await
-            .is_ok()
-        {
+        self.sent.lock().unwrap().insert(key.clone());
+        if let Ok(put) = etcd.put(key.as_str(), "expires", Some(options)).await {
+            let revision = put.header().map_or(0, |h| h.revision());
+            self.acked.lock().unwrap().push((key.clone(), revision));
             let ttl = Duration::from_secs(grant.ttl().max(TTL) as u64);
             let waiting = Waiting {
                 key,
@@ -149,6 +159,7 @@ impl Expiries {
             return;
         };
         let lease = waiting.remove(at);
+        self.gone.lock().unwrap().push(key.to_string());
         let due = lease.granted_at + lease.ttl.as_nanos() as u64;
         *self.expired.lock().unwrap() += 1;
         if returned < due {
@@ -172,5 +183,40 @@ impl Expiries {
             self.expired.lock().unwrap(),
             self.latest.lock().unwrap()
         )
+    }
+
+    /// What a watch of the whole keyspace over `(after, until]` shows
+    /// against what this task did: its violations.
+    pub fn check_events(&self, events: &[Event], after: i64, until: i64) -> Vec<String> {
+        let mine: Vec<&Event> = events
+            .iter()
+            .filter(|e| e.key.starts_with(EXPIRY_PREFIX))
+            .collect();
+        let mut violations = Vec::new();
+        let sent = self.sent.lock().unwrap();
+        if let Some(e) = mine.iter().find(|e| !sent.contains(&e.key)) {
+            violations.push(format!(
+                "{} at revision {}: a key no lease put wrote",
+                e.key, e.revision
+            ));
+        }
+        let at = |key: &str, revision: i64, kind: Kind| {
+            mine.iter()
+                .any(|e| e.key == key && e.kind == kind && e.revision == revision)
+        };
+        for (key, revision) in self.acked.lock().unwrap().iter() {
+            if *revision > after && *revision <= until && !at(key, *revision, Kind::Put) {
+                violations.push(format!(
+                    "acknowledged put of {key} at {revision} never delivered"
+                ));
+            }
+        }
+        let deleted = |key: &str| mine.iter().any(|e| e.key == key && e.kind == Kind::Delete);
+        for key in self.gone.lock().unwrap().iter() {
+            if !deleted(key) {
+                violations.push(format!("{key} expired but no deletion was delivered"));
+            }
+        }
+        violations
     }
 }

@@ -1,6 +1,7 @@
 //! Helpers for process-level tests: build and start the real binaries on
 //! free loopback ports, drive them with real clients, kill them for real.
 
+pub mod answers;
 pub mod apiserver;
 pub mod audit_log;
 pub mod certs;

@@ -11,6 +11,7 @@
 //! placed anywhere after its call, and is simply never placed (it did not
 //! happen) once every definite operation has been.
 
+pub mod plant;
 pub mod resolve;
 pub mod verify;
 pub mod watch;
@@ -43,6 +44,9 @@ type State = Option<String>;
 fn step(state: &State, op: &Operation) -> Option<State> {
     let ambiguous = op.output == Output::Unknown;
     match (&op.input, &op.output) {
+        // A write the server said failed changed nothing.
+        (Input::Get, Output::Failed) => None,
+        (_, Output::Failed) => Some(state.clone()),
         (Input::Put { value }, Output::Put | Output::Unknown) => Some(Some(value.clone())),
         (Input::Get, Output::Get(seen)) => (seen == state).then(|| state.clone()),
         (Input::Get, Output::Unknown) => Some(state.clone()),
@@ -209,58 +213,3 @@ impl<'a> Search<'a> {
 
 #[cfg(test)]
 mod tests;
-
-/// A copy of `ops` with one read made stale: the latest answered read of
-/// some value is changed to report a value that an acknowledged write had
-/// already replaced before the read was sent. A sound checker must reject
-/// it; the fault suites use it to show their check is not vacuous on the
-/// histories they really recorded. None if no such read exists.
-pub fn with_stale_read(ops: &[Operation]) -> Option<Vec<Operation>> {
-    let mut ops = ops.to_vec();
-    let (index, stale) = ops.iter().enumerate().rev().find_map(|(i, read)| {
-        let (Input::Get, Some(_)) = (&read.input, read.ret) else {
-            return None;
-        };
-        stale_value(&ops, read).map(|v| (i, v))
-    })?;
-    ops[index].output = Output::Get(Some(stale));
-    Some(ops)
-}
-
-/// A value written on `read`'s key by a write that, like another write
-/// after it, was acknowledged before `read` was sent (values are unique,
-/// so it cannot be current), and that `read` did not return.
-fn stale_value(ops: &[Operation], read: &Operation) -> Option<String> {
-    let done_before = |op: &&Operation| {
-        op.key == read.key && op.ret.is_some_and(|ret| ret < read.call) && changed(op)
-    };
-    let writes: Vec<&Operation> = ops.iter().filter(done_before).collect();
-    writes.iter().find_map(|old| {
-        let value = written(old)?;
-        let overwritten = writes
-            .iter()
-            .any(|new| new.call > old.ret.unwrap_or(u64::MAX));
-        (overwritten && read.output != Output::Get(Some(value.clone()))).then(|| value.clone())
-    })
-}
-
-/// Whether an answered operation changed its key.
-fn changed(op: &Operation) -> bool {
-    matches!(
-        op.output,
-        Output::Put
-            | Output::Cas { succeeded: true }
-            | Output::Patch { found: true }
-            | Output::Delete { deleted: true }
-    )
-}
-
-/// The value an answered operation wrote, if it wrote one.
-fn written(op: &Operation) -> Option<&String> {
-    match (&op.input, changed(op)) {
-        (Input::Put { value } | Input::Cas { value, .. } | Input::Patch { value }, true) => {
-            Some(value)
-        }
-        _ => None,
-    }
-}

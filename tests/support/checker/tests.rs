@@ -1,11 +1,12 @@
 //! The checker's selftest: it accepts correct histories (with concurrency
 //! and ambiguous outcomes) and catches a stale read, a lost write, a wrong
-//! CAS, and a watch gap, duplicate, reorder and split revision.
+//! CAS, and a watch gap, duplicate, reorder and split revision; and every
+//! violation `plant` plants in a busy history is caught.
 
 use std::collections::HashSet;
 
 use super::watch::{self, Event, Expectation, Kind, WatchViolation, Write};
-use super::{check, LinearizabilityError, DEFAULT_BUDGET};
+use super::{check, plant, LinearizabilityError, DEFAULT_BUDGET};
 use crate::history::{Input, Operation, Output};
 
 fn op(client: usize, input: Input, output: Output, call: u64, ret: Option<u64>) -> Operation {
@@ -392,14 +393,137 @@ fn a_patch_writes_only_an_existing_key() {
 }
 
 #[test]
-fn a_read_made_stale_is_rejected() {
+fn a_write_the_server_failed_changed_nothing() {
     let ops = [
         op(0, put("a"), Output::Put, 0, Some(1)),
-        op(0, put("b"), Output::Put, 2, Some(3)),
-        op(1, Input::Get, got(Some("b")), 4, Some(5)),
+        op(0, put("b"), Output::Failed, 2, Some(3)),
+        op(1, Input::Get, got(Some("a")), 4, Some(5)),
     ];
     assert_eq!(verdict(&ops), vec![]);
-    let stale = super::with_stale_read(&ops).expect("a read to make stale");
-    assert_eq!(stale[2].output, got(Some("a")));
-    assert!(illegal(&stale), "{:?}", verdict(&stale));
+    // A server that applied a write it answered with an error is caught.
+    let applied = [
+        op(0, put("a"), Output::Put, 0, Some(1)),
+        op(0, put("b"), Output::Failed, 2, Some(3)),
+        op(1, Input::Get, got(Some("b")), 4, Some(5)),
+    ];
+    assert!(illegal(&applied), "{:?}", verdict(&applied));
+}
+
+/// Four clients on one key, overlapping: puts, CASes from the value last
+/// read, and reads, each seeing the latest value; and the events a watch
+/// of it would deliver.
+fn busy_run() -> (Vec<Operation>, Vec<Event>, Vec<Write>) {
+    let (mut ops, mut events, mut writes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut current: Option<String> = None;
+    for i in 0..200u64 {
+        let client = (i % 4) as usize;
+        let (t, value) = (i * 10, format!("v{i}"));
+        let revision = i as i64 + 2;
+        let written = match i % 5 {
+            0 | 2 => op(client, put(&value), Output::Put, t, Some(t + 15)),
+            1 => op(
+                client,
+                Input::Delete,
+                Output::Delete { deleted: true },
+                t,
+                Some(t + 15),
+            ),
+            3 => op(
+                client,
+                cas(current.as_deref(), &value),
+                Output::Cas { succeeded: true },
+                t,
+                Some(t + 15),
+            ),
+            _ => {
+                // After the CAS before it returned, before the next write.
+                let seen = op(
+                    client,
+                    Input::Get,
+                    got(current.as_deref()),
+                    t + 8,
+                    Some(t + 9),
+                );
+                ops.push(seen);
+                continue;
+            }
+        };
+        let deleted = written.input == Input::Delete;
+        current = (!deleted).then(|| value.clone());
+        ops.push(written);
+        let kind = if deleted { Kind::Delete } else { Kind::Put };
+        writes.push(Write {
+            revision,
+            key: "k".into(),
+            kind,
+            value: current.clone(),
+        });
+        // Every other revision also writes a second key in one response.
+        let response = revision as u64;
+        events.push(Event {
+            revision,
+            key: "k".into(),
+            kind,
+            value: current.clone(),
+            response,
+        });
+        if i % 2 == 0 {
+            events.push(Event {
+                revision,
+                key: "other".into(),
+                kind: Kind::Put,
+                value: Some(format!("o{i}")),
+                response,
+            });
+        }
+    }
+    (ops, events, writes)
+}
+
+#[test]
+fn every_planted_violation_is_caught_in_a_busy_run() {
+    let (ops, events, writes) = busy_run();
+    assert_eq!(verdict(&ops), vec![]);
+    let mut issued: HashSet<String> = writes.iter().filter_map(|w| w.value.clone()).collect();
+    issued.extend(events.iter().filter_map(|e| e.value.clone()));
+    let expect = Expectation {
+        after: 1,
+        until: 201,
+        acked: &writes,
+        issued: &issued,
+        every_revision: false,
+    };
+    assert_eq!(watch::check(&events, &expect), vec![]);
+    for kind in plant::EVERY_PLANT {
+        if plant::is_linearizability(kind) {
+            let planted = plant::in_history(kind, &ops);
+            let planted = planted.unwrap_or_else(|| panic!("a place for {kind:?}"));
+            assert!(illegal(&planted.ops), "{kind:?} at {}", planted.at);
+        } else {
+            let planted = plant::in_stream(kind, &events, &writes);
+            let planted = planted.unwrap_or_else(|| panic!("a place for {kind:?}"));
+            let found = watch::check(&planted.events, &expect);
+            assert!(found.contains(&planted.expected), "{kind:?}: {found:?}");
+        }
+    }
+}
+
+#[test]
+fn plants_go_in_the_middle_of_the_traffic_not_its_final_reads() {
+    let (mut ops, _, _) = busy_run();
+    let mut last = op(0, Input::Get, got(Some("v198")), 5_000, Some(5_001));
+    last.client = crate::history::FINAL_READER;
+    ops.push(last);
+    let planted = plant::in_history(plant::Plant::StaleRead, &ops).expect("a stale read");
+    let changed: Vec<usize> = (0..ops.len())
+        .filter(|&i| planted.ops[i] != ops[i])
+        .collect();
+    let [index] = changed[..] else {
+        panic!("one read changed: {changed:?}")
+    };
+    assert!(
+        (500..1_500).contains(&ops[index].call),
+        "planted at {}",
+        planted.at
+    );
 }

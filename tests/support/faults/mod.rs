@@ -1,6 +1,7 @@
 //! Faults for a `capstan-store` cluster on loopback: network partitions of
-//! the raft peer links (this file), and a schedule of kills, pauses and
-//! partitions with a report (`schedule`).
+//! the raft peer links (this file), a schedule of kills, pauses and
+//! partitions (`schedule`), what shows each took effect (`proof`), and
+//! the report of a run (`report`).
 //!
 //! A partition isolates one member from the others' peer ports. All
 //! members share 127.0.0.1, so packets are told apart by port and by
@@ -15,6 +16,8 @@
 
 pub mod apiserver;
 pub mod membership;
+pub mod proof;
+pub mod report;
 pub mod schedule;
 
 use std::collections::HashSet;
@@ -181,6 +184,20 @@ impl Network {
     fn peer_ports(&self) -> Vec<u16> {
         let members = self.members.lock().unwrap_or_else(|e| e.into_inner());
         members.iter().map(|(port, _)| *port).collect()
+    }
+
+    /// Packets the partition rules in force have dropped so far.
+    pub fn dropped_packets(&self) -> u64 {
+        let listing = run(
+            "iptables",
+            &["-w", "10", "-L", &self.chain, "-v", "-x", "-n"],
+        );
+        listing
+            .unwrap_or_default()
+            .lines()
+            .skip(2)
+            .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
+            .sum()
     }
 
     /// Removes every partition.

@@ -1,25 +1,26 @@
 //! A schedule of faults injected one after another into a store cluster
-//! while traffic runs, and the report of a run: operations, faults,
-//! failover times and violations.
+//! while traffic runs (the run's report is `report`).
 //!
-//! Each fault is held for a while, healed, and the schedule then waits
-//! (with a deadline) until the cluster has a leader and some write called
-//! after the injection was acknowledged, so every fault is survived before
-//! the next one starts. Failover times are measured afterwards from the
+//! The kinds go round in an order rotated by a seed, so a run too short
+//! for all of them does not always drop the same ones; past its time the
+//! schedule goes on with the kinds that have not yet taken effect (for at
+//! most as long again), and the report fails a run in which an advertised
+//! kind never did. Each fault is held for a while, shown to have taken
+//! effect (`proof`), healed, and the schedule then waits (with a
+//! deadline) until the cluster has a leader and some write called after
+//! the injection was acknowledged, so every fault is survived before the
+//! next one starts. Failover times are measured afterwards from the
 //! history, not asserted: speed belongs to the benchmarks.
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::apiserver::ApiProcess;
+use super::proof::{self, Evidence};
 use super::{membership, Network};
-use crate::checker::verify::Findings;
 use crate::cluster::Cluster;
-use crate::history::{self, Operation, Recorder};
+use crate::history::Recorder;
 use crate::poll::wait_for;
 
 /// Generous: a 2-core machine shared with builds can be slow to elect.
@@ -62,8 +63,6 @@ pub enum FaultKind {
 pub const SLOW_DISK_MS: u64 = 400;
 
 impl FaultKind {
-    /// Whether the fault takes the leader away, so writes stop until a
-    /// leader is elected (or the old one is back).
     /// Whether the fault needs the partition controls (a [`Network`]).
     pub fn needs_network(self) -> bool {
         matches!(
@@ -83,6 +82,8 @@ impl FaultKind {
         )
     }
 
+    /// Whether the fault takes the leader away, so writes stop until a
+    /// leader is elected (or the old one is back).
     pub fn hits_leader(self) -> bool {
         matches!(
             self,
@@ -95,7 +96,8 @@ impl FaultKind {
     }
 }
 
-/// Every kind, in the order a schedule cycles through them.
+/// Every kind, in the order a schedule cycles through them (from a
+/// place the seed picks).
 pub const EVERY_FAULT: [FaultKind; 11] = [
     FaultKind::KillLeader,
     FaultKind::IsolateFollower,
@@ -110,18 +112,44 @@ pub const EVERY_FAULT: [FaultKind; 11] = [
     FaultKind::KillAll,
 ];
 
-/// One injected fault, on the history's clock (nanoseconds).
+/// One injected fault, on the history's clock (nanoseconds), and what
+/// showed it took effect.
 #[derive(Debug, Clone)]
 pub struct FaultRecord {
     pub kind: FaultKind,
     pub member: Option<usize>,
     pub injected: u64,
     pub healed: u64,
+    pub evidence: Evidence,
+}
+
+/// What a schedule did.
+#[derive(Debug, Clone)]
+pub struct Faults {
+    pub records: Vec<FaultRecord>,
+    /// The kinds it set out to inject (those its targets allow).
+    pub order: Vec<FaultKind>,
+    pub seed: u64,
+    /// How long it ran past its time to fit every kind in.
+    pub overran: Option<Duration>,
+}
+
+impl Faults {
+    /// Advertised kinds no fault of which was shown to take effect.
+    pub fn missing(&self) -> Vec<FaultKind> {
+        let shown = |kind: &FaultKind| {
+            self.records
+                .iter()
+                .any(|r| r.kind == *kind && r.evidence.is_ok())
+        };
+        self.order.iter().copied().filter(|k| !shown(k)).collect()
+    }
 }
 
 /// How long and how hard: from `CAPSTAN_FAULT_SECONDS` (default 30);
 /// `CAPSTAN_FAULT_PARTITIONS=0` leaves partitions out, for a machine
-/// where the test cannot use iptables and cgroups (not root).
+/// where the test cannot use iptables and cgroups (not root);
+/// `CAPSTAN_FAULT_SEED` repeats a run's order (default: from the clock).
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub duration: Duration,
@@ -130,6 +158,7 @@ pub struct Settings {
     /// Quiet time between a recovery and the next fault.
     pub settle: Duration,
     pub partitions: bool,
+    pub seed: u64,
 }
 
 impl Settings {
@@ -138,11 +167,18 @@ impl Settings {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(30);
+        let clock = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         Settings {
             duration: Duration::from_secs(seconds),
             hold: Duration::from_millis(1500),
             settle: Duration::from_millis(1000),
             partitions: std::env::var("CAPSTAN_FAULT_PARTITIONS").as_deref() != Ok("0"),
+            seed: std::env::var("CAPSTAN_FAULT_SEED")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(clock),
         }
     }
 }
@@ -159,94 +195,154 @@ pub struct Targets<'a> {
     pub endpoints: Option<&'a Mutex<Vec<String>>>,
 }
 
-/// Injects faults from `kinds` in turn until `settings.duration` has
-/// passed; returns what was done. Panics if the cluster does not recover
-/// from one within the deadline.
+/// Injects faults from `kinds` (those `targets` allow), in an order
+/// rotated by the seed, until `settings.duration` has passed and each
+/// has taken effect once, or twice that time has; returns what was done.
+/// Panics if the cluster does not recover from one within the deadline.
 pub fn run(
-    targets: Targets,
+    mut targets: Targets,
     clock: &Recorder,
     kinds: &[FaultKind],
     settings: &Settings,
-) -> Vec<FaultRecord> {
-    let Targets {
-        cluster,
-        network,
-        api_servers,
-        endpoints,
-    } = targets;
-    let kinds: Vec<FaultKind> = kinds
+) -> Faults {
+    let mut order: Vec<FaultKind> = kinds
         .iter()
         .copied()
-        .filter(|kind| network.is_some() || !kind.needs_network())
-        .filter(|kind| !api_servers.is_empty() || !kind.needs_api_servers())
+        .filter(|kind| targets.network.is_some() || !kind.needs_network())
+        .filter(|kind| !targets.api_servers.is_empty() || !kind.needs_api_servers())
         .collect();
+    let turn = settings.seed % order.len().max(1) as u64;
+    order.rotate_left(turn as usize);
+    let mut faults = Faults {
+        records: Vec::new(),
+        order,
+        seed: settings.seed,
+        overran: None,
+    };
+    assert!(!faults.order.is_empty(), "no fault kind fits these targets");
     let end = Instant::now() + settings.duration;
-    let mut records = Vec::new();
-    for kind in kinds.iter().cycle() {
-        if Instant::now() >= end {
-            break;
-        }
-        thread::sleep(settings.settle);
-        let leader = cluster.wait_for_leader(RECOVERY);
-        let member = match kind {
-            // Whole-cluster and API server faults name no member.
-            kind if *kind == FaultKind::KillAll || kind.needs_api_servers() => None,
-            kind if kind.hits_leader() => Some(leader),
-            _ => Some((leader + 1) % cluster.members.len()),
+    let last_call = end + settings.duration;
+    for turn in 0.. {
+        let now = Instant::now();
+        let kind = match (now < end, faults.missing().first()) {
+            (true, _) => faults.order[turn % faults.order.len()],
+            (false, Some(&kind)) if now < last_call => kind,
+            _ => break,
         };
-        let injected = clock.now();
-        match (kind, network) {
-            (FaultKind::KillApiServer, _) => {
-                let count = api_servers.len();
-                let api = &mut api_servers[records.len() % count];
-                api.kill9();
-                thread::sleep(settings.hold);
-                api.spawn();
-            }
-            (FaultKind::CutApiServerFromLeader, Some(network)) => {
-                let pid = api_servers[records.len() % api_servers.len()].pid();
-                let port = cluster.members[leader].client_port;
-                cut_api_server(network, pid, port, settings.hold);
-            }
-            (FaultKind::ReplaceFollower, _) => {
-                let index = member.expect("a follower");
-                let name = format!("r{}", records.len());
-                membership::replace_member(cluster, index, &name).expect("replace a member");
-                let joined = &cluster.members[index];
-                if let Some(network) = network {
-                    network.replace(index, joined.peer_port, joined.data_dir.clone());
-                }
-                if let Some(endpoints) = endpoints {
-                    *endpoints.lock().unwrap_or_else(|e| e.into_inner()) = cluster.urls();
-                }
-            }
-            _ => inject(cluster, network, *kind, member, settings.hold),
-        }
-        let healed = clock.now();
-        cluster.wait_for_leader(RECOVERY);
-        wait_for(
-            RECOVERY,
-            &format!("a write acknowledged after {kind:?}"),
-            || (clock.latest_acknowledged_write() > injected).then_some(()),
-        );
-        eprintln!("fault {}: {kind:?} on {member:?}", records.len());
-        records.push(FaultRecord {
-            kind: *kind,
-            member,
-            injected,
-            healed,
-        });
+        let record = one_fault(&mut targets, clock, kind, faults.records.len(), settings);
+        faults.records.push(record);
     }
-    records
+    let past = Instant::now().saturating_duration_since(end);
+    faults.overran = (past > settings.hold + settings.settle).then_some(past);
+    faults
 }
 
-fn cut_api_server(network: &Network, pid: u32, port: u16, hold: Duration) {
+/// Injects one fault, holds it (gathering the evidence that it took
+/// effect), heals it and waits until writes flow again.
+fn one_fault(
+    targets: &mut Targets,
+    clock: &Recorder,
+    kind: FaultKind,
+    number: usize,
+    settings: &Settings,
+) -> FaultRecord {
+    thread::sleep(settings.settle);
+    let cluster = &mut *targets.cluster;
+    let leader = cluster.wait_for_leader(RECOVERY);
+    let member = match kind {
+        // Whole-cluster and API server faults name no member.
+        kind if kind == FaultKind::KillAll || kind.needs_api_servers() => None,
+        kind if kind.hits_leader() => Some(leader),
+        _ => Some((leader + 1) % cluster.members.len()),
+    };
+    let injected = clock.now();
+    let hold = settings.hold;
+    let evidence = match (kind, targets.network) {
+        (FaultKind::KillApiServer, _) => {
+            let count = targets.api_servers.len();
+            kill_api_server(&mut targets.api_servers[number % count], hold)
+        }
+        (FaultKind::CutApiServerFromLeader, Some(network)) => {
+            let pid = targets.api_servers[number % targets.api_servers.len()].pid();
+            let port = cluster.members[leader].client_port;
+            cut_api_server(network, pid, port, hold)
+        }
+        (FaultKind::ReplaceFollower, network) => {
+            let index = member.expect("a follower");
+            replace_follower(cluster, network, targets.endpoints, index, number)
+        }
+        (kind, network) => inject(cluster, network, kind, member, hold),
+    };
+    let healed = clock.now();
+    cluster.wait_for_leader(RECOVERY);
+    wait_for(
+        RECOVERY,
+        &format!("a write acknowledged after {kind:?}"),
+        || (clock.latest_acknowledged_write() > injected).then_some(()),
+    );
+    eprintln!("fault {number}: {kind:?} on {member:?}: {evidence:?}");
+    FaultRecord {
+        kind,
+        member,
+        injected,
+        healed,
+        evidence,
+    }
+}
+
+fn kill_api_server(api: &mut ApiProcess, hold: Duration) -> Evidence {
+    api.kill9();
+    thread::sleep(hold);
+    let evidence = match proof::refuses(api.port) {
+        true => Ok(format!("API server port {} refused connections", api.port)),
+        false => Err(format!("API server port {} still accepted", api.port)),
+    };
+    api.spawn();
+    evidence
+}
+
+fn cut_api_server(network: &Network, pid: u32, port: u16, hold: Duration) -> Evidence {
     let reset = network
         .cut_process(pid, &[port])
         .expect("cut an API server off");
-    eprintln!("API server {pid} cut off from the leader: {reset} connections reset");
     thread::sleep(hold);
+    let dropped = network.dropped_packets();
     network.heal().expect("heal the cut");
+    match (reset, dropped) {
+        (0, 0) => Err(format!("API server {pid} did not use port {port}")),
+        _ => Ok(format!(
+            "API server {pid}: {reset} connections to port {port} reset, {dropped} packets dropped"
+        )),
+    }
+}
+
+fn replace_follower(
+    cluster: &mut Cluster,
+    network: Option<&Network>,
+    endpoints: Option<&Mutex<Vec<String>>>,
+    index: usize,
+    number: usize,
+) -> Evidence {
+    let name = format!("r{number}");
+    membership::replace_member(cluster, index, &name).expect("replace a member");
+    let joined = &cluster.members[index];
+    if let Some(network) = network {
+        network.replace(index, joined.peer_port, joined.data_dir.clone());
+    }
+    if let Some(endpoints) = endpoints {
+        *endpoints.lock().unwrap_or_else(|e| e.into_inner()) = cluster.urls();
+    }
+    proof::caught_up(cluster, index, RECOVERY)
+}
+
+/// The first evidence, then the second (both must show).
+fn and_then(first: Evidence, second: impl FnOnce() -> Evidence) -> Evidence {
+    let first = first?;
+    let second = second()?;
+    Ok(match second.is_empty() {
+        true => first,
+        false => format!("{first}; {second}"),
+    })
 }
 
 fn inject(
@@ -255,45 +351,50 @@ fn inject(
     kind: FaultKind,
     member: Option<usize>,
     hold: Duration,
-) {
+) -> Evidence {
     let members = match member {
         Some(index) => vec![index],
         None => (0..cluster.members.len()).collect(),
     };
+    // A fault on the leader has taken effect once the others elect one.
+    let leader_lost = |cluster: &Cluster| match (kind.hits_leader(), member) {
+        (true, Some(old)) => proof::new_leader(cluster, old, RECOVERY),
+        _ => Ok(String::new()),
+    };
     match kind {
         FaultKind::KillLeader | FaultKind::KillFollower | FaultKind::KillAll => {
             members.iter().for_each(|&m| cluster.members[m].kill9());
-            hold_fault(cluster, kind, member, hold);
+            let evidence = and_then(proof::killed(cluster, &members, hold), || {
+                leader_lost(cluster)
+            });
             members.iter().for_each(|&m| cluster.members[m].start());
+            evidence
         }
         FaultKind::PauseLeader | FaultKind::PauseFollower => {
-            members
-                .iter()
-                .for_each(|&m| cluster.members[m].signal("STOP"));
-            hold_fault(cluster, kind, member, hold);
-            members
-                .iter()
-                .for_each(|&m| cluster.members[m].signal("CONT"));
+            let signal = |name| {
+                members
+                    .iter()
+                    .for_each(|&m| cluster.members[m].signal(name))
+            };
+            signal("STOP");
+            let evidence = and_then(proof::paused(cluster, &members, hold), || {
+                leader_lost(cluster)
+            });
+            signal("CONT");
+            evidence
         }
         FaultKind::IsolateLeader | FaultKind::IsolateFollower | FaultKind::DeafenLeader => {
             let network = network.expect("partitions need the partition controls");
-            for &m in &members {
-                let cut = match kind {
-                    FaultKind::DeafenLeader => network.deafen(m),
-                    _ => network.isolate(m),
-                };
-                if let Err(err) = cut {
-                    // A member that is not running cannot be cut off: show why it stopped.
-                    let logs: Vec<String> =
-                        cluster.members.iter().map(|m| tail(&m.log(), 40)).collect();
-                    panic!(
-                        "partition a member: {err}\nmember logs:\n{}",
-                        logs.join("\n-----\n")
-                    );
+            partition(cluster, network, kind, &members);
+            let evidence = match kind {
+                FaultKind::IsolateFollower => proof::stalled(cluster, members[0], hold),
+                _ => {
+                    thread::sleep(hold);
+                    leader_lost(cluster)
                 }
-            }
-            hold_fault(cluster, kind, member, hold);
+            };
             network.heal().expect("heal the partition");
+            evidence
         }
         FaultKind::SlowDiskLeader | FaultKind::SlowDiskFollower => {
             let slow = |millis| {
@@ -304,8 +405,9 @@ fn inject(
                 }
             };
             slow(SLOW_DISK_MS);
-            hold_fault(cluster, kind, member, hold);
+            let evidence = proof::syncs_held(cluster, &members, hold);
             slow(0);
+            evidence
         }
         FaultKind::CutApiServerFromLeader
         | FaultKind::KillApiServer
@@ -315,149 +417,21 @@ fn inject(
     }
 }
 
-/// Keeps a fault in place for `hold`; a fault that took one member's
-/// leadership away is kept until the others have elected a new leader,
-/// which proves the fault really cut the member off.
-fn hold_fault(cluster: &Cluster, kind: FaultKind, member: Option<usize>, hold: Duration) {
-    thread::sleep(hold);
-    if let (true, Some(old)) = (kind.hits_leader(), member) {
-        let what = format!("a new leader while {kind:?} on member {old} holds");
-        wait_for(RECOVERY, &what, || {
-            let mut others = (0..cluster.members.len()).filter(|&m| m != old);
-            others.any(|m| cluster.members[m].is_leader()).then_some(())
-        });
-    }
-}
-
-/// For each fault that took the leader away: the time from injection to
-/// the first acknowledged write that was sent after it.
-pub fn failover_times(records: &[FaultRecord], ops: &[Operation]) -> Vec<Duration> {
-    let mut acked: Vec<(u64, u64)> = ops
-        .iter()
-        .filter(|op| op.is_acknowledged_write())
-        .filter_map(|op| Some((op.call, op.ret?)))
-        .collect();
-    acked.sort();
-    records
-        .iter()
-        .filter(|r| r.kind.hits_leader())
-        .filter_map(|r| {
-            let start = acked.partition_point(|(call, _)| *call < r.injected);
-            let first = acked[start..].iter().map(|(_, ret)| *ret).min()?;
-            Some(Duration::from_nanos(first - r.injected))
-        })
-        .collect()
-}
-
-/// Where a run keeps its history and report: `CAPSTAN_FAULT_DIR`, else
-/// the system's temporary folder; `name` plus this process's id.
-pub fn output_path(name: &str) -> PathBuf {
-    let dir = std::env::var_os("CAPSTAN_FAULT_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let _ = std::fs::create_dir_all(&dir);
-    dir.join(format!("capstan-fault-{name}-{}", std::process::id()))
-}
-
-/// What a run did and found.
-pub struct Report {
-    pub name: String,
-    pub operations: usize,
-    pub acknowledged: usize,
-    pub ambiguous: usize,
-    pub faults: Vec<FaultRecord>,
-    pub failovers: Vec<Duration>,
-    pub violations: Vec<String>,
-    pub history: PathBuf,
-    /// Lines specific to the profile (watch events seen, leases...).
-    pub notes: Vec<String>,
-}
-
-impl Report {
-    /// Writes the run's history under `CAPSTAN_FAULT_DIR` (as `file`) and
-    /// starts the report that points at it.
-    pub fn for_history(
-        file: &str,
-        name: &str,
-        ops: &[Operation],
-        faults: Vec<FaultRecord>,
-    ) -> Report {
-        let path = output_path(file).with_extension("history");
-        history::write_to(&path, ops).expect("write the history");
-        Report::new(name, ops, faults, path)
-    }
-
-    /// Takes in what the checker found.
-    pub fn absorb(&mut self, findings: Findings) {
-        self.violations.extend(findings.violations);
-        self.notes.extend(findings.notes);
-    }
-
-    /// Says so when the run had no partition controls.
-    pub fn note_partitions(&mut self, network: Option<&Network>) {
-        if network.is_none() {
-            self.notes
-                .push("partitions: left out (CAPSTAN_FAULT_PARTITIONS=0)".into());
+/// Cuts `members` off (or, for [`FaultKind::DeafenLeader`], makes them
+/// deaf); a member that is not running cannot be: the logs say why.
+fn partition(cluster: &Cluster, network: &Network, kind: FaultKind, members: &[usize]) {
+    for &m in members {
+        let cut = match kind {
+            FaultKind::DeafenLeader => network.deafen(m),
+            _ => network.isolate(m),
+        };
+        if let Err(err) = cut {
+            let logs: Vec<String> = cluster.members.iter().map(|m| tail(&m.log(), 40)).collect();
+            panic!(
+                "partition a member: {err}\nmember logs:\n{}",
+                logs.join("\n-----\n")
+            );
         }
-    }
-
-    /// Prints the report and keeps a copy next to the history.
-    pub fn publish(&self) {
-        eprintln!("{self}");
-        let _ = std::fs::write(self.history.with_extension("report"), format!("{self}\n"));
-    }
-
-    pub fn new(
-        name: &str,
-        ops: &[Operation],
-        faults: Vec<FaultRecord>,
-        history: PathBuf,
-    ) -> Report {
-        Report {
-            name: name.to_string(),
-            operations: ops.len(),
-            acknowledged: ops.iter().filter(|op| !op.is_ambiguous()).count(),
-            ambiguous: ops.iter().filter(|op| op.is_ambiguous()).count(),
-            failovers: failover_times(&faults, ops),
-            faults,
-            violations: Vec::new(),
-            history,
-            notes: Vec::new(),
-        }
-    }
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "== fault report: {} ==", self.name)?;
-        writeln!(
-            f,
-            "operations: {} ({} answered, {} ambiguous)",
-            self.operations, self.acknowledged, self.ambiguous
-        )?;
-        let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
-        for record in &self.faults {
-            *by_kind.entry(format!("{:?}", record.kind)).or_default() += 1;
-        }
-        writeln!(f, "faults: {} {by_kind:?}", self.faults.len())?;
-        let mut sorted = self.failovers.clone();
-        sorted.sort();
-        match (sorted.get(sorted.len() / 2), sorted.last()) {
-            (Some(median), Some(max)) => writeln!(
-                f,
-                "failover (fault on the leader to first acknowledged write): median {median:?}, max {max:?}, over {}",
-                sorted.len()
-            )?,
-            _ => writeln!(f, "failover: no leader fault measured")?,
-        }
-        for note in &self.notes {
-            writeln!(f, "{note}")?;
-        }
-        writeln!(f, "violations: {}", self.violations.len())?;
-        for violation in &self.violations {
-            writeln!(f, "  {violation}")?;
-        }
-        write!(f, "history: {}", self.history.display())
     }
 }
 
