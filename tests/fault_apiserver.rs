@@ -3,8 +3,9 @@
 //! updating with resourceVersion, merge-patching, deleting and listing
 //! ConfigMaps through both, and two REST watchers that resume on the
 //! other API server each time a watch ends, while the store's leader (and
-//! a follower) is killed, paused and cut off from its peers, and an API
-//! server is cut off from the leader or killed and restarted.
+//! a follower) is killed, paused, slowed and cut off from its peers, and
+//! an API server is cut off from a store member it uses (the leader when
+//! it uses it) or killed and restarted.
 //! Afterwards the history must be linearizable per object (final reads
 //! included, so an acknowledged write that vanished fails), and each
 //! watcher's stream, resumed at its last resourceVersion, must be ordered,
@@ -36,7 +37,7 @@ const FINISH: Duration = Duration::from_secs(90);
 const STORE_FAULTS: [FaultKind; 9] = [
     FaultKind::KillLeader,
     FaultKind::SlowDiskLeader,
-    FaultKind::CutApiServerFromLeader,
+    FaultKind::CutApiServerFromStore,
     FaultKind::KillApiServer,
     FaultKind::IsolateLeader,
     FaultKind::PauseLeader,

@@ -136,3 +136,42 @@ async fn failpoints_are_off_without_the_flag_and_bad_delays_are_refused() {
     let got = client.get("k", None).await.unwrap();
     assert_eq!(got.kvs()[0].value(), b"slow but there");
 }
+
+/// The deliberately broken server the fault suites are shown to catch:
+/// with `put-error-every` set to N, every Nth put is applied and then
+/// answered with `Internal`.
+#[tokio::test]
+async fn put_error_every_applies_every_nth_put_and_answers_it_internal() {
+    if on_reference_etcd() {
+        return;
+    }
+    const PATH: &str = "/debug/failpoints/put-error-every";
+    let put_every = |port: u16, body: &str| {
+        Connection::connect(port)
+            .and_then(|mut conn| conn.send("PUT", PATH, &[], body.as_bytes()))
+            .unwrap_or_else(|err| panic!("PUT {PATH}: {err}"))
+    };
+    let plain = TempStore::start(&[]);
+    assert_eq!(put_every(plain.client_port, "10").status, 404);
+
+    let store = TempStore::start(&["--experimental-enable-failpoints"]);
+    let refused = put_every(store.client_port, "often");
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    let set = put_every(store.client_port, "3");
+    assert_eq!(set.status, 200, "{}", set.text());
+    assert_eq!(set.json().unwrap()["every"], 3);
+    let mut client = connect(&store).await;
+    let mut failed = Vec::new();
+    for i in 1..=9 {
+        if let Err(err) = client.put(format!("k{i}"), "v", None).await {
+            let (code, message) = grpc_status(&err).expect("a gRPC status");
+            assert_eq!(code, Code::Internal, "put {i}: {message}");
+            failed.push(i);
+        }
+    }
+    assert_eq!(failed, vec![3, 6, 9]);
+    for i in 1..=9 {
+        let got = client.get(format!("k{i}"), None).await.unwrap();
+        assert_eq!(got.kvs().len(), 1, "k{i} was applied, failed or not");
+    }
+}

@@ -64,6 +64,34 @@ impl Member {
             .expect("start capstan-store");
         watchdog::track(child.id());
         self.child = Some(child);
+        self.break_puts_if_asked();
+    }
+
+    /// With `CAPSTAN_FAILPOINT_PUT_ERROR_EVERY=N` in the tests'
+    /// environment, a member started with `--experimental-enable-failpoints`
+    /// answers every Nth put with `Internal` after applying it (the
+    /// store's `put-error-every` failpoint, set as soon as the member
+    /// answers): a deliberately broken server for the fault suites to
+    /// catch. Unset, nothing happens.
+    fn break_puts_if_asked(&self) {
+        let Ok(every) = std::env::var("CAPSTAN_FAILPOINT_PUT_ERROR_EVERY") else {
+            return;
+        };
+        if !self
+            .extra
+            .iter()
+            .any(|f| f == "--experimental-enable-failpoints")
+        {
+            return;
+        }
+        let path = "/debug/failpoints/put-error-every";
+        let set = || {
+            let mut connection = super::http::Connection::connect(self.client_port).ok()?;
+            let response = connection.send("PUT", path, &[], every.as_bytes()).ok()?;
+            (response.status == 200).then_some(())
+        };
+        let what = format!("{} to take PUT {path}", self.name);
+        super::poll::wait_for(Duration::from_secs(60), &what, set);
     }
 
     /// The exit status of a member that was started and has stopped on

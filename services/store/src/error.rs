@@ -110,6 +110,10 @@ pub enum StoreError {
     Storage(String),
     #[error("etcdserver: corrupt record: {0}")]
     Corrupt(String),
+    /// A test-only failure (`failpoints.rs`), never without
+    /// `--experimental-enable-failpoints`.
+    #[error("etcdserver: failpoint {0}")]
+    Failpoint(&'static str),
 }
 
 impl StoreError {
@@ -134,7 +138,7 @@ impl StoreError {
             NoLeader | LeaderChanged | Timeout | Stopped => Code::Unavailable,
             NoSpace => Code::ResourceExhausted,
             Unimplemented(_) => Code::Unimplemented,
-            Storage(_) | Corrupt(_) | Config(_) => Code::Internal,
+            Storage(_) | Corrupt(_) | Config(_) | Failpoint(_) => Code::Internal,
         }
     }
 }

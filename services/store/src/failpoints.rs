@@ -1,12 +1,16 @@
 //! Fault injection for the fault suites, off unless the member was started
 //! with `--experimental-enable-failpoints`.
 //!
-//! One failpoint today: `raft-log-sync-delay`, a slow disk. Every raft log
-//! sync (the fdatasync behind every acknowledgement) waits the set number of
-//! milliseconds before it starts. Changing the delay wakes waiting syncs,
-//! so removing a huge delay lets them finish at once. Nothing is skipped:
-//! the sync still happens, only later.
+//! - `raft-log-sync-delay`, a slow disk. Every raft log sync (the
+//!   fdatasync behind every acknowledgement) waits the set number of
+//!   milliseconds before it starts. Changing the delay wakes waiting syncs,
+//!   so removing a huge delay lets them finish at once. Nothing is skipped:
+//!   the sync still happens, only later.
+//! - `put-error-every`, a deliberately broken server for the fault suites
+//!   to catch: every Nth put this member answers is applied, then answered
+//!   with `Internal` as if it had failed.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -22,6 +26,9 @@ struct SyncDelay {
 pub struct Failpoints {
     sync_delay: Mutex<SyncDelay>,
     changed: Condvar,
+    /// N of `put-error-every` (0: off), and the puts answered so far.
+    put_error_every: AtomicU64,
+    puts: AtomicU64,
 }
 
 /// What `GET /debug/failpoints/raft-log-sync-delay` reports.
@@ -45,6 +52,23 @@ impl Failpoints {
             millis: delay.millis,
             waiting: delay.waiting,
         }
+    }
+
+    /// Answers every `n`th put from now on with an error after applying it
+    /// (0: none).
+    pub fn set_put_error_every(&self, n: u64) {
+        self.puts.store(0, Ordering::Relaxed);
+        self.put_error_every.store(n, Ordering::Relaxed);
+    }
+
+    pub fn put_error_every(&self) -> u64 {
+        self.put_error_every.load(Ordering::Relaxed)
+    }
+
+    /// Called once a put is applied: whether to answer it with an error.
+    pub fn fails_applied_put(&self) -> bool {
+        let every = self.put_error_every();
+        every > 0 && (self.puts.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(every)
     }
 
     /// Called before each raft log sync: returns once the sync has waited
@@ -73,6 +97,17 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+
+    #[test]
+    fn every_nth_applied_put_fails_once_set() {
+        let failpoints = Failpoints::default();
+        assert!(!(0..20).any(|_| failpoints.fails_applied_put()));
+        failpoints.set_put_error_every(10);
+        let failed: Vec<usize> = (1..=30)
+            .filter(|_| failpoints.fails_applied_put())
+            .collect();
+        assert_eq!(failed, vec![10, 20, 30]);
+    }
 
     #[test]
     fn no_delay_returns_at_once() {

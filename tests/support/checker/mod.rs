@@ -36,6 +36,15 @@ pub enum LinearizabilityError {
     },
 }
 
+impl LinearizabilityError {
+    pub fn key(&self) -> &str {
+        match self {
+            LinearizabilityError::Illegal { key, .. }
+            | LinearizabilityError::Exhausted { key, .. } => key,
+        }
+    }
+}
+
 /// The register's value: None while the key is absent.
 type State = Option<String>;
 

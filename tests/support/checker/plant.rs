@@ -8,7 +8,7 @@
 //! planted key (giving up on its step budget is not a verdict), or the
 //! watch check reports the planted event's violation.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::watch::{Event, Kind, WatchViolation, Write};
 use crate::history::{Input, Operation, Output, FINAL_READER};
@@ -76,10 +76,15 @@ pub struct PlantedStream {
     pub at: String,
 }
 
-/// Plants `plant` (a linearizability kind) in `ops`; None if the run has
-/// no place for it.
-pub fn in_history(plant: Plant, ops: &[Operation]) -> Option<PlantedHistory> {
-    let sample = Sample::new(ops);
+/// Plants `plant` (a linearizability kind) in `ops`, on none of the keys
+/// in `failed` (where the real history is already wrong, a planted
+/// violation would prove nothing); None if the run has no place for it.
+pub fn in_history(
+    plant: Plant,
+    ops: &[Operation],
+    failed: &HashSet<String>,
+) -> Option<PlantedHistory> {
+    let sample = Sample::new(ops, failed);
     match plant {
         Plant::StaleRead => sample.stale_read(),
         Plant::LostWrite => sample.lost_write(),
@@ -97,7 +102,7 @@ pub fn in_stream(plant: Plant, events: &[Event], acked: &[Write]) -> Option<Plan
         .collect();
     let is_acked = |e: &Event| acked.get(&(e.revision, e.key.as_str())) == Some(&e.kind);
     match plant {
-        Plant::WatchGap => gap(events, |e| is_acked(e)),
+        Plant::WatchGap => gap(events, |e| e.kind == Kind::Put && is_acked(e)),
         Plant::MissingDelete => gap(events, |e| e.kind == Kind::Delete && is_acked(e)),
         Plant::DuplicateEvent => duplicate(events),
         Plant::ReorderedEvent => reorder(events),
@@ -120,10 +125,11 @@ struct Sample<'a> {
     ops: &'a [Operation],
     by_key: HashMap<&'a str, Vec<&'a Operation>>,
     middle: u64,
+    failed: &'a HashSet<String>,
 }
 
 impl<'a> Sample<'a> {
-    fn new(ops: &'a [Operation]) -> Sample<'a> {
+    fn new(ops: &'a [Operation], failed: &'a HashSet<String>) -> Sample<'a> {
         let mut by_key: HashMap<&str, Vec<&Operation>> = HashMap::new();
         for op in ops {
             by_key.entry(op.key.as_str()).or_default().push(op);
@@ -136,6 +142,7 @@ impl<'a> Sample<'a> {
             ops,
             by_key,
             middle: first / 2 + last / 2,
+            failed,
         }
     }
 
@@ -157,6 +164,7 @@ impl<'a> Sample<'a> {
     fn pick<T>(&self, fits: impl Fn(usize) -> Option<T>) -> Option<(usize, T)> {
         let mut order: Vec<usize> = (0..self.ops.len())
             .filter(|&i| self.ops[i].client != FINAL_READER)
+            .filter(|&i| !self.failed.contains(&self.ops[i].key))
             .collect();
         order.sort_by_key(|&i| self.ops[i].call.abs_diff(self.middle));
         let overlapping = order
@@ -298,14 +306,8 @@ fn middle_out(events: &[Event]) -> Vec<usize> {
 }
 
 fn describe(what: &str, event: &Event) -> String {
-    let kind = match event.kind {
-        Kind::Put => "put",
-        Kind::Delete => "delete",
-    };
-    format!(
-        "{what}: {kind} of {} at revision {}",
-        event.key, event.revision
-    )
+    let (kind, key, revision) = (event.kind, &event.key, event.revision);
+    format!("{what}: {kind} of {key} at revision {revision}")
 }
 
 /// Every event of one revision removed; the first that `fits` is named.
@@ -326,6 +328,7 @@ fn gap(events: &[Event], fits: impl Fn(&Event) -> bool) -> Option<PlantedStream>
         expected: WatchViolation::Missing {
             key: gone.key.clone(),
             revision: gone.revision,
+            kind: gone.kind,
         },
         at: describe(what, &gone),
     })

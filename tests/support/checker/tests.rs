@@ -302,7 +302,8 @@ fn a_watch_gap_is_caught() {
     );
     assert!(violations.contains(&WatchViolation::Missing {
         key: "b".into(),
-        revision: 3
+        revision: 3,
+        kind: Kind::Put,
     }));
 }
 
@@ -496,7 +497,7 @@ fn every_planted_violation_is_caught_in_a_busy_run() {
     assert_eq!(watch::check(&events, &expect), vec![]);
     for kind in plant::EVERY_PLANT {
         if plant::is_linearizability(kind) {
-            let planted = plant::in_history(kind, &ops);
+            let planted = plant::in_history(kind, &ops, &HashSet::new());
             let planted = planted.unwrap_or_else(|| panic!("a place for {kind:?}"));
             assert!(illegal(&planted.ops), "{kind:?} at {}", planted.at);
         } else {
@@ -514,7 +515,8 @@ fn plants_go_in_the_middle_of_the_traffic_not_its_final_reads() {
     let mut last = op(0, Input::Get, got(Some("v198")), 5_000, Some(5_001));
     last.client = crate::history::FINAL_READER;
     ops.push(last);
-    let planted = plant::in_history(plant::Plant::StaleRead, &ops).expect("a stale read");
+    let planted =
+        plant::in_history(plant::Plant::StaleRead, &ops, &HashSet::new()).expect("a stale read");
     let changed: Vec<usize> = (0..ops.len())
         .filter(|&i| planted.ops[i] != ops[i])
         .collect();
@@ -526,4 +528,11 @@ fn plants_go_in_the_middle_of_the_traffic_not_its_final_reads() {
         "planted at {}",
         planted.at
     );
+}
+
+#[test]
+fn nothing_is_planted_on_a_key_whose_history_is_already_wrong() {
+    let (ops, _, _) = busy_run();
+    let failed = HashSet::from(["k".to_string()]);
+    assert!(plant::in_history(plant::Plant::StaleRead, &ops, &failed).is_none());
 }

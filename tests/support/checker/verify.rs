@@ -66,6 +66,7 @@ pub fn verify(run: &Run) -> Findings {
     findings
         .violations
         .extend(errors.iter().map(ToString::to_string));
+    let failed: HashSet<String> = errors.iter().map(|e| e.key().to_string()).collect();
     let expect = Expectation {
         after: run.after,
         until: run.until,
@@ -86,7 +87,7 @@ pub fn verify(run: &Run) -> Findings {
     }
     findings.notes.push("planted violations:".into());
     for &kind in run.plants {
-        match planted(kind, &resolved.ops, &run.streams[0], &expect) {
+        match planted(kind, &resolved.ops, &failed, &run.streams[0], &expect) {
             Ok(line) => findings.notes.push(format!("  {kind:?} caught: {line}")),
             Err(why) => findings
                 .violations
@@ -101,11 +102,12 @@ pub fn verify(run: &Run) -> Findings {
 fn planted(
     kind: Plant,
     ops: &[Operation],
+    failed: &HashSet<String>,
     stream: &[Event],
     expect: &Expectation,
 ) -> Result<String, String> {
     if plant::is_linearizability(kind) {
-        let planted = plant::in_history(kind, ops).ok_or("no place to plant it")?;
+        let planted = plant::in_history(kind, ops, failed).ok_or("no place to plant it")?;
         let on_key: Vec<&Operation> = planted
             .ops
             .iter()

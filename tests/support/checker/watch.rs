@@ -14,6 +14,15 @@ pub enum Kind {
     Delete,
 }
 
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Put => "put",
+            Kind::Delete => "delete",
+        })
+    }
+}
+
 /// One delivered event. `response` numbers the response (or, for a REST
 /// watch, the line) it arrived in, in arrival order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +71,12 @@ pub enum WatchViolation {
     Duplicate { key: String, revision: i64 },
     #[error("revision {revision} was split across responses")]
     Split { revision: i64 },
-    #[error("acknowledged write of {key} at revision {revision} was never delivered")]
-    Missing { key: String, revision: i64 },
+    #[error("acknowledged {kind} of {key} at revision {revision} was never delivered")]
+    Missing {
+        key: String,
+        revision: i64,
+        kind: Kind,
+    },
     #[error("event {key} at revision {revision} differs from the acknowledged write")]
     Mismatch { key: String, revision: i64 },
     #[error("revisions {first}..={last} were skipped")]
@@ -149,7 +162,11 @@ fn reliability(events: &[Event], expect: &Expectation) -> Vec<WatchViolation> {
     for write in expect.acked.iter().filter(|w| in_range(w.revision)) {
         let (key, revision) = (write.key.clone(), write.revision);
         match by_write.get(&(write.revision, write.key.as_str())) {
-            None => violations.push(WatchViolation::Missing { key, revision }),
+            None => violations.push(WatchViolation::Missing {
+                key,
+                revision,
+                kind: write.kind,
+            }),
             Some(event) if event.kind != write.kind || event.value != write.value => {
                 violations.push(WatchViolation::Mismatch { key, revision })
             }

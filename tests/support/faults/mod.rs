@@ -163,7 +163,7 @@ impl Network {
                 "-m", "cgroup", "--path", &path, "-p", "tcp", "--dport", &port,
             ])?;
         }
-        let local = local_ports(pid, ports);
+        let local: Vec<u16> = connections(pid, ports).iter().map(|c| c.0).collect();
         if local.is_empty() {
             return Ok(0);
         }
@@ -260,10 +260,18 @@ fn relative(group: &Path) -> String {
         .to_string()
 }
 
-/// The local ports of `pid`'s TCP connections to any of `remote` ports on
-/// loopback, from /proc (the socket inodes its descriptors hold, matched
-/// against /proc/net/tcp).
-fn local_ports(pid: u32, remote: &[u16]) -> Vec<u16> {
+/// Which of `remote` ports process `pid` has TCP connections to.
+pub fn ports_in_use(pid: u32, remote: &[u16]) -> Vec<u16> {
+    let mut used: Vec<u16> = connections(pid, remote).iter().map(|c| c.1).collect();
+    used.sort_unstable();
+    used.dedup();
+    used
+}
+
+/// The (local, remote) ports of `pid`'s TCP connections to any of
+/// `remote` ports on loopback, from /proc (the socket inodes its
+/// descriptors hold, matched against /proc/net/tcp).
+fn connections(pid: u32, remote: &[u16]) -> Vec<(u16, u16)> {
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .into_iter()
         .flatten();
@@ -288,7 +296,7 @@ fn local_ports(pid: u32, remote: &[u16]) -> Vec<u16> {
             let port = |addr: &str| u16::from_str_radix(addr.rsplit(':').next()?, 16).ok();
             let (local, peer, inode) =
                 (port(fields.get(1)?)?, port(fields.get(2)?)?, fields.get(9)?);
-            (inodes.contains(*inode) && remote.contains(&peer)).then_some(local)
+            (inodes.contains(*inode) && remote.contains(&peer)).then_some((local, peer))
         })
         .collect()
 }

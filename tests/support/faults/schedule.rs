@@ -42,9 +42,11 @@ pub enum FaultKind {
     /// A one-way partition: the leader hears nothing from its peers while
     /// its own messages still reach them.
     DeafenLeader,
-    /// An API server cut off from the leader's client port (the others
-    /// still reach it); needs API servers.
-    CutApiServerFromLeader,
+    /// An API server cut off from the client port of a store member it
+    /// is using, the leader's when it uses it (the others still reach the
+    /// member, and it can still reach the other members); needs API
+    /// servers.
+    CutApiServerFromStore,
     /// SIGKILL of an API server, started again on the same port.
     KillApiServer,
     /// A membership change: a follower removed, wiped, and replaced by a
@@ -70,7 +72,7 @@ impl FaultKind {
             FaultKind::IsolateLeader
                 | FaultKind::IsolateFollower
                 | FaultKind::DeafenLeader
-                | FaultKind::CutApiServerFromLeader
+                | FaultKind::CutApiServerFromStore
         )
     }
 
@@ -78,7 +80,7 @@ impl FaultKind {
     pub fn needs_api_servers(self) -> bool {
         matches!(
             self,
-            FaultKind::CutApiServerFromLeader | FaultKind::KillApiServer
+            FaultKind::CutApiServerFromStore | FaultKind::KillApiServer
         )
     }
 
@@ -222,18 +224,21 @@ pub fn run(
     assert!(!faults.order.is_empty(), "no fault kind fits these targets");
     let end = Instant::now() + settings.duration;
     let last_call = end + settings.duration;
+    let mut extended = false;
     for turn in 0.. {
         let now = Instant::now();
         let kind = match (now < end, faults.missing().first()) {
             (true, _) => faults.order[turn % faults.order.len()],
-            (false, Some(&kind)) if now < last_call => kind,
+            (false, Some(&kind)) if now < last_call => {
+                extended = true;
+                kind
+            }
             _ => break,
         };
         let record = one_fault(&mut targets, clock, kind, faults.records.len(), settings);
         faults.records.push(record);
     }
-    let past = Instant::now().saturating_duration_since(end);
-    faults.overran = (past > settings.hold + settings.settle).then_some(past);
+    faults.overran = extended.then(|| Instant::now().saturating_duration_since(end));
     faults
 }
 
@@ -262,9 +267,15 @@ fn one_fault(
             let count = targets.api_servers.len();
             kill_api_server(&mut targets.api_servers[number % count], hold)
         }
-        (FaultKind::CutApiServerFromLeader, Some(network)) => {
+        (FaultKind::CutApiServerFromStore, Some(network)) => {
             let pid = targets.api_servers[number % targets.api_servers.len()].pid();
-            let port = cluster.members[leader].client_port;
+            let ports: Vec<u16> = cluster.members.iter().map(|m| m.client_port).collect();
+            let used = super::ports_in_use(pid, &ports);
+            let leader_port = ports[leader];
+            let port = match used.first() {
+                Some(&other) if !used.contains(&leader_port) => other,
+                _ => leader_port,
+            };
             cut_api_server(network, pid, port, hold)
         }
         (FaultKind::ReplaceFollower, network) => {
@@ -409,7 +420,7 @@ fn inject(
             slow(0);
             evidence
         }
-        FaultKind::CutApiServerFromLeader
+        FaultKind::CutApiServerFromStore
         | FaultKind::KillApiServer
         | FaultKind::ReplaceFollower => {
             unreachable!("{kind:?} is run by the schedule")

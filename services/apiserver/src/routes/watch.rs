@@ -1,7 +1,8 @@
 //! A watch as an HTTP response: newline-delimited JSON events over a
 //! chunked 200, flushed one by one, ended by `timeoutSeconds`.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use actix_web::HttpResponse;
@@ -52,7 +53,12 @@ pub fn respond(
     let events = futures::stream::unfold(state, move |(mut receiver, first, open)| {
         let strategy = strategy.clone();
         async move {
-            let item = receiver.recv().await?;
+            let item = loop {
+                let item = receiver.recv().await?;
+                if !dropped_by_failpoint(&item) {
+                    break item;
+                }
+            };
             let object = event_object(strategy.as_ref(), form, &item, first);
             let headers_sent =
                 first && item.kind != EventType::Bookmark && item.kind != EventType::Error;
@@ -67,6 +73,31 @@ pub fn respond(
     HttpResponse::Ok()
         .content_type("application/json")
         .streaming(events.take_until(deadline))
+}
+
+/// Set in a server's environment, `CAPSTAN_FAILPOINT_DROP_WATCH_EVENT_EVERY=N`
+/// makes it drop every Nth ADDED, MODIFIED or DELETED event it would send
+/// on any watch: a deliberately broken server for the fault suites to
+/// catch. Never set outside those tests.
+const DROP_WATCH_EVENTS: &str = "CAPSTAN_FAILPOINT_DROP_WATCH_EVENT_EVERY";
+
+fn dropped_by_failpoint(item: &WatchItem) -> bool {
+    static EVERY: OnceLock<u64> = OnceLock::new();
+    static SENT: AtomicU64 = AtomicU64::new(0);
+    let every = *EVERY.get_or_init(|| {
+        let every = std::env::var(DROP_WATCH_EVENTS)
+            .ok()
+            .and_then(|n| n.parse().ok());
+        if let Some(every) = every {
+            tracing::warn!(
+                every,
+                "failpoint {DROP_WATCH_EVENTS} set: watch events are dropped"
+            );
+        }
+        every.unwrap_or(0)
+    });
+    let change = !matches!(item.kind, EventType::Bookmark | EventType::Error);
+    every > 0 && change && (SENT.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(every)
 }
 
 fn event_object(strategy: &dyn Strategy, form: Form, item: &WatchItem, first: bool) -> Value {

@@ -6,6 +6,9 @@
 //!   log syncs are held by it right now.
 //! - `PUT /debug/failpoints/raft-log-sync-delay` with a body of whole
 //!   milliseconds (`250`; `0` removes the delay) sets it and answers like GET.
+//! - `GET /debug/failpoints/put-error-every` answers `{"every":N}`; `PUT`
+//!   with a body of a whole number N (`0`: off) makes every Nth put this
+//!   member answers fail with `Internal` after it was applied.
 
 use std::sync::Arc;
 
@@ -18,14 +21,18 @@ use axum::Router;
 use crate::failpoints::Failpoints;
 
 pub const SYNC_DELAY_PATH: &str = "/debug/failpoints/raft-log-sync-delay";
+pub const PUT_ERROR_PATH: &str = "/debug/failpoints/put-error-every";
 
 pub fn add_routes(router: Router, failpoints: Option<Arc<Failpoints>>) -> Router {
     let Some(failpoints) = failpoints else {
         // Said plainly, rather than left to the gRPC fallback.
-        return router.route(SYNC_DELAY_PATH, any(disabled));
+        return router
+            .route(SYNC_DELAY_PATH, any(disabled))
+            .route(PUT_ERROR_PATH, any(disabled));
     };
     let debug = Router::new()
         .route(SYNC_DELAY_PATH, get(show_sync_delay).put(set_sync_delay))
+        .route(PUT_ERROR_PATH, get(show_put_error).put(set_put_error))
         .with_state(failpoints);
     router.merge(debug)
 }
@@ -66,5 +73,29 @@ fn sync_delay_json(failpoints: &Failpoints) -> Response {
         "{{\"delayMs\":{},\"syncsWaiting\":{}}}",
         state.millis, state.waiting
     );
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn show_put_error(State(failpoints): State<Arc<Failpoints>>) -> Response {
+    put_error_json(&failpoints)
+}
+
+async fn set_put_error(State(failpoints): State<Arc<Failpoints>>, body: String) -> Response {
+    match body.trim().parse::<u64>() {
+        Ok(every) => {
+            tracing::warn!(every, "failpoint put-error-every set");
+            failpoints.set_put_error_every(every);
+            put_error_json(&failpoints)
+        }
+        Err(_) => (
+            StatusCode::BAD_REQUEST,
+            format!("put-error-every: the body must be a whole number, got {body:?}\n"),
+        )
+            .into_response(),
+    }
+}
+
+fn put_error_json(failpoints: &Failpoints) -> Response {
+    let body = format!("{{\"every\":{}}}", failpoints.put_error_every());
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }

@@ -46,7 +46,17 @@ impl KvService {
         validate::check_put(&req)?;
         let request = Request::Put(req);
         ctx.check_quota(&request).await?;
-        ctx.propose(&caller, request).await
+        let response = ctx.propose(&caller, request).await?;
+        if ctx
+            .failpoints
+            .as_ref()
+            .is_some_and(|f| f.fails_applied_put())
+        {
+            return Err(StoreError::Failpoint(
+                "put-error-every: the put was applied",
+            ));
+        }
+        Ok(response)
     }
 
     async fn delete_range(
