@@ -22,6 +22,8 @@ pub struct Member {
     initial_cluster: String,
     state: &'static str,
     extra: Vec<String>,
+    /// A member of the reference etcd instead of capstan-store.
+    etcd: bool,
     child: Option<Child>,
     _watchdog: Watchdog,
 }
@@ -49,7 +51,8 @@ impl Member {
             .append(true)
             .open(self.data_dir.with_extension("log"))
             .expect("open member log");
-        let child = Command::new(binary("capstan-store"))
+        let child = self
+            .command()
             .args(["--name", &self.name])
             .arg("--data-dir")
             .arg(&self.data_dir)
@@ -94,6 +97,19 @@ impl Member {
         super::poll::wait_for(Duration::from_secs(60), &what, set);
     }
 
+    /// capstan-store, or etcd with the flags it needs beyond capstan's
+    /// (it advertises only what it is told to).
+    fn command(&self) -> Command {
+        if !self.etcd {
+            return Command::new(binary("capstan-store"));
+        }
+        let mut command = Command::new("etcd");
+        command
+            .args(["--advertise-client-urls", &self.url()])
+            .args(["--initial-advertise-peer-urls", &self.peer_url()]);
+        command
+    }
+
     /// The exit status of a member that was started and has stopped on
     /// its own (None while it runs, or when it was never started).
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
@@ -122,12 +138,18 @@ impl Member {
         http_get(self.client_port, "/metrics").unwrap_or_default()
     }
 
-    /// The value of a gauge or counter on `/metrics`, if the member answers.
+    /// The value of a gauge or counter on `/metrics`, if the member
+    /// answers (for an etcd member, etcd's `etcd_server_` gauge).
     pub fn gauge(&self, name: &str) -> Option<i64> {
         let metrics = self.metrics();
+        let prefix = if self.etcd {
+            "etcd_server"
+        } else {
+            "capstan_store"
+        };
         metrics
             .lines()
-            .find_map(|line| line.strip_prefix(&format!("capstan_store_{name} ")))
+            .find_map(|line| line.strip_prefix(&format!("{prefix}_{name} ")))
             .and_then(|value| value.trim().parse().ok())
     }
 
@@ -217,6 +239,18 @@ impl Cluster {
         Cluster::start_with(dir, size, extra, None)
     }
 
+    /// The same of the server under test: capstan-store, or the reference
+    /// etcd when `CAPSTAN_TEST_SERVER=etcd` (`make test-store-on-etcd`).
+    pub fn start_under_test(dir: &Path, size: usize, extra: &[&str]) -> Cluster {
+        let mut cluster = Cluster::members_of(dir, size, extra, None);
+        let etcd = super::store::on_reference_etcd();
+        for member in &mut cluster.members {
+            member.etcd = etcd;
+        }
+        cluster.start_members();
+        cluster
+    }
+
     /// The same over TLS: every member serves clients and peers with its
     /// own certificate from one CA made in `dir/pki`, and requires client
     /// certificates; the tests' clients (by port) use the store client
@@ -237,6 +271,13 @@ impl Cluster {
     }
 
     fn start_with(dir: &Path, size: usize, extra: &[&str], pki: Option<Pki>) -> Cluster {
+        let mut cluster = Cluster::members_of(dir, size, extra, pki);
+        cluster.start_members();
+        cluster
+    }
+
+    /// The cluster's members, not started yet.
+    fn members_of(dir: &Path, size: usize, extra: &[&str], pki: Option<Pki>) -> Cluster {
         let scheme = if pki.is_some() { "https" } else { "http" };
         let names: Vec<String> = (0..size).map(|i| format!("m{i}")).collect();
         let peer_ports: Vec<u16> = (0..size).map(|_| free_port()).collect();
@@ -268,22 +309,26 @@ impl Cluster {
                     initial_cluster: initial_cluster.clone(),
                     state: "new",
                     extra,
+                    etcd: false,
                     child: None,
                     _watchdog: watchdog::arm(),
                 }
             })
             .collect();
-        let mut cluster = Cluster {
+        Cluster {
             members,
             dir: dir.to_path_buf(),
             pki,
-        };
-        for member in &mut cluster.members {
+        }
+    }
+
+    /// Starts every member and waits until they all know a leader.
+    fn start_members(&mut self) {
+        for member in &mut self.members {
             member.start();
         }
-        cluster.wait_for_leader(Duration::from_secs(20));
-        cluster.wait_all_know_the_leader(Duration::from_secs(20));
-        cluster
+        self.wait_for_leader(Duration::from_secs(20));
+        self.wait_all_know_the_leader(Duration::from_secs(20));
     }
 
     /// One member leading is not enough to write through any member: a
@@ -361,6 +406,7 @@ impl Cluster {
             // The founders' flags (with the cluster token), so a joiner
             // runs as they do.
             extra: self.members[0].extra.clone(),
+            etcd: self.members[0].etcd,
             child: None,
             _watchdog: watchdog::arm(),
         }

@@ -161,3 +161,49 @@ pub async fn put_until_ok(client: &mut Client, key: &str, limit: Duration) -> i6
         }
     }
 }
+
+/// Waits (up to `limit`) until `history` holds `count` acknowledged puts;
+/// how long that took.
+pub async fn wait_acked(history: &Mutex<History>, count: usize, limit: Duration) -> Duration {
+    let what = format!("{count} acknowledged puts");
+    wait_until(&what, limit, || async {
+        history.lock().await.acked.len() >= count
+    })
+    .await
+}
+
+/// Waits (up to `limit`) until a put sent after `since` was acknowledged:
+/// writes resumed. Returns the time from `since` to its answer.
+pub async fn wait_resumed(history: &Mutex<History>, since: Instant, limit: Duration) -> Duration {
+    let what = "a put sent after the fault to be acknowledged";
+    wait_until(what, limit, || async {
+        history.lock().await.acked.iter().any(|a| a.2 > since)
+    })
+    .await;
+    let history = history.lock().await;
+    let first = history.acked.iter().filter(|a| a.2 > since).map(|a| a.3);
+    first.min().expect("a put after the fault") - since
+}
+
+/// Waits (up to `limit`) until `count` puts have failed.
+pub async fn wait_failed(history: &Mutex<History>, count: usize, limit: Duration) -> Duration {
+    let what = format!("{count} failed puts");
+    wait_until(&what, limit, || async {
+        history.lock().await.failed.len() >= count
+    })
+    .await
+}
+
+async fn wait_until<F, Fut>(what: &str, limit: Duration, mut done: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    super::poll::wait_for_async(limit, what, || {
+        let check = done();
+        async move { check.await.then_some(()) }
+    })
+    .await;
+    started.elapsed()
+}

@@ -60,10 +60,7 @@ async fn on_process(process: &StoreProcess) -> Backend {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cacher_on_etcd_conforms() {
-    let Some(etcd) = processes::etcd().await else {
-        eprintln!("skipped: no `etcd` binary on PATH");
-        return;
-    };
+    let etcd = processes::etcd().await.expect(processes::NO_ETCD);
     run_all(&on_process(&etcd).await, "/registry/conformance").await;
 }
 

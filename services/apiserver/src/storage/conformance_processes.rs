@@ -50,6 +50,10 @@ fn free_port() -> u16 {
     listener.local_addr().expect("a bound address").port()
 }
 
+/// Why a test that needs a real etcd fails without one: the reference is
+/// part of the test, so its absence is a failure, not a skip.
+pub const NO_ETCD: &str = "no `etcd` binary on PATH (`make test` installs it)";
+
 /// A real etcd, or None when there is no `etcd` on PATH.
 pub async fn etcd() -> Option<StoreProcess> {
     let binary = which("etcd")?;
@@ -146,10 +150,7 @@ fn which(binary: &str) -> Option<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_etcd_storage_on_etcd_conforms() {
-    let Some(etcd) = etcd().await else {
-        eprintln!("skipped: no `etcd` binary on PATH");
-        return;
-    };
+    let etcd = etcd().await.expect(NO_ETCD);
     run_all(&etcd.backend(), "/registry/conformance").await;
 }
 
