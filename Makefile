@@ -44,7 +44,8 @@ integration: deps
 
 ## The process tests of the store, run against the reference etcd instead of
 ## capstan-store: the proof that they encode etcd's behaviour, not ours.
-STORE_SUITE = --test etcdctl --test etcd_client --test backup --test bad_input --test durability --test history \
+STORE_SUITE = --test etcdctl --test etcdctl_watch_lease --test etcd_client --test etcd_client_watch \
+	--test etcd_client_lease --test backup --test bad_input --test durability --test history \
 	--test watch_catch_up --test store_quota --test store_auth
 test-store-on-etcd: deps
 	CAPSTAN_TEST_SERVER=etcd $(CARGO) test -p capstan-tests $(STORE_SUITE)

@@ -47,3 +47,40 @@ pub async fn current_revision(client: &mut Client) -> i64 {
         .expect("read the revision");
     response.header().expect("response header").revision()
 }
+
+/// A fresh store under test and a client of it.
+pub async fn start_store() -> (crate::store::TempStore, Client) {
+    let store = crate::store::TempStore::start(&[]);
+    let client = connect(&store).await;
+    (store, client)
+}
+
+/// Puts `key = value`; returns the revision of the put.
+pub async fn put(client: &mut Client, key: &str, value: &str) -> i64 {
+    let response = client.put(key, value, None).await.expect("put");
+    response.header().expect("header").revision()
+}
+
+/// The keys a get with `options` returns.
+pub async fn keys(client: &mut Client, key: &str, options: etcd_client::GetOptions) -> Vec<String> {
+    let response = client.get(key, Some(options)).await.expect("get");
+    response
+        .kvs()
+        .iter()
+        .map(|kv| kv.key_str().unwrap().to_string())
+        .collect()
+}
+
+/// r/a: create 2, mod 5, version 2; r/b: 3/3; r/c: 4/4; r/d: 6/6.
+pub async fn fill_range_fixture(client: &mut Client) {
+    for (key, value) in [
+        ("r/a", "1"),
+        ("r/b", "2"),
+        ("r/c", "3"),
+        ("r/a", "4"),
+        ("r/d", "5"),
+    ] {
+        put(client, key, value).await;
+    }
+    put(client, "s", "outside").await; // rev 7
+}

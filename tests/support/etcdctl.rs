@@ -106,3 +106,30 @@ pub fn json_keys(answer: &serde_json::Value) -> Vec<String> {
 pub fn lines(output: &str) -> Vec<&str> {
     output.lines().collect()
 }
+
+/// `put key value`, which must print OK.
+pub fn put(ep: &str, key: &str, value: &str) {
+    assert_eq!(
+        etcdctl_ok(ep, &["put", key, value]).trim(),
+        "OK",
+        "put {key}"
+    );
+}
+
+/// The store revision, from the header of a read.
+pub fn revision(ep: &str) -> i64 {
+    etcdctl_json(ep, &["get", "capstan-tests/probe"])["header"]["revision"]
+        .as_i64()
+        .expect("header revision")
+}
+
+/// `lease grant <ttl>`; returns the lease id in hex as etcdctl prints it.
+pub fn grant(ep: &str, ttl: u32) -> String {
+    let out = etcdctl_ok(ep, &["lease", "grant", &ttl.to_string()]);
+    let id = out
+        .strip_prefix("lease ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("unexpected lease grant output {out:?}"));
+    assert_eq!(out.trim(), format!("lease {id} granted with TTL({ttl}s)"));
+    id.to_string()
+}

@@ -164,3 +164,23 @@ impl Lines {
         }
     }
 }
+
+/// The header and the row of `name` of `kubectl get`, words single-spaced.
+pub fn table(kubectl: &Kubectl, args: &[&str], name: &str) -> (String, String) {
+    let out = kubectl.ok(args);
+    let squeeze = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let header = squeeze(out.lines().next().unwrap_or(""));
+    let row = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .map(squeeze)
+        .unwrap_or_else(|| panic!("no {name} in\n{out}"));
+    (header, row)
+}
+
+/// Drops the AGE cell (whatever the clock says) from a squeezed row.
+pub fn without_age(row: &str, age_index: usize) -> String {
+    let mut words: Vec<&str> = row.split(' ').collect();
+    words.remove(age_index);
+    words.join(" ")
+}

@@ -2,6 +2,7 @@
 //! free loopback ports, drive them with real clients, kill them for real.
 
 pub mod answers;
+pub mod api_requests;
 pub mod apiserver;
 pub mod audit_log;
 pub mod certs;

@@ -207,3 +207,25 @@ where
     .await;
     started.elapsed()
 }
+
+/// Waits until every listed member reports the same revision and hash.
+pub async fn wait_converged(urls: &[String], limit: Duration) -> i64 {
+    let deadline = Instant::now() + limit;
+    loop {
+        let mut seen = Vec::new();
+        for url in urls {
+            let mut client = connect(std::slice::from_ref(url)).await;
+            if let Ok(resp) = client.hash_kv(0).await {
+                seen.push((resp.header().unwrap().revision(), resp.hash()));
+            }
+        }
+        if seen.len() == urls.len() && seen.windows(2).all(|w| w[0] == w[1]) {
+            return seen[0].0;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "members did not converge: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
