@@ -257,6 +257,17 @@ impl ApiServer {
     /// Starts an API server on several store endpoints (`urls`, in the
     /// order given) with `extra` flags, and waits until it is ready.
     pub fn start_with(urls: &[String], dir: &Path, name: &str, extra: &[&str]) -> ApiServer {
+        ApiServer::start_with_env(urls, dir, name, extra, &[])
+    }
+
+    /// [`ApiServer::start_with`] with `env` set in its environment.
+    pub fn start_with_env(
+        urls: &[String],
+        dir: &Path,
+        name: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> ApiServer {
         let port = free_port();
         let log = dir.join(format!("{name}.log"));
         let mut command = Command::new(binary("capstan-apiserver"));
@@ -264,7 +275,8 @@ impl ApiServer {
             .args(["--etcd-servers", &urls.join(",")])
             .args(["--log-level", "info"])
             .args(secure_flags(dir, port))
-            .args(extra);
+            .args(extra)
+            .envs(env.iter().copied());
         let process = Killed::new(spawn_logged(&mut command, &log));
         wait_ready(port, &log);
         ApiServer { process, port, log }
