@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use capstan_tests::checker::plant::REST_PLANTS;
+use capstan_tests::checker::plant;
 use capstan_tests::checker::verify::{verify, Run};
 use capstan_tests::checker::watch::Event;
 use capstan_tests::cluster::Cluster;
@@ -135,7 +135,7 @@ fn the_kubernetes_api_stays_linearizable_and_watches_stay_whole_under_store_faul
         after: start,
         until,
         every_revision: false,
-        plants: &REST_PLANTS,
+        plants: &plant::for_rest_watches(),
     });
     report.absorb(findings);
     for (i, watcher) in watchers.iter().enumerate() {

@@ -7,7 +7,11 @@
 //! `Internal` or a 500, a 400 or 422 to a well-formed request, is a
 //! failure of the run.
 
+use std::sync::Mutex;
+
 use tonic::Code;
+
+use crate::history::Output;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
@@ -17,6 +21,27 @@ pub enum Answer {
     Refused,
     /// The server failed a request it should have served.
     Failure,
+}
+
+/// What a client records for an error answer: an unknown outcome, or
+/// that the request did not happen; a failure is also noted in `errors`
+/// (as `note` says it).
+pub fn outcome(
+    answer: Answer,
+    errors: &Mutex<Vec<String>>,
+    note: impl FnOnce() -> String,
+) -> Output {
+    match answer {
+        Answer::Unknown => Output::Unknown,
+        Answer::Refused => Output::Failed,
+        Answer::Failure => {
+            errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(note());
+            Output::Failed
+        }
+    }
 }
 
 /// An etcd client's error.

@@ -15,7 +15,7 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, PutOptions, Txn, TxnOp, WatchOptions,
 };
 
-use crate::answers::{self, Answer};
+use crate::answers;
 use crate::checker::watch::{Event, Kind, Write};
 use crate::history::{Input, Output, Recorder};
 
@@ -63,15 +63,8 @@ impl Traffic {
     /// What client `id` was told by an error to `what`: unknown, or (a
     /// refusal, or a failure, which is noted) that it did not happen.
     fn judge(&self, id: usize, what: &str, err: &etcd_client::Error) -> Output {
-        match answers::etcd(err) {
-            Answer::Unknown => Output::Unknown,
-            Answer::Refused => Output::Failed,
-            Answer::Failure => {
-                let error = format!("client {id}: {what}: {err}");
-                self.errors.lock().unwrap().push(error);
-                Output::Failed
-            }
-        }
+        let note = || format!("client {id}: {what}: {err}");
+        answers::outcome(answers::etcd(err), &self.errors, note)
     }
 }
 

@@ -25,7 +25,7 @@ use kube::api::{
 use kube::{Api, Client};
 use serde_json::json;
 
-use crate::answers::{self, Answer};
+use crate::answers;
 use crate::checker::watch::{Event, Kind, Write};
 use crate::history::{Input, Output, Recorder};
 
@@ -50,15 +50,8 @@ impl KubeTraffic {
     /// What client `id` was told by an error to `what`: unknown, or that
     /// it did not happen (a failure of the server, which is noted).
     fn judge(&self, id: usize, what: &str, err: &kube::Error) -> Output {
-        match answers::kube(err) {
-            Answer::Unknown => Output::Unknown,
-            Answer::Refused => Output::Failed,
-            Answer::Failure => {
-                let error = format!("client {id}: {what}: {err}");
-                self.errors.lock().unwrap().push(error);
-                Output::Failed
-            }
-        }
+        let note = || format!("client {id}: {what}: {err}");
+        answers::outcome(answers::kube(err), &self.errors, note)
     }
 }
 

@@ -50,20 +50,30 @@ async fn show_sync_delay(State(failpoints): State<Arc<Failpoints>>) -> Response 
 }
 
 async fn set_sync_delay(State(failpoints): State<Arc<Failpoints>>, body: String) -> Response {
+    let unit = " of milliseconds";
+    with_whole_number(&body, "raft-log-sync-delay", unit, |millis| {
+        failpoints.set_sync_delay(millis);
+        sync_delay_json(&failpoints)
+    })
+}
+
+/// Hands the whole number a failpoint's body gives to `set`, or answers
+/// 400 saying what was wanted.
+fn with_whole_number(
+    body: &str,
+    failpoint: &str,
+    unit: &str,
+    set: impl FnOnce(u64) -> Response,
+) -> Response {
     match body.trim().parse::<u64>() {
-        Ok(millis) => {
-            tracing::warn!(millis, "failpoint raft-log-sync-delay set");
-            failpoints.set_sync_delay(millis);
-            sync_delay_json(&failpoints)
+        Ok(value) => {
+            tracing::warn!(failpoint, value, "failpoint set");
+            set(value)
         }
-        Err(_) => (
-            StatusCode::BAD_REQUEST,
-            format!(
-                "raft-log-sync-delay: the body must be a whole number of milliseconds, got {:?}\n",
-                body
-            ),
-        )
-            .into_response(),
+        Err(_) => {
+            let why = format!("{failpoint}: the body must be a whole number{unit}, got {body:?}\n");
+            (StatusCode::BAD_REQUEST, why).into_response()
+        }
     }
 }
 
@@ -81,18 +91,10 @@ async fn show_put_error(State(failpoints): State<Arc<Failpoints>>) -> Response {
 }
 
 async fn set_put_error(State(failpoints): State<Arc<Failpoints>>, body: String) -> Response {
-    match body.trim().parse::<u64>() {
-        Ok(every) => {
-            tracing::warn!(every, "failpoint put-error-every set");
-            failpoints.set_put_error_every(every);
-            put_error_json(&failpoints)
-        }
-        Err(_) => (
-            StatusCode::BAD_REQUEST,
-            format!("put-error-every: the body must be a whole number, got {body:?}\n"),
-        )
-            .into_response(),
-    }
+    with_whole_number(&body, "put-error-every", "", |every| {
+        failpoints.set_put_error_every(every);
+        put_error_json(&failpoints)
+    })
 }
 
 fn put_error_json(failpoints: &Failpoints) -> Response {
