@@ -107,7 +107,14 @@ fn planted(
     expect: &Expectation,
 ) -> Result<String, String> {
     if plant::is_linearizability(kind) {
-        let planted = plant::in_history(kind, ops, failed).ok_or("no place to plant it")?;
+        let nowhere = match failed.is_empty() {
+            true => "no place to plant it".to_string(),
+            false => format!(
+                "no place to plant it but the {} keys that already failed",
+                failed.len()
+            ),
+        };
+        let planted = plant::in_history(kind, ops, failed).ok_or(nowhere)?;
         let on_key: Vec<&Operation> = planted
             .ops
             .iter()
