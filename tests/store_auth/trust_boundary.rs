@@ -11,7 +11,7 @@ use std::time::Duration;
 use capstan_proto::etcdserverpb::maintenance_client::MaintenanceClient;
 use capstan_proto::etcdserverpb::SnapshotRequest;
 use capstan_proto::peer::peer_client::PeerClient;
-use capstan_proto::peer::{LeaseTimeToLiveRequest, SnapshotChunk};
+use capstan_proto::peer::SnapshotChunk;
 use capstan_tests::store::on_reference_etcd;
 use prost::Message;
 

@@ -170,3 +170,55 @@ impl fmt::Display for Report {
         write!(f, "history: {}", self.history.display())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::faults::schedule::FaultKind;
+
+    fn record(kind: FaultKind, evidence: Result<&str, &str>) -> FaultRecord {
+        FaultRecord {
+            kind,
+            member: Some(0),
+            injected: 1,
+            healed: 2,
+            evidence: evidence.map(str::to_string).map_err(str::to_string),
+        }
+    }
+
+    fn report_of(records: Vec<FaultRecord>) -> Report {
+        let faults = Faults {
+            records,
+            order: vec![
+                FaultKind::KillLeader,
+                FaultKind::PauseFollower,
+                FaultKind::KillAll,
+            ],
+            seed: 7,
+            overran: None,
+        };
+        Report::new("test", &[], faults, PathBuf::from("unused.history"))
+    }
+
+    #[test]
+    fn a_run_in_which_every_advertised_kind_took_effect_has_no_violation() {
+        let report = report_of(vec![
+            record(FaultKind::KillLeader, Ok("m1 led")),
+            record(FaultKind::PauseFollower, Ok("m2 stopped")),
+            record(FaultKind::KillAll, Ok("ports refused")),
+        ]);
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+    }
+
+    #[test]
+    fn an_advertised_kind_that_never_ran_or_never_took_effect_fails_the_run() {
+        let report = report_of(vec![
+            record(FaultKind::KillLeader, Ok("m1 led")),
+            record(FaultKind::PauseFollower, Err("m2 still answered")),
+        ]);
+        assert_eq!(
+            report.violations,
+            vec!["advertised fault kinds that never took effect: [PauseFollower, KillAll]"]
+        );
+    }
+}
