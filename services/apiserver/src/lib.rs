@@ -24,6 +24,7 @@ pub mod config;
 pub mod controllers;
 pub mod error;
 pub mod expression;
+pub mod flowcontrol;
 pub mod metrics;
 pub mod object;
 pub mod pki;
