@@ -135,6 +135,8 @@ pub struct Flags {
     pub encryption_provider_config: Option<String>,
     #[command(flatten)]
     pub aggregator: crate::aggregator::settings::AggregatorFlags,
+    #[command(flatten)]
+    pub embedded: crate::embedded::EmbeddedFlags,
 }
 
 /// kube-apiserver's usual mode; `AlwaysAllow` is for development only.
@@ -180,6 +182,9 @@ pub struct ApiserverConfig {
     /// The front-proxy and requestheader flags (`crate::aggregator`).
     #[serde(skip)]
     pub aggregator: crate::aggregator::settings::Settings,
+    /// What runs in this process besides the API (`crate::embedded`).
+    #[serde(skip)]
+    pub embedded: crate::embedded::Settings,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -193,6 +198,7 @@ impl ApiserverConfig {
         let mut config: ApiserverConfig =
             capstan_telemetry::settings::load_layered(defaults()?, file, &flags.overrides())?;
         config.aggregator = crate::aggregator::settings::Settings::load(&flags.aggregator, file)?;
+        config.embedded = crate::embedded::Settings::load(&flags.embedded, file)?;
         config.validate()?;
         config.etcd_tls()?;
         Ok(config)

@@ -22,6 +22,7 @@ pub mod cache;
 pub mod codec;
 pub mod config;
 pub mod controllers;
+pub mod embedded;
 pub mod error;
 pub mod expression;
 pub mod flowcontrol;

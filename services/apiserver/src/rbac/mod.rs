@@ -5,7 +5,8 @@
 //!   server holds, indexed by subject so a decision never lists bindings;
 //! - `informer.rs`: keeps them current from the registry's watch caches;
 //! - `authorizer.rs`: the decision;
-//! - `policy.rs`, `reconcile.rs`: the bootstrap policy, reconciled at start;
+//! - `policy.rs`, `controller_policy.rs`, `reconcile.rs`: the bootstrap
+//!   policy (the controllers' roles apart), reconciled at start;
 //! - `aggregation.rs`: the controller that fills aggregated ClusterRoles;
 //! - `store.rs`: the server's own reads and writes of RBAC objects;
 //! - `start.rs`: what the `RBAC` authorization mode starts.
@@ -15,6 +16,7 @@
 
 pub mod aggregation;
 pub mod authorizer;
+pub mod controller_policy;
 pub mod index;
 pub mod informer;
 pub mod objects;

@@ -25,7 +25,7 @@ const READ_WRITE: &[&str] = &[
 
 pub const AUTO_UPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 
-fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
+pub(super) fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
 }
 
@@ -33,7 +33,7 @@ fn urls(verbs: &[&str], urls: &[&str]) -> Value {
     json!({"nonResourceURLs": urls, "verbs": verbs})
 }
 
-fn metadata(name: &str, extra_labels: &[(&str, &str)]) -> Value {
+pub(super) fn metadata(name: &str, extra_labels: &[(&str, &str)]) -> Value {
     let mut labels = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
     for (key, value) in extra_labels {
         labels[*key] = json!(value);
@@ -41,7 +41,7 @@ fn metadata(name: &str, extra_labels: &[(&str, &str)]) -> Value {
     json!({"name": name, "labels": labels, "annotations": {AUTO_UPDATE: "true"}})
 }
 
-fn cluster_role(name: &str, labels: &[(&str, &str)], rules: Vec<Value>) -> Value {
+pub(super) fn cluster_role(name: &str, labels: &[(&str, &str)], rules: Vec<Value>) -> Value {
     json!({"apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole",
            "metadata": metadata(name, labels), "rules": rules})
 }
@@ -61,6 +61,12 @@ const TO_EDIT: (&str, &str) = ("rbac.authorization.k8s.io/aggregate-to-edit", "t
 const TO_VIEW: (&str, &str) = ("rbac.authorization.k8s.io/aggregate-to-view", "true");
 
 pub fn cluster_roles() -> Vec<Value> {
+    let mut roles = user_facing_roles();
+    roles.extend(super::controller_policy::cluster_roles());
+    roles
+}
+
+fn user_facing_roles() -> Vec<Value> {
     vec![
         cluster_role(
             "cluster-admin",
@@ -329,6 +335,12 @@ fn binding(role: &str, groups: &[&str]) -> Value {
 }
 
 pub fn cluster_role_bindings() -> Vec<Value> {
+    let mut bindings = user_facing_bindings();
+    bindings.extend(super::controller_policy::cluster_role_bindings());
+    bindings
+}
+
+fn user_facing_bindings() -> Vec<Value> {
     vec![
         binding("cluster-admin", &["system:masters"]),
         binding("system:discovery", &["system:authenticated"]),

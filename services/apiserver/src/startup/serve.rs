@@ -40,11 +40,18 @@ pub async fn serve(
     for address in server.addrs() {
         tracing::info!(%address, "capstan-apiserver serving");
     }
+    let controller_manager = crate::embedded::start_controller_manager(config);
     let server = server.run();
     let handle = server.handle();
     tokio::select! {
         result = server => result?,
-        _ = shutdown => handle.stop(true).await,
+        _ = shutdown => {
+            // First, so it gives its lease up through this server.
+            if let Some(embedded) = controller_manager {
+                let _ = actix_rt::task::spawn_blocking(move || embedded.stop()).await;
+            }
+            handle.stop(true).await
+        }
     }
     Ok(())
 }

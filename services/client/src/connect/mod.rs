@@ -23,6 +23,7 @@ use tower::{BoxError, ServiceBuilder};
 
 pub use kubeconfig::{config_from_file, config_from_inline, InlineCredentials};
 pub use rate_limit::{RateLimitLayer, RateLimited};
+pub use transport::https as https_transport;
 
 use crate::error::{Error, Result};
 use crate::rate::TokenBucket;

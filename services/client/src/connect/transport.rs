@@ -14,8 +14,10 @@ use tower::{BoxError, ServiceBuilder};
 use super::Transport;
 use crate::error::Result;
 
-/// The pooled HTTPS transport for `config`.
-pub(super) fn https(config: &kube::Config) -> Result<Transport> {
+/// The pooled HTTPS transport for `config`: what a [`super::Connection`]
+/// sends through, for a caller that adds a layer of its own (a bearer
+/// token that is refreshed, for example) before [`super::Connection::over`].
+pub fn https(config: &kube::Config) -> Result<Transport> {
     let mut connector = TimeoutConnector::new(config.rustls_https_connector()?);
     connector.set_connect_timeout(config.connect_timeout);
     connector.set_read_timeout(config.read_timeout);
