@@ -25,6 +25,7 @@ pub mod embed;
 pub mod error;
 pub mod expectations;
 pub mod identity;
+pub mod intstr;
 pub mod manager;
 pub mod metrics;
 pub mod ownership;

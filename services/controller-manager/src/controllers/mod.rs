@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use crate::context::Context;
 use crate::error::Result;
 
+pub mod deployment;
 pub mod replicaset;
 
 /// How a controller is named and started.
@@ -46,6 +47,12 @@ impl Descriptor {
 /// The controllers this manager implements.
 pub fn all() -> Vec<Descriptor> {
     vec![
+        Descriptor {
+            name: "deployment-controller",
+            aliases: &["deployment"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(deployment::run(ctx)),
+        },
         Descriptor {
             name: "replicaset-controller",
             aliases: &["replicaset"],
