@@ -58,11 +58,6 @@ impl Cacher {
         self.cache().revision()
     }
 
-    /// Every object the cache holds now.
-    pub fn snapshot(&self) -> Vec<Arc<Object>> {
-        self.cache().objects().cloned().collect()
-    }
-
     /// Sends a BOOKMARK to the watchers that asked for them, and drops
     /// watchers whose clients went away.
     pub fn bookmark(&self, make: impl Fn(i64) -> Object) {

@@ -97,7 +97,7 @@ async fn publish_ca(catalog: &Catalog, objects: &dyn Objects, namespace: &str, c
                 name: ROOT_CA_CONFIG_MAP.into(),
                 part: crate::registry::flow::Part::Main,
                 body,
-                options: WriteOptions::by(super::world::MANAGER),
+                options: WriteOptions::by(super::MANAGER),
             };
             report(
                 namespace,
@@ -115,7 +115,7 @@ async fn create(catalog: &Catalog, resource: &str, namespace: &str, body: Value)
     let create = actor::Create {
         namespace: namespace.into(),
         body,
-        options: WriteOptions::by(super::world::MANAGER),
+        options: WriteOptions::by(super::MANAGER),
     };
     report(
         namespace,

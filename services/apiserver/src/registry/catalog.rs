@@ -27,8 +27,6 @@ pub struct Entry {
 
 pub struct Catalog {
     entries: Vec<Entry>,
-    /// Told after every delete (see [`Handle::deletions`]).
-    pub deletions: Arc<tokio::sync::Notify>,
     /// The admission chain every type's writes go through (empty until
     /// `startup` installs the plugins).
     pub admission: Arc<crate::admission::Chain>,
@@ -43,7 +41,6 @@ pub struct Catalog {
 struct Starter {
     store: Arc<dyn Interface>,
     admission: Arc<crate::admission::Chain>,
-    deletions: Arc<tokio::sync::Notify>,
     /// How long the objects of kinds that expire live.
     event_ttl: std::time::Duration,
     /// The namespaced types a namespace holds: custom types join it.
@@ -63,7 +60,6 @@ impl Starter {
                 true => self.contents.clone(),
                 false => NamespaceContents::default(),
             },
-            deletions: self.deletions.clone(),
             expiry: def.expires.then_some(self.event_ttl),
             admission: self.admission.clone(),
         }
@@ -82,7 +78,6 @@ impl Catalog {
         let mut starter = Starter {
             store: Arc::new(store.clone()),
             admission: Arc::new(crate::admission::Chain::default()),
-            deletions: Arc::new(tokio::sync::Notify::new()),
             event_ttl,
             contents: NamespaceContents::default(),
             arbiters: arbiters.to_vec(),
@@ -97,7 +92,6 @@ impl Catalog {
         Ok(Catalog {
             index: index(&entries),
             entries,
-            deletions: starter.deletions.clone(),
             admission: starter.admission.clone(),
             custom: RwLock::new(Vec::new()),
             starter,

@@ -112,7 +112,7 @@ async fn start_controllers(
 ) -> Result<(), StartError> {
     let prefix = config.storage_prefix.clone();
     crate::controllers::crds::start(catalog.clone(), prefix.clone()).await;
-    let controllers = crate::controllers::run(catalog.clone(), store.clone(), prefix);
+    let controllers = crate::controllers::run(store.clone(), prefix);
     actix_rt::spawn(controllers);
     let root_ca = root_ca(config)?;
     actix_rt::spawn(crate::controllers::service_accounts::run(

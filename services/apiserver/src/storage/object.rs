@@ -22,9 +22,6 @@ pub struct Object {
     name: Box<str>,
     namespace: Box<str>,
     uid: Box<str>,
-    /// It has finalizers, owner references or a deletion timestamp: what
-    /// the controllers that finish deletions look at.
-    held: bool,
     labels: Box<[(Box<str>, Box<str>)]>,
     /// The values of the selectable fields it was built with, by path.
     fields: Box<[(&'static str, Box<str>)]>,
@@ -61,9 +58,6 @@ impl Object {
             name: meta::name(&object).into(),
             namespace: meta::namespace(&object).into(),
             uid: meta::uid(&object).into(),
-            held: ["finalizers", "ownerReferences", "deletionTimestamp"]
-                .iter()
-                .any(|f| !object["metadata"][f].is_null()),
             labels,
             fields,
             revision,
@@ -96,11 +90,6 @@ impl Object {
 
     pub fn uid(&self) -> &str {
         &self.uid
-    }
-
-    /// Does it have finalizers, owner references or a deletion timestamp?
-    pub fn held(&self) -> bool {
-        self.held
     }
 
     /// The revision of its last write (its `resourceVersion`).

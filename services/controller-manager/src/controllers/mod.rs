@@ -16,6 +16,9 @@ use crate::context::Context;
 use crate::error::Result;
 
 pub mod deployment;
+pub mod garbage_collector;
+pub mod namespace;
+pub mod pod_termination;
 pub mod replicaset;
 
 /// How a controller is named and started.
@@ -52,6 +55,24 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["deployment"],
             enabled_by_default: true,
             start: |ctx| Box::pin(deployment::run(ctx)),
+        },
+        Descriptor {
+            name: "garbage-collector-controller",
+            aliases: &["garbagecollector"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(garbage_collector::run(ctx)),
+        },
+        Descriptor {
+            name: "namespace-controller",
+            aliases: &["namespace"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(namespace::run(ctx)),
+        },
+        Descriptor {
+            name: "pod-termination-controller",
+            aliases: &[],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(pod_termination::run(ctx)),
         },
         Descriptor {
             name: "replicaset-controller",

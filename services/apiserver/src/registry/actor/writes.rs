@@ -12,7 +12,6 @@ use crate::object::patch::PatchType;
 use crate::registry::flow::{self, Part, Reply};
 use crate::registry::options::{DeleteOptions, ListOptions, Query, WriteOptions};
 use crate::registry::subresource;
-use crate::storage::Object;
 
 #[derive(Message)]
 #[rtype(result = "Result<Reply, ApiError>")]
@@ -154,21 +153,5 @@ impl Handler<Serve> for ResourceActor {
             };
             m.handler.serve(call).await
         })
-    }
-}
-
-/// Every object the watch cache holds now (for the controllers, which
-/// look at all of them; a snapshot may trail the store a little). The
-/// objects are shared with the cache, not copied or parsed: the
-/// controllers parse the few they act on.
-#[derive(Message)]
-#[rtype(result = "Vec<Arc<Object>>")]
-pub struct Snapshot;
-
-impl Handler<Snapshot> for ResourceActor {
-    type Result = Vec<Arc<Object>>;
-
-    fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
-        self.cacher.snapshot()
     }
 }

@@ -80,7 +80,6 @@ fn handles(store: Arc<dyn Interface>, converter: Arc<dyn Converter>) -> (Handle,
             store: Arc::new(view),
             prefix: "/registry/example.com".into(),
             namespace_contents: Default::default(),
-            deletions: Arc::new(tokio::sync::Notify::new()),
             expiry: None,
             admission: Arc::new(crate::admission::Chain::default()),
         }

@@ -3,11 +3,11 @@
 //! goes when that is done:
 //! - finalizers: their owners remove them with updates;
 //! - propagationPolicy Foreground or Orphan: the garbage collector
-//!   (`controllers::garbage_collector`) removes the dependents or lets go
+//!   (in `capstan-controller-manager`) removes the dependents or lets go
 //!   of them, then the `foregroundDeletion` or `orphan` finalizer;
 //! - a grace period (the kind's `Deletion::grace_period`, a pod on a
-//!   node's): kubelet's part, played here by `controllers::pod_termination`
-//!   when it ends;
+//!   node's): kubelet's part, the simulated nodes', or for a node that
+//!   does not exist the controller manager's pod termination, when it ends;
 //! - a kind that holds contents (namespaces): they are deleted first.
 
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ use super::listing::list;
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::object::meta;
-use crate::object::time::{is_past, now_rfc3339, rfc3339_in};
+use crate::object::time::{now_rfc3339, rfc3339_in};
 use crate::registry::options::{DeleteOptions, ListOptions};
 use crate::storage::{StorageError, Stored};
 
@@ -132,7 +132,6 @@ pub async fn delete(
             Err(StorageError::Conflict) => continue,
             Err(e) => return Err(h.storage_error(name, e)),
         };
-        h.deletions.notify_one();
         return Ok(reply(match plan {
             // As kube-apiserver: the object as it was, at the deletion's
             // resourceVersion (the one its DELETED event carries).
@@ -232,15 +231,6 @@ pub async fn finish_namespace(h: &Handle, name: &str) -> Result<bool, ApiError> 
         Ok(_) | Err(StorageError::Conflict) => Ok(true),
         Err(e) => Err(h.storage_error(name, e)),
     }
-}
-
-/// Whether a pod's grace period is over (its deletionTimestamp passed).
-pub fn grace_expired(pod: &Value) -> bool {
-    let at = pod["metadata"]["deletionTimestamp"].as_str();
-    let graceful = pod["metadata"]["deletionGracePeriodSeconds"]
-        .as_i64()
-        .is_some_and(|g| g > 0);
-    graceful && at.is_some_and(is_past)
 }
 
 pub async fn delete_collection(

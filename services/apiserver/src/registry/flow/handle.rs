@@ -25,9 +25,6 @@ pub struct Handle {
     /// namespaced type, whose objects in a namespace are deleted when the
     /// namespace goes (empty for the others).
     pub namespace_contents: NamespaceContents,
-    /// Told after every delete, so the controllers that finish deletions
-    /// (garbage collection, namespace contents) look soon.
-    pub deletions: Arc<tokio::sync::Notify>,
     /// For types whose objects expire (events): how long they live.
     pub expiry: Option<std::time::Duration>,
     /// The admission plugins every write of the type goes through.

@@ -26,7 +26,6 @@ pub(super) fn handle(store: &Arc<MemoryStorage>, resource: &str) -> Handle {
         store: store.clone(),
         prefix: "/registry".into(),
         namespace_contents: Default::default(),
-        deletions: Arc::new(tokio::sync::Notify::new()),
         expiry: None,
         admission: Arc::new(crate::admission::Chain::default()),
     }

@@ -25,7 +25,6 @@ fn handle() -> Handle {
         store: Arc::new(MemoryStorage::new()),
         prefix: "/registry/example.com".into(),
         namespace_contents: Default::default(),
-        deletions: Arc::new(tokio::sync::Notify::new()),
         expiry: None,
         admission: Arc::new(crate::admission::Chain::default()),
     }

@@ -27,7 +27,6 @@ pub fn handle() -> crate::registry::flow::Handle {
         store: std::sync::Arc::new(crate::storage::MemoryStorage::new()),
         prefix: "/registry".into(),
         namespace_contents: Default::default(),
-        deletions: std::sync::Arc::new(tokio::sync::Notify::new()),
         expiry: None,
         admission: std::sync::Arc::new(crate::admission::Chain::default()),
     }
