@@ -32,10 +32,9 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     let q = queue.clone();
     pods.add_handler(move |event: &InformerEvent<Pod>| {
         let pod = event.object();
-        if pods::is_terminating(pod) && !pods::node_name(pod).is_empty() {
-            if !matches!(event, InformerEvent::Deleted(_)) {
-                q.add(event.key());
-            }
+        let bound = !pods::node_name(pod).is_empty();
+        if pods::is_terminating(pod) && bound && !matches!(event, InformerEvent::Deleted(_)) {
+            q.add(event.key());
         }
     });
     tokio::select! {
