@@ -16,6 +16,8 @@ use crate::context::Context;
 use crate::error::Result;
 
 pub mod deployment;
+pub mod endpoints;
+pub mod endpointslice;
 pub mod garbage_collector;
 pub mod namespace;
 pub mod pod_termination;
@@ -55,6 +57,18 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["deployment"],
             enabled_by_default: true,
             start: |ctx| Box::pin(deployment::run(ctx)),
+        },
+        Descriptor {
+            name: "endpoints-controller",
+            aliases: &["endpoint"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(endpoints::run(ctx)),
+        },
+        Descriptor {
+            name: "endpointslice-controller",
+            aliases: &["endpointslice"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(endpointslice::run(ctx)),
         },
         Descriptor {
             name: "garbage-collector-controller",
