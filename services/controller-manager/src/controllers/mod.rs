@@ -18,6 +18,7 @@ use crate::error::Result;
 pub mod deployment;
 pub mod endpoints;
 pub mod endpointslice;
+pub mod endpointslice_mirroring;
 pub mod garbage_collector;
 pub mod namespace;
 pub mod pod_termination;
@@ -69,6 +70,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["endpointslice"],
             enabled_by_default: true,
             start: |ctx| Box::pin(endpointslice::run(ctx)),
+        },
+        Descriptor {
+            name: "endpointslice-mirroring-controller",
+            aliases: &["endpointslicemirroring"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(endpointslice_mirroring::run(ctx)),
         },
         Descriptor {
             name: "garbage-collector-controller",
