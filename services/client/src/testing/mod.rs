@@ -10,8 +10,8 @@
 //! (generateName, uid, creationTimestamp, generation, AlreadyExists);
 //! update and patch (merge, JSON, strategic; Conflict on a stale
 //! resourceVersion; status only through `/status`); delete (finalizers,
-//! preconditions, pods' graceful deletion); `pods/binding` and
-//! `pods/eviction` — and no type-specific validation or defaulting,
+//! preconditions, pods' graceful deletion); `pods/binding`,
+//! `pods/eviction` and any object's `scale` — and no type-specific validation or defaulting,
 //! admission, authorization, garbage collection or namespace checks.
 //!
 //! For tests it adds failure injection ([`FakeApi::fail_next`]), watch
@@ -37,6 +37,7 @@ mod deletes;
 mod objects;
 mod patch;
 mod request;
+mod scale;
 mod selectors;
 mod service;
 mod status;

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::deletes;
 use super::objects::key;
 use super::request::{ApiRequest, Verb};
+use super::scale;
 use super::selectors::Selectors;
 use super::status::ApiError;
 use super::watch::{self, WatchSpec};
@@ -47,6 +48,9 @@ pub(super) fn handle(
 }
 
 fn get(state: &State, api: &ApiRequest) -> Result<(u16, Value), ApiError> {
+    if api.subresource.as_deref() == Some("scale") {
+        return scale::get(&state.objects, api);
+    }
     if !matches!(api.subresource.as_deref(), None | Some("status")) {
         return Err(ApiError::not_found_path());
     }
@@ -95,6 +99,7 @@ fn write(state: &mut State, api: &ApiRequest, body: &[u8]) -> Result<(u16, Value
         (Verb::Create, None) => writes::create(objects, api, body),
         (Verb::Create, Some("binding")) if pods => deletes::bind(objects, api, body),
         (Verb::Create, Some("eviction")) if pods => deletes::evict(objects, api, body),
+        (Verb::Update | Verb::Patch, Some("scale")) => scale::write(objects, api, body),
         (Verb::Update, None | Some("status")) => writes::update(objects, api, body),
         (Verb::Patch, None | Some("status")) => writes::patch(objects, api, body),
         (Verb::Delete, None) => deletes::delete(objects, api, body),

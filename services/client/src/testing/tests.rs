@@ -354,3 +354,42 @@ async fn injected_failures_and_the_call_log() {
     );
     assert_eq!(last.body.as_ref().unwrap()["metadata"]["name"], "x");
 }
+
+#[tokio::test]
+async fn the_scale_subresource_reads_and_sets_replicas() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let fake = FakeApi::new();
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]},
+            "template": {"metadata": {"labels": {"app": "web", "tier": "a"}}}},
+        "status": {"replicas": 2},
+    }))
+    .unwrap();
+    fake.insert(&deployment);
+    let api: kube::Api<Deployment> = kube::Api::namespaced(fake.client(), "default");
+    let scale = api.get_scale("web").await.unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(2));
+    let status = scale.status.unwrap();
+    assert_eq!(status.replicas, 2);
+    assert_eq!(status.selector.as_deref(), Some("app=web,tier in (a,b)"));
+    let patch = serde_json::json!({"spec": {"replicas": 5}});
+    let params = kube::api::PatchParams::default();
+    api.patch_scale("web", &params, &kube::api::Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let stored: Deployment = fake.get(Some("default"), "web").unwrap();
+    assert_eq!(stored.spec.unwrap().replicas, Some(5));
+    let stale = serde_json::json!({"metadata": {"name": "web", "resourceVersion": "1"}, "spec": {"replicas": 1}});
+    let err = api
+        .replace_scale(
+            "web",
+            &Default::default(),
+            serde_json::to_vec(&stale).unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, kube::Error::Api(s) if s.code == 409));
+    assert!(api.get_scale("missing").await.is_err());
+}
