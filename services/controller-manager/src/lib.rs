@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod ownership;
 pub mod pod_control;
 pub mod pods;
+pub mod scale;
 pub mod status;
 #[cfg(test)]
 pub(crate) mod testkit;

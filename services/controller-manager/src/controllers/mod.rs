@@ -16,6 +16,7 @@ use crate::context::Context;
 use crate::error::Result;
 
 pub mod deployment;
+pub mod disruption;
 pub mod endpoints;
 pub mod endpointslice;
 pub mod endpointslice_mirroring;
@@ -58,6 +59,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["deployment"],
             enabled_by_default: true,
             start: |ctx| Box::pin(deployment::run(ctx)),
+        },
+        Descriptor {
+            name: "disruption-controller",
+            aliases: &["disruption"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(disruption::run(ctx)),
         },
         Descriptor {
             name: "endpoints-controller",
