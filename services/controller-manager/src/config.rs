@@ -106,6 +106,40 @@ pub struct Flags {
     /// marked NotReady (Unknown).
     #[arg(long)]
     pub node_monitor_grace_period: Option<String>,
+    /// How long a node that never reported may take to post its first status.
+    #[arg(long)]
+    pub node_startup_grace_period: Option<String>,
+    /// How often zones are recounted and the node lifecycle controller's
+    /// queued taints are tried.
+    #[arg(long)]
+    pub node_monitor_period: Option<String>,
+    /// Nodes per second tainted for eviction in a healthy zone.
+    #[arg(long)]
+    pub node_eviction_rate: Option<f64>,
+    /// Nodes per second tainted in a large zone that is mostly unhealthy.
+    #[arg(long)]
+    pub secondary_node_eviction_rate: Option<f64>,
+    /// A zone of more nodes than this is large (see the secondary rate).
+    #[arg(long)]
+    pub large_cluster_size_threshold: Option<usize>,
+    /// Share of unready nodes (more than two) that makes a zone unhealthy.
+    #[arg(long)]
+    pub unhealthy_zone_threshold: Option<f64>,
+    /// How often each HorizontalPodAutoscaler is reconciled.
+    #[arg(long)]
+    pub horizontal_pod_autoscaler_sync_period: Option<String>,
+    /// How far back the autoscaler looks for a higher recommendation before scaling down.
+    #[arg(long)]
+    pub horizontal_pod_autoscaler_downscale_stabilization: Option<String>,
+    /// Ratio of usage to target within which the autoscaler does nothing.
+    #[arg(long)]
+    pub horizontal_pod_autoscaler_tolerance: Option<f64>,
+    /// After a pod starts, how long its CPU samples may be skipped as start-up noise.
+    #[arg(long)]
+    pub horizontal_pod_autoscaler_cpu_initialization_period: Option<String>,
+    /// After a pod starts, how long readiness may take to settle.
+    #[arg(long)]
+    pub horizontal_pod_autoscaler_initial_readiness_delay: Option<String>,
     /// Terminated pods kept before the oldest are deleted (0: none deleted).
     #[arg(long)]
     pub terminated_pod_gc_threshold: Option<i64>,
@@ -153,6 +187,17 @@ pub struct Settings {
     pub concurrent_service_endpoint_syncs: usize,
     pub concurrent_horizontal_pod_autoscaler_syncs: usize,
     pub node_monitor_grace_period: String,
+    pub node_startup_grace_period: String,
+    pub node_monitor_period: String,
+    pub node_eviction_rate: f64,
+    pub secondary_node_eviction_rate: f64,
+    pub large_cluster_size_threshold: usize,
+    pub unhealthy_zone_threshold: f64,
+    pub horizontal_pod_autoscaler_sync_period: String,
+    pub horizontal_pod_autoscaler_downscale_stabilization: String,
+    pub horizontal_pod_autoscaler_tolerance: f64,
+    pub horizontal_pod_autoscaler_cpu_initialization_period: String,
+    pub horizontal_pod_autoscaler_initial_readiness_delay: String,
     pub terminated_pod_gc_threshold: i64,
     pub max_endpoints_per_slice: i64,
     pub secure_port: u16,
@@ -190,6 +235,17 @@ fn defaults() -> Result<config::ConfigBuilder<config::builder::DefaultState>, Co
         .set_default("concurrent_service_endpoint_syncs", 5)?
         .set_default("concurrent_horizontal_pod_autoscaler_syncs", 5)?
         .set_default("node_monitor_grace_period", "40s")?
+        .set_default("node_startup_grace_period", "1m")?
+        .set_default("node_monitor_period", "5s")?
+        .set_default("node_eviction_rate", 0.1)?
+        .set_default("secondary_node_eviction_rate", 0.01)?
+        .set_default("large_cluster_size_threshold", 50)?
+        .set_default("unhealthy_zone_threshold", 0.55)?
+        .set_default("horizontal_pod_autoscaler_sync_period", "15s")?
+        .set_default("horizontal_pod_autoscaler_downscale_stabilization", "5m")?
+        .set_default("horizontal_pod_autoscaler_tolerance", 0.1)?
+        .set_default("horizontal_pod_autoscaler_cpu_initialization_period", "5m")?
+        .set_default("horizontal_pod_autoscaler_initial_readiness_delay", "30s")?
         .set_default("terminated_pod_gc_threshold", 12500)?
         .set_default("max_endpoints_per_slice", 100)?
         .set_default("secure_port", DEFAULT_SECURE_PORT)?
@@ -288,6 +344,50 @@ fn overrides(flags: &Flags) -> Vec<(&'static str, Option<String>)> {
             flags.node_monitor_grace_period.clone(),
         ),
         (
+            "node_startup_grace_period",
+            flags.node_startup_grace_period.clone(),
+        ),
+        ("node_monitor_period", flags.node_monitor_period.clone()),
+        ("node_eviction_rate", text(&flags.node_eviction_rate)),
+        (
+            "secondary_node_eviction_rate",
+            text(&flags.secondary_node_eviction_rate),
+        ),
+        (
+            "large_cluster_size_threshold",
+            text(&flags.large_cluster_size_threshold),
+        ),
+        (
+            "unhealthy_zone_threshold",
+            text(&flags.unhealthy_zone_threshold),
+        ),
+        (
+            "horizontal_pod_autoscaler_sync_period",
+            flags.horizontal_pod_autoscaler_sync_period.clone(),
+        ),
+        (
+            "horizontal_pod_autoscaler_downscale_stabilization",
+            flags
+                .horizontal_pod_autoscaler_downscale_stabilization
+                .clone(),
+        ),
+        (
+            "horizontal_pod_autoscaler_tolerance",
+            text(&flags.horizontal_pod_autoscaler_tolerance),
+        ),
+        (
+            "horizontal_pod_autoscaler_cpu_initialization_period",
+            flags
+                .horizontal_pod_autoscaler_cpu_initialization_period
+                .clone(),
+        ),
+        (
+            "horizontal_pod_autoscaler_initial_readiness_delay",
+            flags
+                .horizontal_pod_autoscaler_initial_readiness_delay
+                .clone(),
+        ),
+        (
             "terminated_pod_gc_threshold",
             text(&flags.terminated_pod_gc_threshold),
         ),
@@ -324,7 +424,57 @@ impl Settings {
         if election.retry_period.is_zero() {
             return Err(invalid("leader_elect_retry_period", "must be positive"));
         }
-        duration("node_monitor_grace_period", &self.node_monitor_grace_period)?;
+        for (field, text) in [
+            ("node_monitor_grace_period", &self.node_monitor_grace_period),
+            ("node_startup_grace_period", &self.node_startup_grace_period),
+            ("node_monitor_period", &self.node_monitor_period),
+            (
+                "horizontal_pod_autoscaler_sync_period",
+                &self.horizontal_pod_autoscaler_sync_period,
+            ),
+            (
+                "horizontal_pod_autoscaler_downscale_stabilization",
+                &self.horizontal_pod_autoscaler_downscale_stabilization,
+            ),
+            (
+                "horizontal_pod_autoscaler_cpu_initialization_period",
+                &self.horizontal_pod_autoscaler_cpu_initialization_period,
+            ),
+            (
+                "horizontal_pod_autoscaler_initial_readiness_delay",
+                &self.horizontal_pod_autoscaler_initial_readiness_delay,
+            ),
+        ] {
+            duration(field, text)?;
+        }
+        for (field, text) in [
+            ("node_monitor_period", &self.node_monitor_period),
+            (
+                "horizontal_pod_autoscaler_sync_period",
+                &self.horizontal_pod_autoscaler_sync_period,
+            ),
+        ] {
+            if parse_duration(text).is_some_and(|d| d.is_zero()) {
+                return Err(invalid(field, "must be positive"));
+            }
+        }
+        let rates = [
+            ("node_eviction_rate", self.node_eviction_rate),
+            (
+                "secondary_node_eviction_rate",
+                self.secondary_node_eviction_rate,
+            ),
+            (
+                "horizontal_pod_autoscaler_tolerance",
+                self.horizontal_pod_autoscaler_tolerance,
+            ),
+        ];
+        if let Some((field, _)) = rates.iter().find(|(_, v)| !v.is_finite() || *v < 0.0) {
+            return Err(invalid(field, "must be a non-negative number"));
+        }
+        if !(self.unhealthy_zone_threshold > 0.0 && self.unhealthy_zone_threshold <= 1.0) {
+            return Err(invalid("unhealthy_zone_threshold", "must be in (0, 1]"));
+        }
         if self.max_endpoints_per_slice < 1 || self.max_endpoints_per_slice > 1000 {
             return Err(invalid(
                 "max_endpoints_per_slice",
@@ -367,6 +517,11 @@ impl Settings {
     /// `--node-monitor-grace-period`, checked at load.
     pub fn node_monitor_grace_period(&self) -> Duration {
         parse_duration(&self.node_monitor_grace_period).unwrap_or(Duration::from_secs(40))
+    }
+
+    /// A duration setting (checked at load), or `default`.
+    pub fn duration_of(&self, text: &str, default: Duration) -> Duration {
+        parse_duration(text).unwrap_or(default)
     }
 
     /// Settings with every default and nothing read from the environment

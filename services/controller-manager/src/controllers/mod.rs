@@ -22,6 +22,7 @@ pub mod endpointslice;
 pub mod endpointslice_mirroring;
 pub mod garbage_collector;
 pub mod namespace;
+pub mod node_lifecycle;
 pub mod pod_termination;
 pub mod replicaset;
 
@@ -95,6 +96,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["namespace"],
             enabled_by_default: true,
             start: |ctx| Box::pin(namespace::run(ctx)),
+        },
+        Descriptor {
+            name: "node-lifecycle-controller",
+            aliases: &["nodelifecycle"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(node_lifecycle::run(ctx)),
         },
         Descriptor {
             name: "pod-termination-controller",
