@@ -192,15 +192,24 @@ async fn a_silent_node_goes_unknown_its_pods_not_ready_and_it_is_tainted() {
     .await;
     assert!(reasons.contains("NodeNotReady"));
 
-    // The kubelet posts Ready again: every taint of the controller comes off.
+    // The kubelet renews its Lease and posts Ready again: every taint of
+    // the controller comes off.
     h.caught_up(&fake).await;
+    h.controller
+        .health
+        .observe_lease("n1", Utc::now(), Utc::now());
     let mut back: Node = fake.get(None, "n1").unwrap();
     back.status = node("n1", "True").status;
     fake.insert(&back);
     h.caught_up(&fake).await;
     h.controller.sync("n1").await.unwrap();
     let stored: Node = fake.get(None, "n1").unwrap();
-    assert!(taint_keys(&stored, "NoExecute").is_empty());
+    assert!(
+        taint_keys(&stored, "NoExecute").is_empty(),
+        "{:?} {:?}",
+        stored.spec,
+        stored.status
+    );
     h.caught_up(&fake).await;
     h.controller.sync("n1").await.unwrap();
     let stored: Node = fake.get(None, "n1").unwrap();
