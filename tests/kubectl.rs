@@ -178,7 +178,14 @@ fn apply_then_apply_again_and_read_back_in_every_form(backend: Backend) {
         .contains("mode: green"));
     assert_eq!(
         kubectl
-            .ok(&["get", "pods,cm", "-l", "tier=front", "-o", "name"])
+            .ok(&[
+                "get",
+                "pods,cm",
+                "-l",
+                "tier=front,!pod-template-hash",
+                "-o",
+                "name"
+            ])
             .trim(),
         "pod/demo"
     );
@@ -189,6 +196,8 @@ fn apply_then_apply_again_and_read_back_in_every_form(backend: Backend) {
                 "pods",
                 "--field-selector",
                 "status.phase=Pending",
+                "-l",
+                "!pod-template-hash",
                 "-o",
                 "name"
             ])
@@ -206,8 +215,17 @@ fn apply_then_apply_again_and_read_back_in_every_form(backend: Backend) {
         "{everywhere}"
     );
     // Five: every cluster also has the `kubernetes` service in default
-    // (and the `kube-root-ca.crt` ConfigMap, left out here).
-    let chunked = kubectl.ok(&["get", "deploy,svc,cm,pods", "--chunk-size=1", "-o", "name"]);
+    // (and the `kube-root-ca.crt` ConfigMap, left out here, as are the
+    // Deployment's pods).
+    let chunked = kubectl.ok(&[
+        "get",
+        "deploy,svc,cm,pods",
+        "-l",
+        "!pod-template-hash",
+        "--chunk-size=1",
+        "-o",
+        "name",
+    ]);
     let chunked = without_root_ca(&chunked);
     assert_eq!(chunked.lines().count(), 5, "{chunked}");
     assert!(chunked.contains("service/kubernetes"), "{chunked}");
@@ -549,7 +567,9 @@ fn edit_delete_by_label_and_all_discovery_explain_and_logs(backend: Backend) {
         ""
     );
     assert_eq!(
-        kubectl.ok(&["get", "pods", "-o", "name"]).trim(),
+        kubectl
+            .ok(&["get", "pods", "-l", "!pod-template-hash", "-o", "name"])
+            .trim(),
         "pod/placed"
     );
 

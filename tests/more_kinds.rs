@@ -4,8 +4,11 @@
 //! a chart applied, listed with kubectl's columns, and deleted (the rules
 //! of these types: `more_kinds_rules`).
 
+use std::time::Duration;
+
 use capstan_tests::apiserver::{ApiCluster, Backend, Kubectl};
 use capstan_tests::kubectl::{table, without_age};
+use capstan_tests::poll::wait_for;
 
 /// What `helm template` of a typical web application renders.
 const APP: &str = include_str!("fixtures/shop-chart.yaml");
@@ -49,6 +52,18 @@ fn a_chart_applies_lists_and_deletes(backend: Backend) {
         again.contains("job.batch/shop-migrate unchanged")
             && again.contains("role.rbac.authorization.k8s.io/shop-reader unchanged"),
         "{again}"
+    );
+    // The controller manager makes the Deployment's two pods; the quota
+    // counts them (with the LimitRange's defaults) once they exist.
+    const USED: &str =
+        r"jsonpath={.status.used.pods} {.status.used.requests\.cpu} {.status.used.limits\.memory}";
+    wait_for(
+        Duration::from_secs(60),
+        "the Deployment's pods in the quota",
+        || {
+            let used = kubectl.ok(&["get", "quota", "shop-quota", "-o", USED]);
+            (used == "2 200m 512Mi").then_some(())
+        },
     );
     check_columns(kubectl);
 
@@ -245,7 +260,7 @@ fn check_columns(kubectl: &Kubectl) {
         &["get", "quota"],
         "shop-quota",
         "NAME REQUEST LIMIT AGE",
-        "shop-quota pods: 0/20, requests.cpu: 0/4 limits.memory: 0/8Gi",
+        "shop-quota pods: 2/20, requests.cpu: 200m/4 limits.memory: 512Mi/8Gi",
         Some(7),
     );
     let (h, _) = table(kubectl, &["get", "limits"], "shop-limits");

@@ -326,21 +326,28 @@ impl Syncer {
     }
 
     /// The deployment's own revision annotation follows its new ReplicaSet's.
+    /// Written on a fresh read, not the cached copy: the cache lacks
+    /// kubectl's last-applied annotation, which a PUT of it would erase
+    /// (and kube's role grants this controller `update`, not `patch`).
     async fn set_deployment_revision(&self, d: &mut Deployment, revision: &str) -> Result<()> {
         if revision.is_empty() || util::annotation(&d.metadata, util::REVISION) == Some(revision) {
             return Ok(());
         }
-        let mut copy = d.clone();
-        copy.metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(util::REVISION.into(), revision.into());
         let api: Api<Deployment> = Api::namespaced(
             self.client.clone(),
             d.metadata.namespace.as_deref().unwrap_or_default(),
         );
         let name = d.metadata.name.clone().unwrap_or_default();
-        *d = api.replace(&name, &PostParams::default(), &copy).await?;
+        let mut fresh = api.get(&name).await?;
+        // Conditional on the version this sync read, as kube's update of
+        // its cached copy is: a newer deployment conflicts and is synced again.
+        fresh.metadata.resource_version = d.metadata.resource_version.clone();
+        fresh
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(util::REVISION.into(), revision.into());
+        *d = api.replace(&name, &PostParams::default(), &fresh).await?;
         Ok(())
     }
 

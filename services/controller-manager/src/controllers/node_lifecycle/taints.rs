@@ -2,14 +2,14 @@
 //! mirror a node's conditions (and `spec.unschedulable`), put on at once,
 //! and the NoExecute `unreachable` / `not-ready` taints that make the
 //! taint-eviction controller move pods off, put on at the zone's rate.
-//! Writes are read-modify-write of the node with its resourceVersion,
+//! Writes are merge patches of the taints with the resourceVersion read,
 //! tried again on a conflict with a fresh read (kube's
 //! `SwapNodeControllerTaint`).
 
 use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::chrono::Utc;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 
 use crate::error::{Error, Result};
 
@@ -144,9 +144,14 @@ pub async fn swap(
         let Some(taints) = swapped(&node, add, remove) else {
             return Ok(false);
         };
-        node.spec.get_or_insert_with(Default::default).taints = Some(taints);
+        // A merge patch of the taints alone, conditional on the version
+        // read: a PUT of the cached copy would drop what the cache strips.
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": node.metadata.resource_version},
+            "spec": {"taints": taints},
+        });
         match api
-            .replace(&name, &PostParams::default(), &node)
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(Error::from)
         {
