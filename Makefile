@@ -65,7 +65,10 @@ fuzz: deps
 ## 16), on 1 and 3 members, each row with each server's busiest thread (a
 ## WARNING names any above 80% of a core), and the same puts with both
 ## servers pinned to 1, 2, 4, ... of this machine's cores (BENCH_CORES),
-## a table and scaling.svg by core count. Each run's results go
+## a table and scaling.svg by core count. Then capstan-scheduler in kube's
+## scheduler_perf shape (1,000 nodes, 10,000 pods; SchedulingBasic,
+## TopologySpreading, InterPodAffinity) and 5,000 simulated nodes holding
+## their Leases, each against a fresh capstan. Each run's results go
 ## to target/bench: run.json and run-3.json (the last runs; the ones before
 ## are kept as previous*.json and compared with) and store.svg and
 ## store-3.svg, pictures. What a run shows goes in RESULTS.md (a row at the
@@ -87,6 +90,8 @@ bench: deps
 	./target/release/capstan-bench --duration 10s --clients 64,512 --max-conns 64 --cores $(BENCH_CORES) \
 		--workload store --store-workloads put --watchers 0 --scale-keys 0 \
 		--json target/bench/scaling.json --scaling-plot target/bench/scaling.svg
+	./target/release/capstan-bench --workload scheduler --scheduler-nodes 1000 --scheduler-pods 10000
+	./target/release/capstan-bench --workload heartbeats --heartbeat-nodes 5000 --heartbeat-window 30s
 
 ## 1, 2, 4, ... up to the cores this shell may use, and that count itself.
 BENCH_CORES ?= $(shell n=$$(nproc); c=1; l=1; while [ $$((c * 2)) -le $$n ]; do c=$$((c * 2)); l="$$l,$$c"; done; \
@@ -101,6 +106,8 @@ bench-short: deps
 		--scale-keys 0 --quiet --json target/bench/short-3.json --plot target/bench/short-3.svg
 	./target/debug/capstan-bench --duration 1s --clients 8 --max-conns 4 --cores 1 --workload store \
 		--store-workloads put --watchers 0 --scale-keys 0 --quiet --json target/bench/short-cores.json
+	./target/debug/capstan-bench --workload scheduler --scheduler-nodes 30 --scheduler-pods 200 --quiet
+	./target/debug/capstan-bench --workload heartbeats --heartbeat-nodes 50 --heartbeat-window 11s --quiet
 
 ## Long fault-injection runs: the fault suites (kill -9, SIGSTOP, partitions,
 ## one-way partitions, membership changes; histories checked for

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # A local replicated control plane on loopback: three capstan-store members
-# and two capstan-apiservers, each apiserver talking to all three members,
+# and two capstan-apiservers, each apiserver talking to all three members
+# and running kube-scheduler in its process (one leads, on the Lease
+# kube-system/kube-scheduler), and capstan-nodes with $NODES simulated
+# nodes (default 3) across three zones,
 # everything over TLS with certificates made on first start under
 # $DATA/pki (`capstan certificates`, kept on later starts), Secrets
 # encrypted at rest with the secretbox key it writes there too
@@ -9,10 +12,12 @@
 #
 #   store members:  https://127.0.0.1:12379, 22379, 32379  (peers on 12380, 22380, 32380)
 #   apiservers:     https://127.0.0.1:16443, 26443
+#   nodes:          kubelet API https://127.0.0.1:10250, admin http://127.0.0.1:10248/nodes
 set -euo pipefail
 
 BIN=${BIN:-target/release}
 DATA=${DATA:-data/cluster}
+NODES=${NODES:-3}
 PKI=$DATA/pki
 mkdir -p "$DATA"
 
@@ -66,9 +71,22 @@ for i in 1 2; do
   pids+=($!)
 done
 
+for i in 1 2; do
+  for _ in $(seq 300); do
+    curl -sf --cacert "$PKI/server-ca.crt" "https://127.0.0.1:${i}6443/readyz" >/dev/null && break
+    sleep 0.1
+  done
+done
+"$BIN/capstan-nodes" --kubeconfig "$PKI/kubeconfig" --nodes "$NODES" \
+  --zones zone-a,zone-b,zone-c --kubelet-port 10250 --healthz-port 10248 \
+  >"$DATA/nodes.log" 2>&1 &
+pids+=($!)
+
 cat <<INFO
 store:      ETCDCTL_API=3 etcdctl --endpoints=$etcd_servers ${store_client[*]} endpoint status -w table
 apiservers: kubectl --kubeconfig $PKI/kubeconfig get ns   (https://127.0.0.1:16443; :26443 is the second)
+nodes:      kubectl --kubeconfig $PKI/kubeconfig get nodes; stop one: curl -X POST 127.0.0.1:10248/nodes/capstan-node-0/stop
+scheduler:  kubectl --kubeconfig $PKI/kubeconfig -n kube-system get lease kube-scheduler   (the leading API server's)
 logs:       $DATA/*.log
 INFO
 wait

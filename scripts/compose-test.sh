@@ -22,7 +22,8 @@ profile="${CAPSTAN_COMPOSE_PROFILE:-release}"
 if [ "$profile" = release ]; then cargo build --release --bins; else cargo build --bins; fi
 ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
-cp "target/$profile/capstan" "target/$profile/capstan-store" "target/$profile/capstan-apiserver" "$ctx/"
+cp "target/$profile/capstan" "target/$profile/capstan-store" "target/$profile/capstan-apiserver" \
+  "target/$profile/capstan-scheduler" "target/$profile/capstan-nodes" "$ctx/"
 echo "compose-test: building capstan:latest and capstan-haproxy:latest on $BASE_IMAGE"
 docker build -q -f deploy/Dockerfile.prebuilt --build-arg RUNTIME_IMAGE="$BASE_IMAGE" -t capstan:latest "$ctx" >/dev/null
 docker build -q -f deploy/haproxy.Dockerfile --build-arg BASE_IMAGE="$BASE_IMAGE" -t capstan-haproxy:latest deploy >/dev/null

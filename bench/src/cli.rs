@@ -122,9 +122,34 @@ pub struct Args {
     pub compare: Option<PathBuf>,
 
     /// Which workloads: `store` (put/get on the etcd API), `apiserver`
-    /// (get/list/create through capstan-apiserver on each store), or `all`.
-    #[arg(long, default_value = "all", value_parser = ["store", "apiserver", "all"])]
+    /// (get/list/create through capstan-apiserver on each store), or `all`
+    /// (both); or, alone, `scheduler` (capstan-scheduler in kube's
+    /// scheduler_perf shape) or `heartbeats` (capstan-nodes holding
+    /// Leases), each against a fresh `capstan`.
+    #[arg(long, default_value = "all", value_parser = ["store", "apiserver", "all", "scheduler", "heartbeats"])]
     pub workload: String,
+
+    /// `--workload scheduler`: Ready nodes created first.
+    #[arg(long, default_value_t = 1000)]
+    pub scheduler_nodes: usize,
+
+    /// `--workload scheduler`: pods to schedule per case.
+    #[arg(long, default_value_t = 10_000)]
+    pub scheduler_pods: usize,
+
+    /// `--workload scheduler`: the cases, each on a fresh cluster:
+    /// `basic` (SchedulingBasic), `spread` (TopologySpreading), `affinity`
+    /// (InterPodAffinity).
+    #[arg(long, default_value = "basic,spread,affinity")]
+    pub scheduler_cases: String,
+
+    /// `--workload heartbeats`: simulated nodes holding their Leases.
+    #[arg(long, default_value_t = 5000)]
+    pub heartbeat_nodes: usize,
+
+    /// `--workload heartbeats`: how long capstan's CPU is measured.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub heartbeat_window: Duration,
 
     /// Which etcd-API workloads run, comma-separated: `put`, `txn`, `get`
     /// (e.g. `put,txn` to measure writes only).
@@ -240,11 +265,48 @@ impl Args {
     }
 
     pub fn runs_store(&self) -> bool {
-        self.workload != "apiserver"
+        matches!(self.workload.as_str(), "store" | "all")
     }
 
     pub fn runs_apiserver(&self) -> bool {
-        self.workload != "store"
+        matches!(self.workload.as_str(), "apiserver" | "all")
+    }
+
+    /// The `--workload scheduler` settings.
+    pub fn scheduling_config(&self) -> Result<crate::scheduling::SchedulingConfig, String> {
+        let cases = self
+            .scheduler_cases
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(crate::scheduling::Case::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        if cases.is_empty() || self.scheduler_nodes == 0 || self.scheduler_pods == 0 {
+            return Err(
+                "--scheduler-cases, --scheduler-nodes and --scheduler-pods must not be empty or 0"
+                    .into(),
+            );
+        }
+        Ok(crate::scheduling::SchedulingConfig {
+            nodes: self.scheduler_nodes,
+            pods: self.scheduler_pods,
+            cases,
+            clients: self.api_clients,
+            startup_timeout: self.startup_timeout,
+            request_timeout: self.request_timeout,
+            progress: !self.quiet,
+        })
+    }
+
+    /// The `--workload heartbeats` settings.
+    pub fn heartbeat_config(&self) -> crate::scheduling::HeartbeatConfig {
+        crate::scheduling::HeartbeatConfig {
+            nodes: self.heartbeat_nodes,
+            window: self.heartbeat_window,
+            startup_timeout: self.startup_timeout,
+            request_timeout: self.request_timeout,
+            progress: !self.quiet,
+        }
     }
 
     pub fn validate(&self) -> Result<(), String> {
@@ -255,6 +317,11 @@ impl Args {
             return Err(format!(
                 "--api-list-size must be between 1 and {MAX_LIST_SIZE}"
             ));
+        }
+        if self.workload == "heartbeats" && self.heartbeat_window < Duration::from_secs(10) {
+            return Err(
+                "--heartbeat-window must be at least 10s (one Lease renewal interval)".into(),
+            );
         }
         if self.duration.is_zero() {
             return Err("--duration must be positive".into());

@@ -19,7 +19,9 @@
 //! - [`plot`] and [`compare`]: the picture of a run, and a run next to an
 //!   earlier one's JSON; [`scaling`]: the runs by core count (`--cores`);
 //! - [`cpu`]: CPU per process and per thread, and pinning to cores;
-//!   [`store_runs`]: the store workloads in order, pinned per core count.
+//!   [`store_runs`]: the store workloads in order, pinned per core count;
+//! - [`scheduling`]: capstan-scheduler and capstan-nodes against a fresh
+//!   `capstan` (`--workload scheduler`, `--workload heartbeats`).
 
 /// The load generator shares the machine's cores with the servers it
 /// measures, and every request allocates (HTTP/2 frames, protobuf
@@ -45,6 +47,7 @@ mod report;
 mod run_spec;
 mod scale;
 mod scaling;
+mod scheduling;
 mod servers;
 mod store_runs;
 mod txn;
@@ -74,15 +77,21 @@ fn main() -> ExitCode {
     let mut cache_stats = Vec::new();
     let mut fanouts = Vec::new();
     let mut scales = Vec::new();
-    let ran = run(
-        &args,
-        &mut checks,
-        &mut stats,
-        &mut api_stats,
-        &mut cache_stats,
-        &mut fanouts,
-        &mut scales,
-    );
+    let ran = match args.workload.as_str() {
+        "scheduler" => args
+            .scheduling_config()
+            .and_then(|config| scheduling::run_scheduler(&config, &mut checks)),
+        "heartbeats" => scheduling::run_heartbeats(&args.heartbeat_config(), &mut checks),
+        _ => run(
+            &args,
+            &mut checks,
+            &mut stats,
+            &mut api_stats,
+            &mut cache_stats,
+            &mut fanouts,
+            &mut scales,
+        ),
+    };
     if let Err(err) = ran {
         checks.record("benchmark ran to the end", false, err);
     }

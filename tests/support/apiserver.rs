@@ -349,7 +349,14 @@ pub struct Embedded {
 }
 
 impl Embedded {
+    /// With no simulated nodes: the suite's tests expect a cluster with
+    /// no nodes in it (tests/scheduling.rs runs capstan's defaults).
     pub fn start() -> Embedded {
+        Embedded::start_with(&["--simulated-nodes", "0"])
+    }
+
+    /// With `extra` flags after the harness's own.
+    pub fn start_with(extra: &[&str]) -> Embedded {
         let dir = tempfile::tempdir().expect("create a temporary directory");
         let port = free_port();
         let data = dir.path().join("data");
@@ -371,6 +378,7 @@ impl Embedded {
             "--log-level",
             "warn",
         ]);
+        command.args(extra);
         let process = Killed::new(spawn_logged(&mut command, &log));
         wait_ready(port, &log);
         let kubectl = Kubectl {

@@ -24,6 +24,7 @@ pub mod metrics_server;
 pub mod mutate;
 pub mod poll;
 pub mod python;
+pub mod sim_nodes;
 pub mod store;
 pub mod tls;
 pub mod watch;

@@ -139,7 +139,8 @@ impl ApiProcess {
 }
 
 /// One blocking GET /readyz; true on 200.
-fn ready(port: u16) -> bool {
+/// Whether `GET /readyz` on 127.0.0.1:`port` answers 200.
+pub(crate) fn ready(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };

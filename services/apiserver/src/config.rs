@@ -136,7 +136,7 @@ pub struct Flags {
     #[command(flatten)]
     pub aggregator: crate::aggregator::settings::AggregatorFlags,
     #[command(flatten)]
-    pub embedded: crate::embedded::EmbeddedFlags,
+    pub embedded: crate::embedded::settings::EmbeddedFlags,
 }
 
 /// kube-apiserver's usual mode; `AlwaysAllow` is for development only.
@@ -182,9 +182,9 @@ pub struct ApiserverConfig {
     /// The front-proxy and requestheader flags (`crate::aggregator`).
     #[serde(skip)]
     pub aggregator: crate::aggregator::settings::Settings,
-    /// What runs in this process besides the API (`crate::embedded`).
+    /// What runs in this process besides the API (the `embedded` folder).
     #[serde(skip)]
-    pub embedded: crate::embedded::Settings,
+    pub embedded: crate::embedded::settings::Settings,
 }
 
 pub use capstan_telemetry::settings::ConfigError;
@@ -198,7 +198,7 @@ impl ApiserverConfig {
         let mut config: ApiserverConfig =
             capstan_telemetry::settings::load_layered(defaults()?, file, &flags.overrides())?;
         config.aggregator = crate::aggregator::settings::Settings::load(&flags.aggregator, file)?;
-        config.embedded = crate::embedded::Settings::load(&flags.embedded, file)?;
+        config.embedded = crate::embedded::settings::Settings::load(&flags.embedded, file)?;
         config.validate()?;
         config.etcd_tls()?;
         Ok(config)

@@ -4,6 +4,8 @@
 //! does) and writes `<data-dir>/kubeconfig` with the admin's credentials;
 //! later starts reuse them. The embedded store speaks TLS on loopback
 //! with a CA of its own (`<data-dir>/pki/etcd`), as k3s's etcd does.
+//! The API server runs kube-scheduler in its process, and `capstan`
+//! runs simulated nodes (`--simulated-nodes`, default 1), so pods run.
 //! Secrets are encrypted at rest with a key generated on first start
 //! (`<data-dir>/pki/encryption-config.yaml`). The store runs on a tokio runtime, the API
 //! server in its own actix system thread; both stop on SIGINT/SIGTERM.
@@ -11,8 +13,10 @@
 mod certificates;
 mod encryption;
 mod kubeconfig;
+mod nodes;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tokio::sync::oneshot;
@@ -51,6 +55,8 @@ struct CapstanFlags {
     /// certificate and key flags default to the files under `pki/`.
     #[command(flatten)]
     api: ApiFlags,
+    #[command(flatten)]
+    nodes: nodes::SimulatedNodeFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -203,6 +209,7 @@ fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
     };
     let path = kubeconfig::write(&flags.data_dir, &server, &pki)?;
     tracing::info!(kubeconfig = %path.display(), "try: kubectl --kubeconfig {} get ns", path.display());
+    let simulated_nodes = flags.nodes.settings(&pki)?;
 
     let runtime = tokio::runtime::Runtime::new()?;
     let (stop_store, store_stopped) = oneshot::channel::<()>();
@@ -215,7 +222,18 @@ fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
             let _ = api_stopped.await;
         }))
     });
+    let (stop_nodes, nodes_stopped) = oneshot::channel::<()>();
+    let nodes_task = simulated_nodes.map(|settings| {
+        runtime.spawn(nodes::run(settings, pki, server, path, async {
+            let _ = nodes_stopped.await;
+        }))
+    });
     runtime.block_on(shutdown_signal_or(&api_thread));
+    // The nodes first: they stop their loops while the API still answers.
+    let _ = stop_nodes.send(());
+    if let Some(task) = nodes_task {
+        let _ = runtime.block_on(tokio::time::timeout(Duration::from_secs(5), task));
+    }
     let _ = stop_api.send(());
     let api_result = api_thread
         .join()

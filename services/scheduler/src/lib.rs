@@ -14,6 +14,7 @@
 pub mod cache;
 pub mod config;
 pub mod core;
+pub mod embed;
 pub mod framework;
 pub mod model;
 pub mod options;

@@ -9,8 +9,8 @@
 
 use serde_json::{json, Value};
 
+use super::bootstrap_objects::{cluster_role, metadata, rule};
 use super::objects::GROUP;
-use super::policy::{cluster_role, metadata, rule};
 
 /// The user kube-controller-manager authenticates as.
 pub const CONTROLLER_MANAGER_USER: &str = "system:kube-controller-manager";

@@ -5,8 +5,10 @@
 //!   server holds, indexed by subject so a decision never lists bindings;
 //! - `informer.rs`: keeps them current from the registry's watch caches;
 //! - `authorizer.rs`: the decision;
-//! - `policy.rs`, `controller_policy.rs`, `reconcile.rs`: the bootstrap
-//!   policy (the controllers' roles apart), reconciled at start;
+//! - `policy.rs`, `controller_policy.rs`, `component_policy.rs`,
+//!   `reconcile.rs`: the bootstrap policy (the controllers' roles and the
+//!   scheduler's, the nodes' and kube-proxy's apart; `bootstrap_objects.rs`
+//!   the shapes they all write), reconciled at start;
 //! - `aggregation.rs`: the controller that fills aggregated ClusterRoles;
 //! - `store.rs`: the server's own reads and writes of RBAC objects;
 //! - `start.rs`: what the `RBAC` authorization mode starts.
@@ -16,6 +18,8 @@
 
 pub mod aggregation;
 pub mod authorizer;
+pub mod bootstrap_objects;
+pub mod component_policy;
 pub mod controller_policy;
 pub mod index;
 pub mod informer;

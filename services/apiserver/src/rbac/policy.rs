@@ -8,6 +8,8 @@
 
 use serde_json::{json, Value};
 
+pub use super::bootstrap_objects::AUTO_UPDATE;
+use super::bootstrap_objects::{cluster_role, metadata, rule, urls};
 use super::objects::GROUP;
 
 const READ: &[&str] = &["get", "list", "watch"];
@@ -22,29 +24,6 @@ const READ_WRITE: &[&str] = &[
     "update",
     "watch",
 ];
-
-pub const AUTO_UPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
-
-pub(super) fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
-    json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
-}
-
-fn urls(verbs: &[&str], urls: &[&str]) -> Value {
-    json!({"nonResourceURLs": urls, "verbs": verbs})
-}
-
-pub(super) fn metadata(name: &str, extra_labels: &[(&str, &str)]) -> Value {
-    let mut labels = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
-    for (key, value) in extra_labels {
-        labels[*key] = json!(value);
-    }
-    json!({"name": name, "labels": labels, "annotations": {AUTO_UPDATE: "true"}})
-}
-
-pub(super) fn cluster_role(name: &str, labels: &[(&str, &str)], rules: Vec<Value>) -> Value {
-    json!({"apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole",
-           "metadata": metadata(name, labels), "rules": rules})
-}
 
 /// A role whose rules the aggregation controller gathers from the roles
 /// labelled `rbac.authorization.k8s.io/aggregate-to-<to>`.
@@ -63,6 +42,7 @@ const TO_VIEW: (&str, &str) = ("rbac.authorization.k8s.io/aggregate-to-view", "t
 pub fn cluster_roles() -> Vec<Value> {
     let mut roles = user_facing_roles();
     roles.extend(super::controller_policy::cluster_roles());
+    roles.extend(super::component_policy::cluster_roles());
     roles
 }
 
@@ -337,6 +317,7 @@ fn binding(role: &str, groups: &[&str]) -> Value {
 pub fn cluster_role_bindings() -> Vec<Value> {
     let mut bindings = user_facing_bindings();
     bindings.extend(super::controller_policy::cluster_role_bindings());
+    bindings.extend(super::component_policy::cluster_role_bindings());
     bindings
 }
 

@@ -1,5 +1,7 @@
 //! Serving HTTP: the secure port (TLS, client certificates asked for),
-//! the loopback plain port if one is asked for, until shutdown.
+//! the loopback plain port if one is asked for, until shutdown; the
+//! components embedded in this process (`crate::embedded`) start once the
+//! ports are bound, and stop first.
 
 use std::future::Future;
 
@@ -40,16 +42,14 @@ pub async fn serve(
     for address in server.addrs() {
         tracing::info!(%address, "capstan-apiserver serving");
     }
-    let controller_manager = crate::embedded::start_controller_manager(config);
+    let embedded = crate::embedded::start(config);
     let server = server.run();
     let handle = server.handle();
     tokio::select! {
         result = server => result?,
         _ = shutdown => {
-            // First, so it gives its lease up through this server.
-            if let Some(embedded) = controller_manager {
-                let _ = actix_rt::task::spawn_blocking(move || embedded.stop()).await;
-            }
+            // First, so they give their Leases up through this server.
+            let _ = actix_rt::task::spawn_blocking(move || embedded.stop()).await;
             handle.stop(true).await
         }
     }

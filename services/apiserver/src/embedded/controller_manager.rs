@@ -1,0 +1,52 @@
+//! kube-controller-manager's loops in this process, as
+//! `system:kube-controller-manager`, on the Lease
+//! `kube-system/kube-controller-manager`.
+
+use std::path::PathBuf;
+
+use capstan_controller_manager::embed::{self, Embedded};
+use capstan_controller_manager::Flags as ControllerFlags;
+
+use crate::config::ApiserverConfig;
+
+/// The user the embedded controller manager authenticates as.
+const CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
+
+/// Starts the controller manager unless disabled; None (and a log line
+/// saying why) when it is disabled or has no credentials.
+pub fn start_controller_manager(config: &ApiserverConfig) -> Option<Embedded> {
+    if config.embedded.disable_controller_manager {
+        return None;
+    }
+    // CAPSTAN_* variables reach it as they reach a separate process.
+    let mut settings = match capstan_controller_manager::Settings::load(&ControllerFlags::default())
+    {
+        Ok(settings) => settings,
+        Err(err) => {
+            tracing::error!(%err, "controller manager settings; not started");
+            return None;
+        }
+    };
+    settings.secure_port = 0;
+    let started = match config.embedded.controller_manager_kubeconfig.as_str() {
+        "" => {
+            super::credentials(config, CONTROLLER_MANAGER, None).map(|c| embed::start(c, settings))
+        }
+        file => {
+            settings.kubeconfig = Some(PathBuf::from(file));
+            Ok(embed::start_from_kubeconfig(settings))
+        }
+    };
+    match started {
+        Ok(Ok(embedded)) => Some(embedded),
+        Ok(Err(err)) => {
+            tracing::error!(%err, "controller manager thread; not started");
+            None
+        }
+        Err(reason) => {
+            tracing::warn!(%reason, "no credentials for the in-process controller manager: not started \
+                (give --controller-manager-kubeconfig, or run capstan-controller-manager apart)");
+            None
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The bootstrap roles of the components around the API server, as kube
+//! ships them: the scheduler (`system:kube-scheduler`, and
+//! `system:volume-scheduler` bound to the same user), the kubelet
+//! (`system:node`), kube-proxy (`system:node-proxier`), and what the API
+//! server itself needs from kubelets (`system:kubelet-api-admin`); plus
+//! the identity of Capstan's simulated nodes (`system:capstan-nodes`).
+//!
+//! One difference from kube: kube binds `system:node` to nobody and lets
+//! its Node authorizer admit kubelets. Capstan has no Node authorizer, so
+//! RBAC alone must admit them, as kube did before that authorizer: the
+//! role is bound to the group `system:nodes`.
+
+use serde_json::{json, Value};
+
+use super::bootstrap_objects::{cluster_role, metadata, rule};
+use super::objects::GROUP;
+
+/// The user kube-scheduler authenticates as.
+pub const SCHEDULER_USER: &str = "system:kube-scheduler";
+/// The user of the process that runs simulated nodes and impersonates them.
+pub const NODE_SIMULATOR_USER: &str = "system:capstan-nodes";
+/// The group every kubelet is in.
+pub const NODES_GROUP: &str = "system:nodes";
+
+const READ: &[&str] = &["get", "list", "watch"];
+const CREATE: &[&str] = &["create"];
+const CORE: &str = "";
+const COORDINATION: &str = "coordination.k8s.io";
+const STORAGE: &str = "storage.k8s.io";
+
+fn events() -> Value {
+    rule(
+        &["create", "patch", "update"],
+        &[CORE, "events.k8s.io"],
+        &["events"],
+    )
+}
+
+fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> Value {
+    let mut value = rule(verbs, groups, resources);
+    value["resourceNames"] = json!(names);
+    value
+}
+
+/// Delegated authentication and authorization: what a component asks of
+/// the API server about its own callers.
+fn reviews() -> Vec<Value> {
+    vec![
+        rule(CREATE, &["authentication.k8s.io"], &["tokenreviews"]),
+        rule(CREATE, &["authorization.k8s.io"], &["subjectaccessreviews"]),
+    ]
+}
+
+fn scheduler() -> Value {
+    let mut rules = vec![
+        events(),
+        rule(CREATE, &[COORDINATION], &["leases"]),
+        named(
+            &["get", "update"],
+            &[COORDINATION],
+            &["leases"],
+            &["kube-scheduler"],
+        ),
+        rule(CREATE, &[CORE], &["endpoints"]),
+        named(
+            &["get", "update"],
+            &[CORE],
+            &["endpoints"],
+            &["kube-scheduler"],
+        ),
+        rule(READ, &[CORE], &["nodes"]),
+        rule(&["delete", "get", "list", "watch"], &[CORE], &["pods"]),
+        rule(CREATE, &[CORE], &["bindings", "pods/binding"]),
+        rule(&["patch", "update"], &[CORE], &["pods/status"]),
+        rule(
+            READ,
+            &[CORE],
+            &["replicationcontrollers", "services", "namespaces"],
+        ),
+        rule(READ, &["apps", "extensions"], &["replicasets"]),
+        rule(READ, &["apps"], &["statefulsets"]),
+        rule(READ, &["policy"], &["poddisruptionbudgets"]),
+        rule(
+            READ,
+            &[CORE],
+            &["persistentvolumeclaims", "persistentvolumes"],
+        ),
+        rule(
+            READ,
+            &[STORAGE],
+            &["csinodes", "csidrivers", "csistoragecapacities"],
+        ),
+    ];
+    rules.extend(reviews());
+    cluster_role(SCHEDULER_USER, &[], rules)
+}
+
+fn volume_scheduler() -> Value {
+    let read_write = &["get", "list", "patch", "update", "watch"];
+    cluster_role(
+        "system:volume-scheduler",
+        &[],
+        vec![
+            rule(read_write, &[CORE], &["persistentvolumes"]),
+            rule(READ, &[STORAGE], &["storageclasses"]),
+            rule(read_write, &[CORE], &["persistentvolumeclaims"]),
+        ],
+    )
+}
+
+fn node() -> Value {
+    let mut rules = reviews();
+    rules.extend([
+        rule(READ, &[CORE], &["services"]),
+        rule(
+            &[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ],
+            &[CORE],
+            &["nodes"],
+        ),
+        rule(&["patch", "update"], &[CORE], &["nodes/status"]),
+        events(),
+        rule(
+            &["create", "delete", "get", "list", "watch"],
+            &[CORE],
+            &["pods"],
+        ),
+        rule(&["patch", "update"], &[CORE], &["pods/status"]),
+        rule(CREATE, &[CORE], &["pods/eviction"]),
+        rule(READ, &[CORE], &["configmaps", "secrets"]),
+        rule(
+            &["get"],
+            &[CORE],
+            &["persistentvolumeclaims", "persistentvolumes"],
+        ),
+        rule(&["get"], &[CORE], &["endpoints"]),
+        rule(
+            &["create", "get", "list", "watch"],
+            &["certificates.k8s.io"],
+            &["certificatesigningrequests"],
+        ),
+        rule(
+            &["create", "delete", "get", "patch", "update"],
+            &[COORDINATION],
+            &["leases"],
+        ),
+        rule(&["get"], &[STORAGE], &["volumeattachments"]),
+        rule(CREATE, &[CORE], &["serviceaccounts/token"]),
+        rule(READ, &[STORAGE], &["csidrivers"]),
+        rule(
+            &["create", "delete", "get", "patch", "update"],
+            &[STORAGE],
+            &["csinodes"],
+        ),
+        rule(READ, &["node.k8s.io"], &["runtimeclasses"]),
+    ]);
+    cluster_role("system:node", &[], rules)
+}
+
+fn node_proxier() -> Value {
+    cluster_role(
+        "system:node-proxier",
+        &[],
+        vec![
+            rule(&["list", "watch"], &[CORE], &["services", "endpoints"]),
+            rule(READ, &[CORE], &["nodes"]),
+            events(),
+            rule(
+                &["list", "watch"],
+                &["discovery.k8s.io"],
+                &["endpointslices"],
+            ),
+        ],
+    )
+}
+
+fn kubelet_api_admin() -> Value {
+    cluster_role(
+        "system:kubelet-api-admin",
+        &[],
+        vec![
+            rule(&["get", "list", "watch", "proxy"], &[CORE], &["nodes"]),
+            rule(
+                &["*"],
+                &[CORE],
+                &["nodes/log", "nodes/metrics", "nodes/proxy", "nodes/stats"],
+            ),
+        ],
+    )
+}
+
+/// What a simulated-nodes process does as itself: watch the pods bound
+/// to nodes and list nodes (its writes go as the nodes, impersonated),
+/// authorize callers of its kubelet API, read the client CA, and register
+/// metrics.k8s.io. Which node users it may impersonate is granted apart,
+/// by name (`impersonate_nodes`).
+fn node_simulator() -> Value {
+    let mut rules = reviews();
+    rules.extend([
+        named(&["impersonate"], &[CORE], &["groups"], &[NODES_GROUP]),
+        rule(READ, &[CORE], &["pods", "nodes"]),
+        named(
+            &["get"],
+            &[CORE],
+            &["configmaps"],
+            &["extension-apiserver-authentication"],
+        ),
+        rule(
+            &["create", "get", "patch", "update"],
+            &[CORE],
+            &["services", "endpoints"],
+        ),
+        rule(
+            &["create", "get", "patch", "update"],
+            &["apiregistration.k8s.io"],
+            &["apiservices"],
+        ),
+        events(),
+    ]);
+    cluster_role(NODE_SIMULATOR_USER, &[], rules)
+}
+
+/// A ClusterRole that lets the node simulator impersonate exactly the
+/// node users named (`system:node:<name>`), and its binding: made by the
+/// process that knows the names, since RBAC matches names exactly.
+pub fn impersonate_nodes(role_name: &str, node_names: &[String]) -> (Value, Value) {
+    let users: Vec<String> = node_names
+        .iter()
+        .map(|name| format!("system:node:{name}"))
+        .collect();
+    let users: Vec<&str> = users.iter().map(String::as_str).collect();
+    let role = json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole",
+        "metadata": {"name": role_name},
+        "rules": [named(&["impersonate"], &[CORE], &["users"], &users)],
+    });
+    let binding = json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRoleBinding",
+        "metadata": {"name": role_name},
+        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role_name},
+        "subjects": [subject("User", NODE_SIMULATOR_USER)],
+    });
+    (role, binding)
+}
+
+pub fn cluster_roles() -> Vec<Value> {
+    vec![
+        scheduler(),
+        volume_scheduler(),
+        node(),
+        node_proxier(),
+        kubelet_api_admin(),
+        node_simulator(),
+    ]
+}
+
+fn subject(kind: &str, name: &str) -> Value {
+    json!({"apiGroup": GROUP, "kind": kind, "name": name})
+}
+
+fn binding(role: &str, subjects: Vec<Value>) -> Value {
+    json!({"apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRoleBinding",
+           "metadata": metadata(role, &[]),
+           "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role},
+           "subjects": subjects})
+}
+
+pub fn cluster_role_bindings() -> Vec<Value> {
+    vec![
+        binding(SCHEDULER_USER, vec![subject("User", SCHEDULER_USER)]),
+        binding(
+            "system:volume-scheduler",
+            vec![subject("User", SCHEDULER_USER)],
+        ),
+        binding("system:node", vec![subject("Group", NODES_GROUP)]),
+        binding(
+            "system:node-proxier",
+            vec![subject("User", "system:kube-proxy")],
+        ),
+        binding(
+            NODE_SIMULATOR_USER,
+            vec![subject("User", NODE_SIMULATOR_USER)],
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_binding_names_a_role_of_this_policy() {
+        let roles: Vec<Value> = cluster_roles();
+        let names: Vec<&str> = roles
+            .iter()
+            .map(|r| r["metadata"]["name"].as_str().unwrap())
+            .collect();
+        for binding in cluster_role_bindings() {
+            let role = binding["roleRef"]["name"].as_str().unwrap();
+            assert!(names.contains(&role), "{role} is bound but not defined");
+        }
+    }
+
+    #[test]
+    fn the_node_simulator_may_impersonate_only_the_nodes_named() {
+        let (role, binding) = impersonate_nodes("r", &["a".into(), "b".into()]);
+        let rule = &role["rules"][0];
+        assert_eq!(rule["resources"], json!(["users"]));
+        assert_eq!(
+            rule["resourceNames"],
+            json!(["system:node:a", "system:node:b"])
+        );
+        assert_eq!(binding["subjects"][0]["name"], NODE_SIMULATOR_USER);
+    }
+}
