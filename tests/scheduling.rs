@@ -1,12 +1,12 @@
 //! The scheduler where users run it: inside `capstan` (with its simulated
 //! nodes) and inside `capstan-apiserver` over a real etcd (with a
-//! `capstan-nodes` process), driven with kubectl. Pods run on capstan's
-//! defaults; spread across three zones; taints and tolerations; required
-//! and preferred node affinity; inter-pod affinity and anti-affinity; a
-//! pod too big for every node stays Pending with kube's exact
-//! FailedScheduling message while others schedule; a pod for another
-//! scheduler is left alone; preemption by PriorityClass. The start-up
-//! and leader-election tests are in `scheduling_control.rs`.
+//! `capstan-nodes` process), driven with kubectl. Pods, and a Deployment's
+//! pods, run on capstan's defaults; spread across three zones; taints and
+//! tolerations; required and preferred node affinity; inter-pod affinity
+//! and anti-affinity; a pod too big for every node stays Pending with
+//! kube's exact FailedScheduling message while others schedule; a pod for
+//! another scheduler is left alone; preemption by PriorityClass. The
+//! start-up and leader-election tests are in `scheduling_control.rs`.
 
 use std::time::Duration;
 
@@ -123,6 +123,23 @@ fn a_pod_runs_on_capstans_defaults() {
         &["get", "lease", "-n", "kube-system", "kube-scheduler"],
     );
     assert!(holder["spec"]["holderIdentity"].is_string(), "{holder}");
+    kubectl.ok(&[
+        "create",
+        "deployment",
+        "shop",
+        "--image=nginx",
+        "--replicas=3",
+    ]);
+    wait_for(WAIT, "3 Running pods of deployment shop", || {
+        let pods = get(kubectl, &["get", "pods", "-l", "app=shop"]);
+        let running = pods["items"]
+            .as_array()?
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .filter(|p| p["spec"]["nodeName"] == "capstan-simulated-0")
+            .count();
+        (running == 3).then_some(())
+    });
 }
 
 /// Three simulated nodes in capstan across three zones, 4 CPUs each.
