@@ -74,7 +74,11 @@ fn managers(obj: &Value) -> Vec<String> {
 }
 
 fn kubectl_apply_server_side_conflicts_force_prune_and_dry_run(backend: Backend) {
-    let cluster = ApiCluster::start_on(backend);
+    // The Deployment's resourceVersion is compared across applies: no
+    // controller may write its status meanwhile.
+    let cluster = ApiCluster::start_with(backend, |_| {
+        vec!["--disable-controller-manager=true".to_string()]
+    });
     let kubectl = &cluster.kubectl;
     let ssa = ["apply", "--server-side", "-f", "-"];
     let out = kubectl.ok_with_input(&ssa, DEPLOYMENT);
