@@ -21,6 +21,7 @@ pub mod endpoints;
 pub mod endpointslice;
 pub mod endpointslice_mirroring;
 pub mod garbage_collector;
+pub mod job;
 pub mod namespace;
 pub mod node_lifecycle;
 pub mod pod_termination;
@@ -90,6 +91,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["garbagecollector"],
             enabled_by_default: true,
             start: |ctx| Box::pin(garbage_collector::run(ctx)),
+        },
+        Descriptor {
+            name: "job-controller",
+            aliases: &["job"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(job::run(ctx)),
         },
         Descriptor {
             name: "namespace-controller",
