@@ -2,7 +2,8 @@
 //! driven with kubectl as a person would: a Job runs to completion and
 //! says so (condition, events, released pods); an Indexed Job whose
 //! index 1 fails (its pod deleted, backoffLimitPerIndex 0) ends Failed
-//! with the other indexes completed; deleting a Job takes its pods.
+//! with the other indexes completed; a Job with ttlSecondsAfterFinished
+//! is deleted after it finished; deleting a Job takes its pods.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -188,6 +189,22 @@ fn jobs_complete_fail_an_index_and_go_with_their_pods() {
     ]);
     assert_eq!(env, "2 indexed-2");
 
+    // A Job with ttlSecondsAfterFinished goes, with its pod, once it
+    // finished and its TTL ran out.
+    kubectl.ok_with_input(&["apply", "-f", "-"], SHORT_LIVED);
+    wait_for(WAIT, "the short-lived Job cleaned up", || {
+        let left = kubectl.ok(&[
+            "get",
+            "jobs,pods",
+            "-l",
+            "job-name=short-lived",
+            "-o",
+            "name",
+        ]);
+        let job = kubectl.run(&["get", "job", "short-lived"]);
+        (left.trim().is_empty() && !job.status.success()).then_some(())
+    });
+
     // Deleting a Job takes its pods (the garbage collector; no finalizer
     // holds them).
     kubectl.ok(&["delete", "job", "hello", "indexed"]);
@@ -209,6 +226,18 @@ spec:
   template:
     metadata:
       annotations: {nodes.capstan.dev/run-duration: 8s}
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: busybox}]
+"#;
+
+const SHORT_LIVED: &str = r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: short-lived}
+spec:
+  ttlSecondsAfterFinished: 2
+  template:
     spec:
       restartPolicy: Never
       containers: [{name: work, image: busybox}]

@@ -26,6 +26,7 @@ pub mod namespace;
 pub mod node_lifecycle;
 pub mod pod_termination;
 pub mod replicaset;
+pub mod ttl_after_finished;
 
 /// How a controller is named and started.
 pub struct Descriptor {
@@ -127,6 +128,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["replicationcontroller"],
             enabled_by_default: true,
             start: |ctx| Box::pin(replicaset::run_replication_controllers(ctx)),
+        },
+        Descriptor {
+            name: "ttl-after-finished-controller",
+            aliases: &["ttl-after-finished"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(ttl_after_finished::run(ctx)),
         },
     ]
 }
