@@ -129,9 +129,10 @@ pub enum ApiError {
     /// The request's credentials were refused.
     #[error("Unauthorized")]
     Unauthorized,
-    /// More requests in flight than the server serves at once.
+    /// Flow control turned the request away; retry after so many
+    /// seconds.
     #[error("Too many requests, please try again later.")]
-    TooManyRequests,
+    TooManyRequests(u64),
     #[error("{0}")]
     Internal(String),
     /// A refusal that brings its own code and reason (an admission
@@ -226,7 +227,7 @@ impl ApiError {
             ApiError::TooLargeResourceVersion(..) | ApiError::CacheBehind(_) => 504,
             ApiError::Unavailable(_) => 503,
             ApiError::Unauthorized => 401,
-            ApiError::TooManyRequests => 429,
+            ApiError::TooManyRequests(_) => 429,
             ApiError::Internal(_) => 500,
             ApiError::Status { code, .. } => *code,
             ApiError::Warned { error, .. } => error.code(),
@@ -250,7 +251,7 @@ impl ApiError {
             ApiError::TooLargeResourceVersion(..) | ApiError::CacheBehind(_) => "Timeout",
             ApiError::Unavailable(_) => "ServiceUnavailable",
             ApiError::Unauthorized => "Unauthorized",
-            ApiError::TooManyRequests => "TooManyRequests",
+            ApiError::TooManyRequests(_) => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
             ApiError::Status { reason, .. } => reason,
             ApiError::Warned { error, .. } => error.reason(),
@@ -307,8 +308,8 @@ impl ApiError {
                 "retryAfterSeconds": 1,
             });
         }
-        if let ApiError::TooManyRequests = self {
-            status["details"] = json!({"retryAfterSeconds": 1});
+        if let ApiError::TooManyRequests(seconds) = self {
+            status["details"] = json!({"retryAfterSeconds": seconds});
         }
         if let ApiError::ApplyConflict(_, causes) = self {
             let causes: Vec<Value> = causes

@@ -31,8 +31,9 @@ pub struct KindLabel {
     pub request_kind: &'static str,
 }
 
-/// The in-flight limits' apiserver_current_inflight_requests and
-/// apiserver_dropped_requests_total, as kube names them.
+/// apiserver_current_inflight_requests and
+/// apiserver_dropped_requests_total, as kube names them, kept by flow
+/// control.
 #[derive(Clone, Default)]
 pub struct InFlightMetrics {
     pub current: Family<KindLabel, Gauge>,
@@ -45,6 +46,7 @@ pub struct Metrics {
     pub latency: Family<VerbLabels, Histogram>,
     pub watches: Gauge,
     pub in_flight: InFlightMetrics,
+    pub flow_control: crate::flowcontrol::metrics::FlowControlMetrics,
     pub audit: crate::audit::Counters,
     pub webhooks: WebhookMetrics,
     pub aggregator: crate::aggregator::AggregatorMetrics,
@@ -113,12 +115,15 @@ impl Metrics {
             "APIServices marked unavailable (1) or available (0), by name (kube's gauge)",
             aggregator.unavailable.clone(),
         );
+        let flow_control = crate::flowcontrol::metrics::FlowControlMetrics::new();
+        flow_control.register(&mut registry);
         Metrics {
             registry,
             requests,
             latency,
             watches,
             in_flight,
+            flow_control,
             audit,
             webhooks,
             aggregator,

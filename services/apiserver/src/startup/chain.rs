@@ -12,13 +12,15 @@ use crate::auth::{
     self, AlwaysAllow, AlwaysDeny, Authorizer, Mode, PrivilegedGroups, Union, MASTERS,
 };
 use crate::config::{ApiserverConfig, ConfigError};
+use crate::flowcontrol::controller::DEFAULT_WAIT_LIMIT;
+use crate::flowcontrol::{bootstrap, FlowControl};
 use crate::metrics::Metrics;
 use crate::registry::Catalog;
 use crate::routes::chain::authentication::requestheader::RequestHeader;
 use crate::routes::chain::authentication::service_account::ServiceAccounts;
 use crate::routes::chain::authentication::x509::X509;
 use crate::routes::chain::authentication::{self as authn, Authenticator, Insecure};
-use crate::routes::chain::max_in_flight::MaxInFlight;
+use crate::routes::chain::flow_control::FlowControlStep;
 use crate::routes::chain::token_file::TokenFile;
 use crate::routes::chain::{audit, Chain};
 use crate::serviceaccount::Issuer;
@@ -33,17 +35,38 @@ pub async fn assemble(
     let authenticator = authenticator(config, catalog, issuer)?;
     let auditor = Auditor::configured(&config.audit(), metrics.audit.clone())?;
     Ok(Chain {
-        in_flight: MaxInFlight::new(
-            config.max_requests_inflight,
-            config.max_mutating_requests_inflight,
-            metrics.in_flight.clone(),
-        ),
+        flow_control: flow_control(config, metrics),
         authenticator,
         audiences: config.audiences(),
         audit: audit::Audit::new(auditor),
         authorizer: authorizer(config, catalog).await?,
     })
 }
+
+/// API Priority and Fairness over `--max-requests-inflight` +
+/// `--max-mutating-requests-inflight` seats (0 and 0: as good as no
+/// limit), with kube's configuration until the objects are read.
+fn flow_control(config: &ApiserverConfig, metrics: &Metrics) -> FlowControlStep {
+    let seats = config.max_requests_inflight + config.max_mutating_requests_inflight;
+    let seats = match seats {
+        0 => UNLIMITED_SEATS,
+        n => u32::try_from(n).unwrap_or(UNLIMITED_SEATS),
+    };
+    let engine = FlowControl::new(seats, DEFAULT_WAIT_LIMIT, metrics.flow_control.clone());
+    let levels: Vec<_> = bootstrap::mandatory_levels()
+        .into_iter()
+        .chain(bootstrap::suggested_levels())
+        .collect();
+    let schemas: Vec<_> = bootstrap::mandatory_schemas()
+        .into_iter()
+        .chain(bootstrap::suggested_schemas())
+        .collect();
+    engine.configure(&levels, &schemas);
+    FlowControlStep::new(Arc::new(engine), metrics.in_flight.clone())
+}
+
+/// Seats when the flags set no limit.
+const UNLIMITED_SEATS: u32 = 1 << 20;
 
 /// kube-apiserver's union: static tokens, the front proxy's request
 /// headers, client certificates, service-account tokens, the loopback

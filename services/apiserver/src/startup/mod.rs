@@ -65,6 +65,7 @@ pub async fn run(
     let issuer = issuer(&config)?;
     let chain = chain::assemble(&config, &catalog, issuer.clone(), &metrics).await?;
     let _ = authorizer.set(chain.authorizer.clone());
+    start_flow_control(&catalog, &chain);
     let services = Arc::new(Services {
         objects: objects.clone(),
         issuer: issuer.clone(),
@@ -121,6 +122,21 @@ async fn start_controllers(
         root_ca,
     ));
     Ok(())
+}
+
+/// The loops API Priority and Fairness needs: its objects kept in place
+/// and read, the seats re-divided by demand, the object counts its work
+/// estimator reads.
+fn start_flow_control(catalog: &Arc<Catalog>, chain: &crate::routes::chain::Chain) {
+    let engine = chain.flow_control.engine.clone();
+    actix_rt::spawn(crate::registry::kinds::flowcontrol::maintain::run(
+        catalog.clone(),
+        engine.clone(),
+    ));
+    actix_rt::spawn(async move { engine.adjust_periodically().await });
+    let counts = chain.flow_control.counts.clone();
+    let count = crate::routes::chain::flow_control::FlowControlStep::count_objects;
+    actix_rt::spawn(count(counts, catalog.clone()));
 }
 
 /// Puts the admission plugins the flags ask for into every type's

@@ -15,6 +15,7 @@ pub mod custom;
 pub mod discovery;
 #[cfg(test)]
 pub mod example;
+pub mod flowcontrol;
 pub mod networking;
 pub mod policy;
 pub mod rbac;
@@ -45,6 +46,7 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
         admissionregistration::all(),
         vec![Arc::new(apiextensions::Crds::default())],
         apiregistration::all(),
+        flowcontrol::all(),
     ];
     groups.concat()
 }

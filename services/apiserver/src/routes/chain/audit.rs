@@ -93,7 +93,7 @@ impl Audit {
         let mut long_running = false;
         if let Target::Resource(info) = target {
             event.object_ref = Some(object_ref(info));
-            long_running = super::max_in_flight::is_long_running(info);
+            long_running = super::flow_control::is_long_running(info);
         }
         let decision = auditor.policy.decide(&event);
         if decision.level == Level::None {

@@ -1,10 +1,11 @@
 //! The handler chain every resource request goes through, in
 //! kube-apiserver's order, each step one module with one job:
 //! panic recovery → request info → authentication → audit → impersonation
-//! → max in flight → authorization → the REST handler
-//! (`routes::resource::dispatch`). Max in flight comes after
-//! authentication, as in kube, because `system:masters` is never refused;
-//! the audit record sees every answer after it, panics included.
+//! → priority and fairness → authorization → the REST handler
+//! (`routes::resource::dispatch`). Priority and fairness comes after
+//! authentication, as in kube, because a request is classified by who
+//! sends it; the audit record sees every answer after it, panics
+//! included.
 //!
 //! Request info is parsed before the panic guard, as the request's span
 //! and metrics are labelled with it; parsing is pure and cannot panic on
@@ -13,8 +14,8 @@
 pub mod audit;
 pub mod authentication;
 pub mod authorization;
+pub mod flow_control;
 pub mod impersonation;
-pub mod max_in_flight;
 pub mod non_resource;
 pub mod panic_recovery;
 mod steps;
@@ -124,7 +125,10 @@ async fn after_audit(
     let authorizer = chain.authorizer.as_ref();
     let user = impersonation::apply(req.headers(), authenticated.clone(), info, authorizer)?;
     record.impersonated(&authenticated, &user);
-    let _permit = chain.in_flight.admit(info, &user)?;
+    let held = match chain.flow_control.admit(info, query, &user).await {
+        Ok(held) => held,
+        Err(too_many) => return Ok(too_many),
+    };
     // Later steps (access reviews, RBAC's escalation checks) ask who it is.
     req.extensions_mut().insert(user.clone());
     let selectors = authorization::Selectors::of(info, query);
@@ -133,10 +137,16 @@ async fn after_audit(
     record.authorized(allowed.is_ok());
     allowed?;
     let payload = record.request_body(req, payload).await?;
-    if let Some(remote) = state.aggregator.remote(&info.group, &info.version) {
-        return super::aggregated::proxy(req, payload, state, &remote, &user).await;
+    let mut response = match state.aggregator.remote(&info.group, &info.version) {
+        Some(remote) => super::aggregated::proxy(req, payload, state, &remote, &user).await?,
+        None => resource::dispatch(req, payload, state, info, query).await?,
+    };
+    // The response has started (a watch's stream is open): its seat is
+    // given back now.
+    if let Some(held) = held {
+        held.mark(response.headers_mut());
     }
-    resource::dispatch(req, payload, state, info, query).await
+    Ok(response)
 }
 
 /// The request's user, from its headers and its connection.

@@ -1,8 +1,9 @@
 //! The chain's guard for paths that are not resources (`/healthz`,
 //! `/version`, `/api`, `/apis/apps/v1`, `/openapi/v3`, `/metrics`):
 //! authentication, impersonation and authorization of the lower-case HTTP
-//! method on the path, as kube-apiserver authorizes nonResourceURLs, and
-//! their audit record (the verb is the method).
+//! method on the path, as kube-apiserver authorizes nonResourceURLs,
+//! priority and fairness, and their audit record (the verb is the
+//! method).
 //! Resource paths pass straight on to [`super::handle`], which runs the
 //! whole chain itself.
 
@@ -47,11 +48,23 @@ pub async fn guard(
     );
     let admitted = user.and_then(|user| admit(&req, &state, user, &mut record));
     let mut response = match admitted {
-        Ok(()) => next
-            .call(req)
-            .await?
-            .map_into_boxed_body()
-            .map_body(|head, body| record.body(head.status.as_u16(), body)),
+        Ok(user) => {
+            let flow_control = &chain.flow_control;
+            match flow_control
+                .admit_path(req.method().as_str(), req.path(), &user)
+                .await
+            {
+                Ok(held) => {
+                    let mut served = next.call(req).await?.map_into_boxed_body();
+                    held.mark(served.headers_mut());
+                    served.map_body(|head, body| record.body(head.status.as_u16(), body))
+                }
+                Err(too_many) => {
+                    let served = req.into_response(too_many);
+                    served.map_body(|head, body| record.body(head.status.as_u16(), body))
+                }
+            }
+        }
         Err(err) => {
             record.failed(&err);
             req.into_response(err.error_response())
@@ -61,13 +74,14 @@ pub async fn guard(
     Ok(response)
 }
 
-/// Impersonation and authorization of the method on the path.
+/// Impersonation and authorization of the method on the path; the user
+/// the request acts as.
 fn admit(
     req: &ServiceRequest,
     state: &AppState,
     authenticated: UserInfo,
     record: &mut audit::Record,
-) -> Result<(), ApiError> {
+) -> Result<UserInfo, ApiError> {
     let chain = &state.chain;
     // Impersonation is checked the same way whatever the path.
     let any = RequestInfo::parse(&actix_web::http::Method::GET, "/api/v1/namespaces", false)?;
@@ -83,8 +97,8 @@ fn admit(
     let allowed = authorization::check(chain.authorizer.as_ref(), &attributes);
     record.authorized(allowed.is_ok());
     allowed?;
-    req.extensions_mut().insert(user);
-    Ok(())
+    req.extensions_mut().insert(user.clone());
+    Ok(user)
 }
 
 #[cfg(test)]

@@ -2,12 +2,14 @@
 
 use std::sync::Arc;
 
-use super::{audit, authentication, max_in_flight};
+use std::time::Duration;
+
+use super::{audit, authentication, flow_control};
 use crate::auth::{AlwaysAllow, Authorizer};
 
 /// The chain's pluggable steps (`startup` assembles them from the flags).
 pub struct Chain {
-    pub in_flight: max_in_flight::MaxInFlight,
+    pub flow_control: flow_control::FlowControlStep,
     pub authenticator: Arc<dyn authentication::Authenticator>,
     /// The audiences a request's token must be for (`--api-audiences`).
     pub audiences: Vec<String>,
@@ -20,7 +22,14 @@ impl Chain {
     /// Every request is anonymous and allowed; nothing is audited.
     pub fn allow_all() -> Chain {
         Chain {
-            in_flight: max_in_flight::MaxInFlight::default(),
+            flow_control: flow_control::FlowControlStep::new(
+                std::sync::Arc::new(crate::flowcontrol::FlowControl::new(
+                    600,
+                    Duration::from_secs(15),
+                    Default::default(),
+                )),
+                Default::default(),
+            ),
             authenticator: Arc::new(authentication::Anonymous),
             audiences: Vec::new(),
             audit: audit::Audit::default(),
