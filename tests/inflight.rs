@@ -1,8 +1,9 @@
 //! The in-flight limits as a crowd of clients meets them:
 //! `capstan-apiserver --max-requests-inflight=1
 //! --max-mutating-requests-inflight=1` over HTTPS, a token user `flood`
-//! (not a superuser). A write held open (its body half sent) fills the
-//! mutating budget: the next write is a 429 `Status` with `Retry-After: 1`
+//! (not a superuser) whose FlowSchema sends it to a priority level of one
+//! seat that rejects rather than queues. A write held open (its body half
+//! sent) fills it: the next write is a 429 `Status` with `Retry-After: 1`
 //! while the admin (`system:masters`) is still served; a watch open all
 //! along takes no slot; a flood of concurrent lists sees only 200s and
 //! 429s; the metrics count what happened.
@@ -53,6 +54,40 @@ fn configmap(name: &str, size: usize) -> serde_json::Value {
     json!({"metadata": {"name": name}, "data": {"d": "x".repeat(size)}})
 }
 
+/// A level of one seat, lending and borrowing nothing, that rejects what
+/// does not fit; `flood`'s requests go there.
+fn confine_flood(admin: &mut Connection, port: u16) {
+    let group = "/apis/flowcontrol.apiserver.k8s.io/v1";
+    let level = json!({"metadata": {"name": "flood"}, "spec": {"type": "Limited", "limited": {
+        "nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 0,
+        "limitResponse": {"type": "Reject"}}}});
+    let path = format!("{group}/prioritylevelconfigurations");
+    let (code, level) = admin.json("POST", &path, Some(&level)).expect("a level");
+    assert_eq!(code, 201, "{level}");
+    let schema = json!({"metadata": {"name": "flood"}, "spec": {
+        "priorityLevelConfiguration": {"name": "flood"}, "matchingPrecedence": 500,
+        "rules": [{"subjects": [{"kind": "User", "user": {"name": "flood"}}],
+                   "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                      "namespaces": ["*"], "clusterScope": true}]}]}});
+    let path = format!("{group}/flowschemas");
+    let (code, schema) = admin.json("POST", &path, Some(&schema)).expect("a schema");
+    assert_eq!(code, 201, "{schema}");
+    let level_uid = level["metadata"]["uid"]
+        .as_str()
+        .expect("a uid")
+        .to_string();
+    wait_for(
+        Duration::from_secs(30),
+        "flood's level to be in force",
+        || {
+            let mut flooder = Connection::connect_as(port, &flood()).ok()?;
+            let response = flooder.send_json("GET", CMS, None).ok()?;
+            let header = response.header("x-kubernetes-pf-prioritylevel-uid");
+            (header == [level_uid.as_str()]).then_some(())
+        },
+    );
+}
+
 #[test]
 fn past_the_limit_requests_are_refused_and_watches_do_not_count() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -69,6 +104,7 @@ fn past_the_limit_requests_are_refused_and_watches_do_not_count() {
     let api = ApiServer::start_with(&[store.url()], dir.path(), "apiserver", &flags);
     let port = api.port;
     let mut admin = Connection::connect(port).expect("connect");
+    confine_flood(&mut admin, port);
     for i in 0..60 {
         let body = configmap(&format!("c{i}"), 8 * 1024);
         let (code, answer) = admin.json("POST", CMS, Some(&body)).expect("a create");

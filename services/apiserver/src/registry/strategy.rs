@@ -97,6 +97,12 @@ pub trait Strategy: Send + Sync + 'static {
         vec![age_cell(obj)]
     }
 
+    /// The order of a list's Table rows when it is not the stored one
+    /// (kube prints FlowSchemas in matching order).
+    fn table_order(&self) -> Option<fn(&Value, &Value) -> std::cmp::Ordering> {
+        None
+    }
+
     /// What a delete changes in a marked object besides its metadata (a
     /// namespace says Terminating).
     fn prepare_for_delete(&self, _marked: &mut Value) {}

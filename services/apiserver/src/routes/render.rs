@@ -71,7 +71,11 @@ pub fn table(strategy: &dyn Strategy, items: &[Value], metadata: Value, headers:
         json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
     ];
     columns.extend(strategy.columns().iter().map(|c| c.definition()));
-    let rows: Vec<Value> = items.iter().map(|o| row(strategy, o)).collect();
+    let mut ordered: Vec<&Value> = items.iter().collect();
+    if let Some(order) = strategy.table_order() {
+        ordered.sort_by(|a, b| order(a, b));
+    }
+    let rows: Vec<Value> = ordered.into_iter().map(|o| row(strategy, o)).collect();
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
            "columnDefinitions": if headers { Value::Array(columns) } else { json!([]) }, "rows": rows})
 }

@@ -45,15 +45,17 @@ pub struct FlowControlStep {
     in_flight: InFlightMetrics,
 }
 
-/// Leave to run, with the request counted in flight.
+/// Leave to run; a resource request is counted in flight meanwhile.
 pub struct Held {
     admitted: Admitted,
-    gauge: Gauge,
+    gauge: Option<Gauge>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.gauge.dec();
+        if let Some(gauge) = &self.gauge {
+            gauge.dec();
+        }
     }
 }
 
@@ -103,7 +105,7 @@ impl FlowControlStep {
             Verb::Get | Verb::List | Verb::Watch => "readOnly",
             _ => "mutating",
         };
-        self.held(&digest, &shape, kind).await.map(Some)
+        self.held(&digest, &shape, Some(kind)).await.map(Some)
     }
 
     /// Leave for a request to a non-resource path.
@@ -113,44 +115,43 @@ impl FlowControlStep {
         path: &str,
         user: &UserInfo,
     ) -> Result<Held, HttpResponse> {
-        let verb = method.to_lowercase();
         let digest = RequestDigest {
             user: user.name.clone(),
             groups: user.groups.clone(),
-            verb: verb.clone(),
+            verb: method.to_lowercase(),
             target: Target::NonResource {
                 path: path.to_string(),
             },
         };
-        let kind = if verb == "get" || verb == "head" {
-            "readOnly"
-        } else {
-            "mutating"
-        };
-        self.held(&digest, &ListShape::default(), kind).await
+        // kube's in-flight gauges count resource requests only.
+        self.held(&digest, &ListShape::default(), None).await
     }
 
+    /// Leave from the engine; the request counted in flight (as `kind`,
+    /// for a resource request) or refused with a 429.
     async fn held(
         &self,
         digest: &RequestDigest,
         shape: &ListShape,
-        kind: &'static str,
+        kind: Option<&'static str>,
     ) -> Result<Held, HttpResponse> {
-        let label = KindLabel { request_kind: kind };
+        let label = kind.map(|request_kind| KindLabel { request_kind });
         match self.engine.admit(digest, shape).await {
             Ok(admitted) => {
-                let gauge = self.in_flight.current.get_or_create(&label).clone();
-                gauge.inc();
+                let gauge = label.map(|l| self.in_flight.current.get_or_create(&l).clone());
+                gauge.iter().for_each(|g| {
+                    g.inc();
+                });
                 Ok(Held { admitted, gauge })
             }
             Err(rejected) => {
-                self.in_flight.dropped.get_or_create(&label).inc();
-                let mut response = ApiError::TooManyRequests(rejected.retry_after).error_response();
-                mark(
-                    response.headers_mut(),
-                    &rejected.flow_schema,
-                    &rejected.priority_level,
-                );
+                if let Some(label) = label {
+                    self.in_flight.dropped.get_or_create(&label).inc();
+                }
+                let too_many = ApiError::TooManyRequests(rejected.retry_after);
+                let mut response = too_many.error_response();
+                let headers = response.headers_mut();
+                mark(headers, &rejected.flow_schema, &rejected.priority_level);
                 Err(response)
             }
         }

@@ -34,6 +34,8 @@ pub struct Simple<K> {
     pub name_cell: fn(&Value) -> Value,
     /// For a type served in several versions (see `Strategy::conversion`).
     pub conversion: Option<fn() -> Conversion>,
+    /// See `Strategy::table_order`.
+    pub table_order: Option<fn(&Value, &Value) -> std::cmp::Ordering>,
     pub kind: PhantomData<fn() -> K>,
 }
 
@@ -95,6 +97,10 @@ where
     fn conversion(&self) -> Option<Conversion> {
         self.conversion.map(|conversion| conversion())
     }
+
+    fn table_order(&self) -> Option<fn(&Value, &Value) -> std::cmp::Ordering> {
+        self.table_order
+    }
 }
 
 pub fn def(
@@ -118,6 +124,7 @@ pub fn simple<K>(def: ResourceDef) -> Simple<K> {
         on_create: |_| {},
         name_cell: |o| o["metadata"]["name"].clone(),
         conversion: None,
+        table_order: None,
         kind: PhantomData,
     }
 }

@@ -24,6 +24,7 @@ pub fn strategy() -> Simple<FlowSchema> {
         validate,
         defaults: |o| default_at(o, &["spec", "matchingPrecedence"], json!(1000)),
         on_create: |o| o["status"] = json!({}),
+        table_order: Some(matching_order),
         ..simple(ResourceDef {
             namespaced: false,
             subresources: &[STATUS],
@@ -87,6 +88,19 @@ fn validate_rule(rule: &Value, field: &str, causes: &mut Vec<Cause>) {
         let why = "at least one of resourceRules and nonResourceRules has to be non-empty";
         causes.push(required(field.to_string(), why));
     }
+}
+
+/// Lowest matchingPrecedence first, then by name: the order requests
+/// are matched in.
+fn matching_order(a: &Value, b: &Value) -> std::cmp::Ordering {
+    let key = |o: &Value| {
+        let precedence = o["spec"]["matchingPrecedence"].as_i64().unwrap_or(1000);
+        (
+            precedence,
+            o["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    key(a).cmp(&key(b))
 }
 
 fn columns() -> Vec<Column> {

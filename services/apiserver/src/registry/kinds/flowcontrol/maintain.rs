@@ -60,14 +60,10 @@ async fn pass(
     ) else {
         return Ok(());
     };
-    let mut wanted_levels = bootstrap::mandatory_levels();
-    let mut wanted_schemas = bootstrap::mandatory_schemas();
-    if first {
-        wanted_levels.extend(bootstrap::suggested_levels());
-        wanted_schemas.extend(bootstrap::suggested_schemas());
-    }
-    ensure(&levels, &wanted_levels).await?;
-    ensure(&schemas, &wanted_schemas).await?;
+    ensure(&levels, &bootstrap::mandatory_levels(), true).await?;
+    ensure(&schemas, &bootstrap::mandatory_schemas(), true).await?;
+    ensure(&levels, &bootstrap::suggested_levels(), first).await?;
+    ensure(&schemas, &bootstrap::suggested_schemas(), first).await?;
     let stored_levels: Vec<(Value, PriorityLevelConfiguration)> = snapshot(&levels).await;
     let stored_schemas: Vec<(Value, FlowSchema)> = snapshot(&schemas).await;
     let fingerprint = fingerprint(
@@ -126,9 +122,13 @@ fn fingerprint<'a>(objects: impl Iterator<Item = &'a Value>) -> String {
     versions.join(",")
 }
 
-/// Creates what is missing of `wanted` and sets back the spec of what
-/// may be updated.
-async fn ensure<T: Serialize + Named>(entry: &Entry, wanted: &[T]) -> Result<(), ApiError> {
+/// Creates what is missing of `wanted` (if `create`) and sets back the
+/// spec of what may be updated.
+async fn ensure<T: Serialize + Named>(
+    entry: &Entry,
+    wanted: &[T],
+    create: bool,
+) -> Result<(), ApiError> {
     let stored: Vec<(Value, Value)> = snapshot(entry).await;
     for object in wanted {
         let mut body =
@@ -140,7 +140,8 @@ async fn ensure<T: Serialize + Named>(entry: &Entry, wanted: &[T]) -> Result<(),
             .iter()
             .find(|(v, _)| v["metadata"]["name"] == object.name())
         {
-            None => create(entry, body).await?,
+            None if create => create_object(entry, body).await?,
+            None => {}
             Some((current, _)) if updatable(current) && current["spec"] != body["spec"] => {
                 let mut updated = current.clone();
                 updated["spec"] = body["spec"].clone();
@@ -157,7 +158,7 @@ fn updatable(current: &Value) -> bool {
     current["metadata"]["annotations"][AUTO_UPDATE] != "false"
 }
 
-async fn create(entry: &Entry, body: Value) -> Result<(), ApiError> {
+async fn create_object(entry: &Entry, body: Value) -> Result<(), ApiError> {
     let create = Create {
         namespace: String::new(),
         body,
