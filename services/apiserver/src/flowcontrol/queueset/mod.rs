@@ -6,6 +6,7 @@
 //! seats times an estimated service time, corrected by the actual time
 //! once it finishes, so queues of slow requests get fewer turns.
 
+mod grant;
 mod queue;
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+pub use self::grant::Grant;
 use self::queue::{Queue, Waiting};
 use super::config::Queuing;
 use super::dealer::Dealer;
@@ -30,14 +32,6 @@ pub enum Mode {
     /// Rejects what does not fit.
     Reject,
     Queue(Queuing, Dealer),
-}
-
-/// Permission to run, held while the request runs.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Grant {
-    queue: Option<u32>,
-    pub seats: u32,
-    pub started: Instant,
 }
 
 /// Why a request was not let in.

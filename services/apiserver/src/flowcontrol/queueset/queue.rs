@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use tokio::sync::oneshot;
 
-use super::Grant;
+use super::grant::Grant;
 
 /// A request waiting in a queue.
 #[derive(Debug)]

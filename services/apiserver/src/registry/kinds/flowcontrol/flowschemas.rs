@@ -4,7 +4,6 @@
 use k8s_openapi::api::flowcontrol::v1::FlowSchema;
 use serde_json::{json, Value};
 
-use super::GROUP;
 use crate::error::Cause;
 use crate::registry::definition::ResourceDef;
 use crate::registry::kinds::common::defaults::default_at;
@@ -14,6 +13,9 @@ use crate::registry::kinds::common::validation::{
 };
 use crate::registry::strategy::{age_cell, Column, AGE};
 use crate::registry::subresource::STATUS;
+
+/// The API group of both kinds.
+pub const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 
 const SUBJECT_KINDS: [&str; 3] = ["ServiceAccount", "Group", "User"];
 

@@ -25,7 +25,7 @@ use crate::registry::flow::Part;
 use crate::registry::options::{ListOptions, WriteOptions};
 use crate::registry::Catalog;
 
-use super::GROUP;
+use super::flowschemas::GROUP;
 
 /// How often the objects are looked at.
 const PERIOD: Duration = Duration::from_secs(1);

@@ -12,8 +12,6 @@ use std::sync::Arc;
 
 use crate::registry::Strategy;
 
-pub const GROUP: &str = "flowcontrol.apiserver.k8s.io";
-
 pub fn all() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(flowschemas::strategy()),

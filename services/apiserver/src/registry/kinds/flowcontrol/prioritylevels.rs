@@ -5,7 +5,7 @@
 use k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration;
 use serde_json::{json, Value};
 
-use super::GROUP;
+use super::flowschemas::GROUP;
 use crate::error::Cause;
 use crate::flowcontrol::bootstrap::EXEMPT;
 use crate::flowcontrol::dealer::Dealer;
