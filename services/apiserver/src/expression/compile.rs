@@ -222,4 +222,22 @@ mod tests {
             Ok(Cel::Bool(true))
         );
     }
+
+    /// kube's list library (`kube_lists.rs`), as the compiler installs it.
+    #[test]
+    fn lists_are_summed_ordered_and_bounded() {
+        let evaluate = |source| run(source, vec![]).map_err(|e| e.to_string());
+        assert_eq!(evaluate("[1, 2, 2, 5].isSorted()"), Ok(Cel::Bool(true)));
+        assert_eq!(evaluate("['b', 'a'].isSorted()"), Ok(Cel::Bool(false)));
+        assert_eq!(
+            evaluate("[1, 2, 3].sum() == 6 && [].sum() == 0"),
+            Ok(Cel::Bool(true))
+        );
+        assert_eq!(evaluate("[3, 1, 2].min()"), Ok(Cel::Int(1)));
+        assert_eq!(evaluate("['a', 'c', 'b'].max()"), Ok(Cel::from("c")));
+        assert!(evaluate("[].min()")
+            .unwrap_err()
+            .contains("must not be empty"));
+        assert!(evaluate("[1, 'a'].isSorted()").is_err());
+    }
 }
