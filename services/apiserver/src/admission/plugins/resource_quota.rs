@@ -88,61 +88,19 @@ fn admit(
     let hard = usage::parse(&quota["spec"]["hard"]);
     let tracked: Vec<String> = hard.keys().cloned().collect();
     if a.group.is_empty() && a.resource == "pods" && !usage::terminal(object) {
-        let missing = usage::unspecified(&object["spec"], &tracked);
-        if !missing.is_empty() {
-            return Err(AdmissionError::denied(
-                NAME,
-                format!(
-                    "failed quota: {quota_name}: must specify {}",
-                    missing.join(",")
-                ),
-            ));
-        }
+        require_specified(quota_name, object, &tracked)?;
     }
     let requested = usage::of_object(a.group, a.resource, object, &tracked);
     if requested.is_empty() {
         return Ok(None);
     }
     let used = usage::parse(&quota["status"]["used"]);
-    let unknown: Vec<&str> = requested
-        .keys()
-        .filter(|name| !used.contains_key(*name))
-        .map(String::as_str)
-        .collect();
-    if !unknown.is_empty() {
-        return Err(AdmissionError::denied(
-            NAME,
-            format!(
-                "status unknown for quota: {quota_name}, resources: {}",
-                unknown.join(",")
-            ),
-        ));
-    }
+    require_known(quota_name, &requested, &used)?;
     let mut new_used = used.clone();
     for (name, amount) in &requested {
         *new_used.entry(name.clone()).or_default() += amount;
     }
-    let exceeded: Vec<&String> = requested
-        .keys()
-        .filter(|name| new_used[*name] > hard[*name])
-        .collect();
-    if !exceeded.is_empty() {
-        let only = |u: &Usage| -> Usage {
-            exceeded
-                .iter()
-                .map(|n| ((*n).clone(), u.get(*n).copied().unwrap_or(0.0)))
-                .collect()
-        };
-        return Err(AdmissionError::denied(
-            NAME,
-            format!(
-                "exceeded quota: {quota_name}, requested: {}, used: {}, limited: {}",
-                usage::pretty(&only(&requested)),
-                usage::pretty(&only(&used)),
-                usage::pretty(&only(&hard))
-            ),
-        ));
-    }
+    refuse_excess(quota_name, &requested, &used, &new_used, &hard)?;
     let mut charged = quota.clone();
     let mut stored_used = quota["status"]["used"].clone();
     for name in requested.keys() {
@@ -150,6 +108,77 @@ fn admit(
     }
     charged["status"]["used"] = stored_used;
     Ok(Some(charged))
+}
+
+/// A pod must state every compute resource the quota limits.
+fn require_specified(
+    quota_name: &str,
+    pod: &Value,
+    tracked: &[String],
+) -> Result<(), AdmissionError> {
+    let missing = usage::unspecified(&pod["spec"], tracked);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(AdmissionError::denied(
+        NAME,
+        format!(
+            "failed quota: {quota_name}: must specify {}",
+            missing.join(",")
+        ),
+    ))
+}
+
+/// The quota's controller must have counted what is requested.
+fn require_known(quota_name: &str, requested: &Usage, used: &Usage) -> Result<(), AdmissionError> {
+    let unknown: Vec<&str> = requested
+        .keys()
+        .filter(|name| !used.contains_key(*name))
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(AdmissionError::denied(
+        NAME,
+        format!(
+            "status unknown for quota: {quota_name}, resources: {}",
+            unknown.join(",")
+        ),
+    ))
+}
+
+/// kube's refusal, naming only the resources `new_used` would take past
+/// `hard`.
+fn refuse_excess(
+    quota_name: &str,
+    requested: &Usage,
+    used: &Usage,
+    new_used: &Usage,
+    hard: &Usage,
+) -> Result<(), AdmissionError> {
+    let exceeded: Vec<&String> = requested
+        .keys()
+        .filter(|name| new_used[*name] > hard[*name])
+        .collect();
+    if exceeded.is_empty() {
+        return Ok(());
+    }
+    let only = |u: &Usage| -> Usage {
+        exceeded
+            .iter()
+            .map(|n| ((*n).clone(), u.get(*n).copied().unwrap_or(0.0)))
+            .collect()
+    };
+    Err(AdmissionError::denied(
+        NAME,
+        format!(
+            "exceeded quota: {quota_name}, requested: {}, used: {}, limited: {}",
+            usage::pretty(&only(requested)),
+            usage::pretty(&only(used)),
+            usage::pretty(&only(hard))
+        ),
+    ))
 }
 
 impl Plugin for ResourceQuota {
