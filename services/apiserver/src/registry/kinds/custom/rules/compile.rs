@@ -111,6 +111,8 @@ fn rules_of(
         .collect()
 }
 
+/// One rule checked and compiled as kube checks it; None when it has a
+/// cause (recorded in `causes`).
 fn one(
     schema: &Props,
     rule: &ValidationRule,
@@ -122,24 +124,7 @@ fn one(
         causes.push(required(format!("{here}.rule"), "rule is not specified"));
         return None;
     }
-    let message = rule
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    if message.contains(['\n', '\r']) {
-        causes.push(Cause::invalid(
-            format!("{here}.message"),
-            &message,
-            "message must not contain line breaks",
-        ));
-    } else if message.is_empty() && rule.rule.contains(['\n', '\r']) {
-        causes.push(required(
-            format!("{here}.message"),
-            "message must be specified if rule contains line breaks",
-        ));
-    }
+    let message = message(rule, here, causes);
     let reason = match rule.reason.as_deref() {
         None => None,
         Some(reason) => REASONS.iter().copied().find(|r| *r == reason).or_else(|| {
@@ -166,20 +151,7 @@ fn one(
         )?),
     };
     let optional_old_self = rule.optional_old_self.unwrap_or(false);
-    if expression.reads("oldSelf") {
-        if let Some(list) = uncorrelatable {
-            let why = format!(
-                "oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"
-            );
-            causes.push(Cause::invalid(format!("{here}.rule"), &rule.rule, why));
-        }
-    } else if optional_old_self {
-        causes.push(Cause {
-            reason: "FieldValueInvalid",
-            field: format!("{here}.optionalOldSelf"),
-            message: "Invalid value: true: may not be set if rule does not use oldSelf".into(),
-        });
-    }
+    check_old_self(rule, &expression, here, uncorrelatable, causes);
     Some(Rule {
         expression,
         message,
@@ -188,6 +160,55 @@ fn one(
         field_path,
         optional_old_self,
     })
+}
+
+/// The rule's message, trimmed: on one line, and given when the rule
+/// spans several.
+fn message(rule: &ValidationRule, here: &str, causes: &mut Vec<Cause>) -> String {
+    let message = rule
+        .message
+        .as_deref()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    if message.contains(['\n', '\r']) {
+        causes.push(Cause::invalid(
+            format!("{here}.message"),
+            &message,
+            "message must not contain line breaks",
+        ));
+    } else if message.is_empty() && rule.rule.contains(['\n', '\r']) {
+        causes.push(required(
+            format!("{here}.message"),
+            "message must be specified if rule contains line breaks",
+        ));
+    }
+    message
+}
+
+/// `oldSelf` only where an old value can be found (not inside a list
+/// without keys), and `optionalOldSelf` only when the rule reads it.
+fn check_old_self(
+    rule: &ValidationRule,
+    expression: &Expression,
+    here: &str,
+    uncorrelatable: Option<&str>,
+    causes: &mut Vec<Cause>,
+) {
+    if expression.reads("oldSelf") {
+        if let Some(list) = uncorrelatable {
+            let why = format!(
+                "oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"
+            );
+            causes.push(Cause::invalid(format!("{here}.rule"), &rule.rule, why));
+        }
+    } else if rule.optional_old_self.unwrap_or(false) {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            field: format!("{here}.optionalOldSelf"),
+            message: "Invalid value: true: may not be set if rule does not use oldSelf".into(),
+        });
+    }
 }
 
 /// `source` compiled, or kube's cause naming the whole rule as Go's `%#v`
