@@ -5,8 +5,9 @@
 use std::collections::HashSet;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceConversion, CustomResourceDefinition, CustomResourceDefinitionNames,
-    CustomResourceDefinitionVersion, JSONSchemaProps,
+    CustomResourceColumnDefinition, CustomResourceConversion, CustomResourceDefinition,
+    CustomResourceDefinitionNames, CustomResourceDefinitionVersion, CustomResourceSubresourceScale,
+    JSONSchemaProps,
 };
 use serde_json::Value;
 
@@ -262,38 +263,7 @@ fn validate_version(version: &CustomResourceDefinitionVersion, path: &str) -> Ve
     causes.extend(selectable::check(version, path));
     let subresources = version.subresources.as_ref();
     if let Some(scale) = subresources.and_then(|s| s.scale.as_ref()) {
-        let scale_path = format!("{path}.subresources.scale");
-        let checks = [
-            (
-                "specReplicasPath",
-                Some(scale.spec_replicas_path.as_str()),
-                ".spec.",
-            ),
-            (
-                "statusReplicasPath",
-                Some(scale.status_replicas_path.as_str()),
-                ".status.",
-            ),
-            (
-                "labelSelectorPath",
-                scale.label_selector_path.as_deref(),
-                ".status.",
-            ),
-        ];
-        for (field, value, under) in checks {
-            let Some(value) = value else { continue };
-            if value.is_empty() && field != "labelSelectorPath" {
-                causes.push(Cause::required(format!("{scale_path}.{field}")));
-            } else if !(value.starts_with(under)
-                || (field == "labelSelectorPath" && value.starts_with(".spec.")))
-            {
-                let why = format!(
-                    "should be a json path under {}",
-                    under.trim_end_matches('.')
-                );
-                causes.push(Cause::invalid(format!("{scale_path}.{field}"), value, why));
-            }
-        }
+        causes.extend(validate_scale(scale, &format!("{path}.subresources.scale")));
     }
     for (i, column) in version
         .additional_printer_columns
@@ -302,20 +272,64 @@ fn validate_version(version: &CustomResourceDefinitionVersion, path: &str) -> Ve
         .enumerate()
     {
         let here = format!("{path}.additionalPrinterColumns[{i}]");
-        let types = ["integer", "number", "string", "boolean", "date"];
-        if column.name.is_empty() {
-            causes.push(Cause::required(format!("{here}.name")));
+        causes.extend(validate_column(column, &here));
+    }
+    causes
+}
+
+/// The scale subresource's paths: replicas under `.spec.` and
+/// `.status.`, the selector under either.
+fn validate_scale(scale: &CustomResourceSubresourceScale, scale_path: &str) -> Vec<Cause> {
+    let checks = [
+        (
+            "specReplicasPath",
+            Some(scale.spec_replicas_path.as_str()),
+            ".spec.",
+        ),
+        (
+            "statusReplicasPath",
+            Some(scale.status_replicas_path.as_str()),
+            ".status.",
+        ),
+        (
+            "labelSelectorPath",
+            scale.label_selector_path.as_deref(),
+            ".status.",
+        ),
+    ];
+    let mut causes = Vec::new();
+    for (field, value, under) in checks {
+        let Some(value) = value else { continue };
+        if value.is_empty() && field != "labelSelectorPath" {
+            causes.push(Cause::required(format!("{scale_path}.{field}")));
+        } else if !(value.starts_with(under)
+            || (field == "labelSelectorPath" && value.starts_with(".spec.")))
+        {
+            let why = format!(
+                "should be a json path under {}",
+                under.trim_end_matches('.')
+            );
+            causes.push(Cause::invalid(format!("{scale_path}.{field}"), value, why));
         }
-        if !types.contains(&column.type_.as_str()) {
-            causes.push(unsupported(&format!("{here}.type"), &column.type_, &types));
-        }
-        if !column.json_path.starts_with('.') {
-            causes.push(Cause::invalid(
-                format!("{here}.JSONPath"),
-                &column.json_path,
-                "must be a simple json path starting with .",
-            ));
-        }
+    }
+    causes
+}
+
+fn validate_column(column: &CustomResourceColumnDefinition, here: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let types = ["integer", "number", "string", "boolean", "date"];
+    if column.name.is_empty() {
+        causes.push(Cause::required(format!("{here}.name")));
+    }
+    if !types.contains(&column.type_.as_str()) {
+        causes.push(unsupported(&format!("{here}.type"), &column.type_, &types));
+    }
+    if !column.json_path.starts_with('.') {
+        causes.push(Cause::invalid(
+            format!("{here}.JSONPath"),
+            &column.json_path,
+            "must be a simple json path starting with .",
+        ));
     }
     causes
 }
@@ -467,6 +481,29 @@ mod tests {
         assert_eq!(
             fields(apart),
             vec![format!("spec.versions[0].schema.openAPIV3Schema.{at}")]
+        );
+    }
+
+    #[test]
+    fn scale_paths_and_printer_columns_are_checked() {
+        let mut bad = good();
+        bad["spec"]["versions"][0]["subresources"] = json!({"scale": {
+            "specReplicasPath": "", "statusReplicasPath": ".spec.replicas",
+            "labelSelectorPath": ".spec.selector"}});
+        bad["spec"]["versions"][0]["additionalPrinterColumns"] = json!([
+            {"name": "", "type": "text", "jsonPath": "spec.size"},
+            {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]);
+        let scale = "spec.versions[0].subresources.scale";
+        let column = "spec.versions[0].additionalPrinterColumns[0]";
+        assert_eq!(
+            fields(bad),
+            vec![
+                format!("{scale}.specReplicasPath"),
+                format!("{scale}.statusReplicasPath"),
+                format!("{column}.name"),
+                format!("{column}.type"),
+                format!("{column}.JSONPath"),
+            ]
         );
     }
 }
