@@ -4,7 +4,9 @@
 
 use std::collections::HashSet;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinitionVersion, JSONSchemaProps,
+};
 
 use crate::error::Cause;
 use crate::registry::kinds::custom::rules::field_schema;
@@ -29,48 +31,7 @@ pub fn check(version: &CustomResourceDefinitionVersion, path: &str) -> Vec<Cause
     let mut seen = HashSet::new();
     for (i, field) in fields.iter().enumerate() {
         let here = format!("{base}[{i}].jsonPath");
-        let json_path = field.json_path.as_str();
-        if json_path.is_empty() {
-            causes.push(Cause::required(here));
-            continue;
-        }
-        let (dotted, found) = match field_schema(schema, json_path) {
-            Ok(found) => found,
-            Err(why) => {
-                causes.push(Cause::invalid(
-                    here,
-                    json_path,
-                    format!("is an invalid path: {why}"),
-                ));
-                continue;
-            }
-        };
-        let type_name = found.type_.as_deref().unwrap_or_default();
-        if !TYPES.contains(&type_name) {
-            let listed: Vec<String> = TYPES.iter().map(|t| format!("{t:?}")).collect();
-            causes.push(Cause {
-                reason: "FieldValueNotSupported",
-                field: here.clone(),
-                message: format!(
-                    "Unsupported value: {type_name:?}: supported values: {}",
-                    listed.join(", ")
-                ),
-            });
-        }
-        if dotted == "metadata" || dotted.starts_with("metadata.") {
-            causes.push(Cause::invalid(
-                here.clone(),
-                json_path,
-                "must not point to fields in metadata",
-            ));
-        }
-        if !seen.insert(dotted) {
-            causes.push(Cause {
-                reason: "FieldValueDuplicate",
-                field: here,
-                message: format!("Duplicate value: {json_path:?}"),
-            });
-        }
+        check_one(schema, &field.json_path, here, &mut seen, &mut causes);
     }
     if seen.len() > MOST {
         causes.push(Cause {
@@ -80,6 +41,55 @@ pub fn check(version: &CustomResourceDefinitionVersion, path: &str) -> Vec<Cause
         });
     }
     causes
+}
+
+/// One selectable field's `jsonPath`: a field of the schema outside
+/// metadata, of a type kube selects on, not already in `seen`.
+fn check_one(
+    schema: &JSONSchemaProps,
+    json_path: &str,
+    here: String,
+    seen: &mut HashSet<String>,
+    causes: &mut Vec<Cause>,
+) {
+    if json_path.is_empty() {
+        causes.push(Cause::required(here));
+        return;
+    }
+    let (dotted, found) = match field_schema(schema, json_path) {
+        Ok(found) => found,
+        Err(why) => {
+            let why = format!("is an invalid path: {why}");
+            causes.push(Cause::invalid(here, json_path, why));
+            return;
+        }
+    };
+    let type_name = found.type_.as_deref().unwrap_or_default();
+    if !TYPES.contains(&type_name) {
+        let listed: Vec<String> = TYPES.iter().map(|t| format!("{t:?}")).collect();
+        causes.push(Cause {
+            reason: "FieldValueNotSupported",
+            field: here.clone(),
+            message: format!(
+                "Unsupported value: {type_name:?}: supported values: {}",
+                listed.join(", ")
+            ),
+        });
+    }
+    if dotted == "metadata" || dotted.starts_with("metadata.") {
+        causes.push(Cause::invalid(
+            here.clone(),
+            json_path,
+            "must not point to fields in metadata",
+        ));
+    }
+    if !seen.insert(dotted) {
+        causes.push(Cause {
+            reason: "FieldValueDuplicate",
+            field: here,
+            message: format!("Duplicate value: {json_path:?}"),
+        });
+    }
 }
 
 #[cfg(test)]
