@@ -14,6 +14,7 @@ use super::reviews::{self, Review};
 use super::AppState;
 use crate::auth::UserInfo;
 use crate::error::ApiError;
+use crate::serviceaccount::asked_audiences;
 
 pub const GROUP: &str = "authentication.k8s.io";
 
@@ -55,19 +56,7 @@ async fn token_review(state: &AppState, spec: &Value) -> Result<Value, ApiError>
     if token.is_empty() {
         return Err(ApiError::BadRequest("spec.token: Required value".into()));
     }
-    let asked: Vec<String> = spec["audiences"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    let audiences = match asked.is_empty() {
-        true => state.chain.audiences.clone(),
-        false => asked,
-    };
+    let audiences = asked_audiences(spec, &state.chain.audiences);
     let mut headers = HeaderMap::new();
     let bearer = HeaderValue::from_str(&format!("Bearer {token}"))
         .map_err(|_| ApiError::BadRequest("spec.token: not a valid token".into()))?;

@@ -22,6 +22,22 @@ pub enum TokenError {
     CannotSign,
 }
 
+/// The audiences a TokenRequest's or TokenReview's `spec` names, or
+/// `default` (the server's) when it names none.
+pub fn asked_audiences(spec: &Value, default: &[String]) -> Vec<String> {
+    let asked: Vec<String> = spec["audiences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    match asked.is_empty() {
+        true => default.to_vec(),
+        false => asked,
+    }
+}
+
 /// Who issues tokens, for whom, and with which keys.
 pub struct Issuer {
     pub issuer: String,
@@ -205,5 +221,17 @@ mod tests {
             matches!(refused, Err(TokenError::Invalid(_))),
             "{refused:?}"
         );
+    }
+
+    #[test]
+    fn the_audiences_asked_or_the_servers() {
+        let default = vec!["api".to_string()];
+        let asked = json!({"audiences": ["vault", 7, "db"]});
+        assert_eq!(asked_audiences(&asked, &default), ["vault", "db"]);
+        assert_eq!(
+            asked_audiences(&json!({"audiences": []}), &default),
+            ["api"]
+        );
+        assert_eq!(asked_audiences(&json!({}), &default), ["api"]);
     }
 }

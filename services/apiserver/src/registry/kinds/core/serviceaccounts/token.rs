@@ -14,7 +14,7 @@ use crate::admission::objects::{Freshness, Objects, Resource, PODS, SECRETS, SER
 use crate::error::{ApiError, Cause, Target};
 use crate::object::time;
 use crate::registry::subresource::{Answer, Call, Handler, ResponseKind, Serve, Subresource};
-use crate::serviceaccount::{Binding, Claims, ObjectRef, TokenError};
+use crate::serviceaccount::{asked_audiences, Binding, Claims, ObjectRef, TokenError};
 
 /// The `token` entry of the service accounts' table.
 pub const TOKEN: Subresource = Subresource {
@@ -57,10 +57,7 @@ async fn create(call: &Call<'_>) -> Result<Value, ApiError> {
         .ok_or_else(|| ApiError::Unavailable(TokenError::CannotSign.to_string()))?;
     let spec = &body["spec"];
     let seconds = expiration(body)?;
-    let audiences = match strings(&spec["audiences"]) {
-        asked if asked.is_empty() => issuer.audiences.clone(),
-        asked => asked,
-    };
+    let audiences = asked_audiences(spec, &issuer.audiences);
     let account = current(objects, SERVICE_ACCOUNTS, namespace, name)
         .await?
         .ok_or_else(|| ApiError::NotFound(target("serviceaccounts", name)))?;
@@ -105,18 +102,6 @@ fn target(resource: &str, name: &str) -> Target {
         resource: resource.into(),
         name: name.into(),
     }
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `spec.expirationSeconds`, checked as kube-apiserver checks it.
