@@ -2,7 +2,8 @@
 //! carries out foreground and orphan deletions.
 //!
 //! Wiring: discovery finds every type that can be listed, watched and
-//! deleted (again every [`REDISCOVER`], so custom resources are followed
+//! deleted (again whenever a CustomResourceDefinition changes, and every
+//! [`REDISCOVER`] for aggregated APIs, so custom resources are followed
 //! too), and a metadata-only shared informer is started for each, indexed
 //! by UID and by owner UID (`graph.rs`). Events enqueue UIDs, never a
 //! scan: an object with owners or a deletion finalizer enqueues itself; a
@@ -22,6 +23,7 @@ use capstan_client::informer::{InformerEvent, InformerOptions, Informers};
 use capstan_client::queue::WorkQueue;
 use kube::api::{ApiResource, DynamicObject};
 use kube::discovery::{verbs, Discovery, Scope};
+use tokio::sync::Notify;
 
 use crate::context::Context;
 use crate::error::Result;
@@ -32,6 +34,9 @@ pub const ACCOUNT: &str = "generic-garbage-collector";
 const QUEUE: &str = "garbage_collector_attempt_to_delete";
 /// How often served types are looked up again.
 const REDISCOVER: Duration = Duration::from_secs(30);
+/// After a CustomResourceDefinition changes, how long to let more changes
+/// (its Established condition) arrive before discovery runs.
+const SETTLE: Duration = Duration::from_millis(200);
 
 /// Types the collector leaves alone, as kube's does: events churn and
 /// never own anything.
@@ -54,7 +59,10 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             _ = wait_synced(&ctx.informers, kind) => {}
         }
     }
-    tokio::spawn(rediscover(ctx.clone(), graph.clone(), queue.clone()));
+    let types_changed = Arc::new(Notify::new());
+    watch_definitions(&ctx.informers, &types_changed);
+    let rediscovery = rediscover(ctx.clone(), graph.clone(), queue.clone(), types_changed);
+    tokio::spawn(rediscovery);
     let collector = Arc::new(Collector {
         graph,
         client,
@@ -125,12 +133,41 @@ fn watch(
     }
 }
 
-/// Rediscovers now and then, so types added later (CRDs) are collected too.
-async fn rediscover(ctx: Arc<Context>, graph: Graph, queue: WorkQueue<String>) {
+/// Tells `changed` whenever a CustomResourceDefinition is added or
+/// changes: a new type may be served (kube's collector waits for its next
+/// 30-second resync; objects of a new kind would wait as long for
+/// collection).
+fn watch_definitions(informers: &Informers, changed: &Arc<Notify>) {
+    let definitions = ApiResource {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "apiextensions.k8s.io/v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        plural: "customresourcedefinitions".into(),
+    };
+    let changed = changed.clone();
+    informers
+        .get_dynamic(&definitions, None, InformerOptions::default())
+        .add_handler(move |event: &InformerEvent<DynamicObject>| {
+            if !matches!(event, InformerEvent::Deleted(_)) {
+                changed.notify_one();
+            }
+        });
+}
+
+/// Rediscovers when definitions change and now and then, so types added
+/// later (CRDs, aggregated APIs) are collected too.
+async fn rediscover(
+    ctx: Arc<Context>,
+    graph: Graph,
+    queue: WorkQueue<String>,
+    types_changed: Arc<Notify>,
+) {
     loop {
         tokio::select! {
             _ = ctx.stop.cancelled() => return,
             _ = tokio::time::sleep(REDISCOVER) => {}
+            _ = types_changed.notified() => tokio::time::sleep(SETTLE).await,
         }
         if let Err(err) = discover(&ctx, &graph, &queue).await {
             tracing::debug!(%err, "garbage collector: discovery failed; next time");
