@@ -107,7 +107,7 @@ pub enum NameRule {
 
 const PATH_SEGMENT_MSG: &str = "may not be '.' or '..', and may not contain '/' or '%'";
 
-fn is_path_segment(name: &str) -> bool {
+pub fn is_path_segment(name: &str) -> bool {
     name != "." && name != ".." && !name.contains('/') && !name.contains('%')
 }
 

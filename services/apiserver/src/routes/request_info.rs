@@ -50,7 +50,30 @@ impl RequestInfo {
         query: &crate::registry::options::Query,
     ) -> Result<RequestInfo, ApiError> {
         let watch = matches!(query.get("watch").map(String::as_str), Some("true" | "1"));
-        RequestInfo::parse(req.method(), req.path(), watch)
+        let mut info = RequestInfo::parse(req.method(), req.path(), watch)?;
+        info.name_from_selector(query);
+        Ok(info)
+    }
+
+    /// As kube: a list or watch whose field selector pins `metadata.name`
+    /// is a request for that one object, so authorizers see its name (a
+    /// Role's `resourceNames` can allow it) and the handler serves no
+    /// other. A selector that does not parse names nothing (the list
+    /// refuses it).
+    fn name_from_selector(&mut self, query: &crate::registry::options::Query) {
+        if self.name.is_some() || !matches!(self.verb, Verb::List | Verb::Watch) {
+            return;
+        }
+        let Some(text) = query.get("fieldSelector") else {
+            return;
+        };
+        let selector = crate::object::selector::FieldSelector::parse(text).ok();
+        let name = selector.as_ref().and_then(|s| s.exact_name());
+        if let Some(name) =
+            name.filter(|n| !n.is_empty() && crate::object::meta::is_path_segment(n))
+        {
+            self.name = Some(name.to_string());
+        }
     }
 
     pub fn parse(method: &Method, path: &str, watch: bool) -> Result<RequestInfo, ApiError> {

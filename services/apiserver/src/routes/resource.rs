@@ -12,6 +12,7 @@ use super::AppState;
 use crate::codec;
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
+use crate::object::selector::FieldSelector;
 use crate::registry::actor;
 use crate::registry::catalog::Entry;
 use crate::registry::flow::{Page, Part, Reply};
@@ -141,6 +142,25 @@ impl Call<'_> {
         self.info.name.clone().unwrap_or_default()
     }
 
+    /// The list or watch options, narrowed to the one object the request
+    /// names (`.../secrets/app?watch=1`), as kube does: the request was
+    /// authorized for that name alone, so it serves no other. A field
+    /// selector pinning another name contradicts the path.
+    fn list_options(&self) -> Result<ListOptions, ApiError> {
+        let mut options = ListOptions::parse(self.query)?;
+        let Some(name) = self.info.name.as_deref() else {
+            return Ok(options);
+        };
+        if options.fields.is_empty() {
+            options.fields = FieldSelector(vec![("metadata.name".into(), true, name.into())]);
+        } else if options.fields.exact_name() != Some(name) {
+            return Err(ApiError::BadRequest(
+                "fieldSelector metadata.name doesn't match requested name".into(),
+            ));
+        }
+        Ok(options)
+    }
+
     fn write_options(&self) -> Result<WriteOptions, ApiError> {
         let mut options = WriteOptions::parse(self.query)?;
         options.authorizer = Some(self.state.chain.authorizer.clone());
@@ -178,7 +198,7 @@ async fn get(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
 }
 
 async fn list(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
-    let options = ListOptions::parse(call.query)?;
+    let options = call.list_options()?;
     let namespace = call.info.namespace.clone();
     let page = call
         .entry
@@ -194,7 +214,7 @@ async fn watch(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
             "application/json, application/json;as=Table;v=v1;g=meta.k8s.io".into(),
         ));
     }
-    let options = ListOptions::parse(call.query)?;
+    let options = call.list_options()?;
     let timeout = options.timeout;
     let namespace = call.info.namespace.clone();
     let receiver = call

@@ -7,6 +7,7 @@ use super::create::create_as;
 use super::handle::{render, Handle, Part, Reply};
 use super::update::guaranteed_update;
 use super::write::writer;
+use crate::auth::{Attributes, Decision};
 use crate::error::ApiError;
 use crate::object::apply;
 use crate::object::meta;
@@ -99,6 +100,7 @@ async fn apply_patch(
         match h.read(namespace, name).await {
             Ok(_) => break,
             Err(ApiError::NotFound(_)) if part == Part::Main => {
+                authorize_create(h, namespace, name, &options)?;
                 let mut empty = json!({"apiVersion": api_version, "kind": h.def().kind,
                     "metadata": {"name": name}});
                 if h.def().namespaced {
@@ -120,6 +122,30 @@ async fn apply_patch(
         Ok((merged, pinned))
     });
     reply.await
+}
+
+/// An apply that creates is a create, and the chain authorized only a
+/// patch: as kube's patch handler, ask the authorizer about `create` too
+/// (else `patch` rights would create objects, pods running as any
+/// ServiceAccount among them). The server's own writes carry no
+/// authorizer and are trusted.
+fn authorize_create(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    options: &WriteOptions,
+) -> Result<(), ApiError> {
+    let Some(authorizer) = &options.authorizer else {
+        return Ok(());
+    };
+    let def = h.def();
+    let attributes = Attributes::for_resource(&options.user, "create", def.group, def.resource)
+        .with_namespace(namespace)
+        .with_name(name);
+    match authorizer.authorize(&attributes) {
+        Decision::Allow => Ok(()),
+        refused => Err(ApiError::Forbidden(attributes.forbidden(refused.reason()))),
+    }
 }
 
 /// The applied configuration, checked and in the type's canonical form
