@@ -88,8 +88,8 @@ pub fn binary(name: &str) -> Result<PathBuf, String> {
 }
 
 /// A fresh `capstan` in a temporary folder, with nothing in process but
-/// the store and the API server (no scheduler, no simulated nodes): the
-/// bench starts those apart to measure them apart.
+/// the store and the API server (no scheduler, no controller manager, no
+/// simulated nodes): the bench starts what it measures apart.
 pub struct Capstan {
     pub process: Process,
     /// The plain port on 127.0.0.1 (a superuser's) the bench's clients use.
@@ -113,6 +113,9 @@ impl Capstan {
             .args(["--store-port", &ports[2].to_string()])
             .args(["--peer-port", &ports[3].to_string()])
             .args(["--simulated-nodes", "0", "--disable-scheduler", "true"])
+            // The node lifecycle controller would taint the bench's nodes
+            // (they hold no Leases); kube's scheduler_perf runs without it.
+            .args(["--disable-controller-manager", "true"])
             .args(["--log-level", "warn", "--etcd-compaction-interval", "0"]);
         let log = dir.path().join("capstan.log");
         let mut process = Process::spawn("capstan", &mut command, log)?;
