@@ -28,3 +28,19 @@ pub fn cluster_role(name: &str, labels: &[(&str, &str)], rules: Vec<Value>) -> V
     json!({"apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole",
            "metadata": metadata(name, labels), "rules": rules})
 }
+
+/// A rule limited to the objects named.
+pub fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> Value {
+    let mut value = rule(verbs, groups, resources);
+    value["resourceNames"] = json!(names);
+    value
+}
+
+/// Writing Events, in both groups that hold them.
+pub fn events() -> Value {
+    rule(
+        &["create", "update", "patch"],
+        &["", "events.k8s.io"],
+        &["events"],
+    )
+}

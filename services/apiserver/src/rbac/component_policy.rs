@@ -12,7 +12,7 @@
 
 use serde_json::{json, Value};
 
-use super::bootstrap_objects::{cluster_role, metadata, rule};
+use super::bootstrap_objects::{cluster_role, events, metadata, named, rule};
 use super::objects::GROUP;
 
 /// The user kube-scheduler authenticates as.
@@ -27,20 +27,6 @@ const CREATE: &[&str] = &["create"];
 const CORE: &str = "";
 const COORDINATION: &str = "coordination.k8s.io";
 const STORAGE: &str = "storage.k8s.io";
-
-fn events() -> Value {
-    rule(
-        &["create", "patch", "update"],
-        &[CORE, "events.k8s.io"],
-        &["events"],
-    )
-}
-
-fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> Value {
-    let mut value = rule(verbs, groups, resources);
-    value["resourceNames"] = json!(names);
-    value
-}
 
 /// Delegated authentication and authorization: what a component asks of
 /// the API server about its own callers.

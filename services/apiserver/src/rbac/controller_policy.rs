@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use super::bootstrap_objects::{cluster_role, metadata, rule};
+use super::bootstrap_objects::{cluster_role, events, metadata, named, rule};
 use super::objects::GROUP;
 
 /// The user kube-controller-manager authenticates as.
@@ -33,21 +33,6 @@ const STORAGE: &str = "storage.k8s.io";
 const RBAC: &str = "rbac.authorization.k8s.io";
 const CERTIFICATES: &str = "certificates.k8s.io";
 const ADMISSION_REGISTRATION: &str = "admissionregistration.k8s.io";
-
-/// Events, in both groups that hold them.
-fn events() -> Value {
-    rule(
-        &["create", "update", "patch"],
-        &[CORE, "events.k8s.io"],
-        &["events"],
-    )
-}
-
-fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> Value {
-    let mut value = rule(verbs, groups, resources);
-    value["resourceNames"] = json!(names);
-    value
-}
 
 fn manager_role() -> Value {
     cluster_role(
