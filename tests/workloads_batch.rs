@@ -3,7 +3,9 @@
 //! says so (condition, events, released pods); an Indexed Job whose
 //! index 1 fails (its pod deleted, backoffLimitPerIndex 0) ends Failed
 //! with the other indexes completed; a Job with ttlSecondsAfterFinished
-//! is deleted after it finished; deleting a Job takes its pods.
+//! is deleted after it finished; deleting a Job takes its pods; a
+//! CronJob starts a Job on schedule and, with Forbid, no second one while
+//! the first runs.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -225,7 +227,7 @@ spec:
   backoffLimitPerIndex: 0
   template:
     metadata:
-      annotations: {nodes.capstan.dev/run-duration: 8s}
+      annotations: {nodes.capstan.dev/run-duration: 30s}
     spec:
       restartPolicy: Never
       containers: [{name: work, image: busybox}]
@@ -241,4 +243,52 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: work, image: busybox}]
+"#;
+
+#[test]
+fn a_cronjob_starts_a_job_on_schedule_and_honours_forbid() {
+    let cluster = Workloads::start();
+    let kubectl = cluster.kubectl();
+    kubectl.ok_with_input(&["apply", "-f", "-"], EVERY_MINUTE);
+    // Within a minute (and a little), a Job named for its start minute.
+    let minute_wait = Duration::from_secs(150);
+    let first = wait_for(minute_wait, "the CronJob's first Job", || {
+        let names = kubectl.ok(&["get", "jobs", "-o", "name"]);
+        names.lines().next().map(str::to_string)
+    });
+    assert!(first.starts_with("job.batch/every-minute-"), "{first}");
+    let active = jsonpath(kubectl, "cronjob/every-minute", "{.status.active[0].name}");
+    assert_eq!(format!("job.batch/{active}"), first);
+    // The next minute comes while the first Job still runs: Forbid
+    // starts nothing and says why.
+    wait_for(minute_wait, "JobAlreadyActive", || {
+        let events = events_of(kubectl, "every-minute");
+        events.contains("JobAlreadyActive: Not starting job because prior execution is running and concurrency policy is Forbid").then_some(())
+    });
+    let jobs = kubectl.ok(&["get", "jobs", "-o", "name"]);
+    assert_eq!(jobs.trim(), first, "one Job only");
+    let events = events_of(kubectl, "every-minute");
+    assert!(
+        events.contains("SuccessfulCreate: Created job every-minute-"),
+        "{events}"
+    );
+    let row = kubectl.ok(&["get", "cronjob", "every-minute", "--no-headers"]);
+    assert!(row.contains("* * * * *") && row.contains(" 1 "), "{row}");
+}
+
+const EVERY_MINUTE: &str = r#"
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: every-minute}
+spec:
+  schedule: "* * * * *"
+  concurrencyPolicy: Forbid
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          annotations: {nodes.capstan.dev/run-duration: 10m}
+        spec:
+          restartPolicy: Never
+          containers: [{name: work, image: busybox}]
 "#;

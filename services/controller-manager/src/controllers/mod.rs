@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use crate::context::Context;
 use crate::error::Result;
 
+pub mod cronjob;
 pub mod deployment;
 pub mod disruption;
 pub mod endpoints;
@@ -57,6 +58,12 @@ impl Descriptor {
 /// The controllers this manager implements.
 pub fn all() -> Vec<Descriptor> {
     vec![
+        Descriptor {
+            name: "cronjob-controller",
+            aliases: &["cronjob"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(cronjob::run(ctx)),
+        },
         Descriptor {
             name: "deployment-controller",
             aliases: &["deployment"],
