@@ -61,6 +61,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         expectations,
         control: PodControl::new(client, recorder),
         queue: Some(queue.clone()),
+        written: Default::default(),
     });
     let workers = ctx.settings.concurrent_job_syncs;
     ctx.run_workers(QUEUE, queue, workers, move |key| {

@@ -6,7 +6,7 @@
 //! maxFailedIndexes, podFailurePolicy, activeDeadlineSeconds), honour
 //! suspend, and otherwise keep `parallelism` pods running.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use capstan_client::events::EventType;
@@ -37,6 +37,9 @@ pub struct Syncer {
     pub expectations: Expectations,
     pub control: PodControl,
     pub queue: Option<WorkQueue<String>>,
+    /// The resourceVersion of each job's last status this controller
+    /// wrote: a cache still behind it would count finished pods again.
+    pub written: WrittenVersions,
 }
 
 /// The pods of one job, sorted by what they mean for it.
@@ -75,8 +78,16 @@ impl Syncer {
         }
         let Some(cached) = self.jobs.get_by_key(key) else {
             self.expectations.forget(key);
+            self.written.0.lock().remove(key);
             return Ok(());
         };
+        if self.written.ahead_of(key, &cached) {
+            // Our own last write is not in the cache yet: wait for it.
+            if let Some(queue) = &self.queue {
+                queue.add_after(key.to_string(), std::time::Duration::from_millis(200));
+            }
+            return Ok(());
+        }
         let mut job = cached.as_ref().clone();
         let pods = self.pods_of(&job);
         if conditions::finished(&job) || job.metadata.deletion_timestamp.is_some() {
@@ -455,6 +466,7 @@ impl Syncer {
         if let Some(written) =
             crate::status::update_status(&api, job, |j| j.status = Some(status.clone())).await?
         {
+            self.written.remember(job_key(&written), &written);
             *job = written;
         }
         Ok(())
@@ -476,5 +488,42 @@ impl Syncer {
         let left = start + ChronoDuration::seconds(seconds) - Utc::now();
         let wait = left.to_std().unwrap_or_default() + std::time::Duration::from_millis(500);
         queue.add_after(key.to_string(), wait);
+    }
+}
+
+fn job_key(job: &Job) -> String {
+    capstan_client::informer::key_from(
+        job.metadata.namespace.as_deref(),
+        job.metadata.name.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Per job key, the resourceVersion of the status last written.
+#[derive(Default)]
+pub struct WrittenVersions(parking_lot::Mutex<HashMap<String, u64>>);
+
+fn version(job: &Job) -> Option<u64> {
+    job.metadata.resource_version.as_deref()?.parse().ok()
+}
+
+impl WrittenVersions {
+    fn remember(&self, key: String, written: &Job) {
+        if let Some(v) = version(written) {
+            self.0.lock().insert(key, v);
+        }
+    }
+
+    /// True while `cached` is older than this controller's last write;
+    /// forgets the write once the cache has it.
+    fn ahead_of(&self, key: &str, cached: &Job) -> bool {
+        let mut written = self.0.lock();
+        let Some(&ours) = written.get(key) else {
+            return false;
+        };
+        if version(cached).is_some_and(|c| c < ours) {
+            return true;
+        }
+        written.remove(key);
+        false
     }
 }

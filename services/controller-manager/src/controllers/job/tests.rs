@@ -40,6 +40,7 @@ async fn syncer(
         expectations: Expectations::new(),
         control: PodControl::new(client.clone(), ctx.recorder(&client, super::ACCOUNT)),
         queue: None,
+        written: Default::default(),
     };
     (syncer, jobs, pods, ctx)
 }
