@@ -289,13 +289,14 @@ async fn inline_credentials_and_an_impersonated_node() {
         .groups
         .unwrap()
         .contains(&"system:nodes".to_string()));
-    // The node authorizer sees the node, not the admin: another node's
-    // Lease is refused to it.
-    let leases: Api<Lease> = Api::namespaced(node, "kube-node-lease");
-    let mut lease = Lease::default();
-    lease.metadata.name = Some("someone-else".into());
-    let refused = leases
-        .create(&PostParams::default(), &lease)
+    // Authorization sees the node, not the admin: a node may read
+    // ConfigMaps but not write them (kube's system:node role), so a
+    // create the admin could make is refused to it.
+    let config_maps: Api<ConfigMap> = Api::namespaced(node, "default");
+    let mut config_map = ConfigMap::default();
+    config_map.metadata.name = Some("not-for-nodes".into());
+    let refused = config_maps
+        .create(&PostParams::default(), &config_map)
         .await
         .unwrap_err();
     match refused {
