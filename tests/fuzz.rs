@@ -518,7 +518,16 @@ async fn mutated_grpc_messages_get_a_status_and_refused_ones_write_nothing() {
     let seed = setting("CAPSTAN_FUZZ_SEED", 14);
     let count = setting("CAPSTAN_FUZZ_MESSAGES", 400);
     eprintln!("gRPC fuzz: seed {seed} (CAPSTAN_FUZZ_SEED), {count} messages");
-    let server = tokio::task::block_in_place(Embedded::start);
+    // Nothing else may write while a refusal is checked against the
+    // revision: no controller manager or scheduler renewing its Lease.
+    let server = tokio::task::block_in_place(|| {
+        Embedded::start_with(&[
+            "--simulated-nodes",
+            "0",
+            "--disable-controller-manager",
+            "--disable-scheduler",
+        ])
+    });
     let url = server.store_url();
     let channel = store_channel(&server).await;
     let mut client = etcd_client::Client::connect([url], Some(server.store_connect_options()))
