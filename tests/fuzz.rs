@@ -503,6 +503,27 @@ async fn store_revision(client: &mut etcd_client::Client) -> i64 {
     response.header().expect("a header").revision()
 }
 
+/// Waits until the store's revision holds still for a second: the API
+/// server writes the cluster's own objects (flow-control configuration,
+/// service accounts) for a moment after it is ready, and a refusal is
+/// checked against the revision.
+async fn settle(client: &mut etcd_client::Client) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut last = store_revision(client).await;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = store_revision(client).await;
+        if now == last {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the store's revision kept moving for a minute after start"
+        );
+        last = now;
+    }
+}
+
 /// What tonic's protobuf decoder answers (with `Internal`, as grpc-go
 /// answers for etcd) for a message it cannot decode.
 const DECODE_FAILED: &str = "failed to decode Protobuf message";
@@ -533,6 +554,7 @@ async fn mutated_grpc_messages_get_a_status_and_refused_ones_write_nothing() {
     let mut client = etcd_client::Client::connect([url], Some(server.store_connect_options()))
         .await
         .expect("connect a client");
+    settle(&mut client).await;
     let seeds = grpc_seeds();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut codes: BTreeMap<String, usize> = BTreeMap::new();
