@@ -27,6 +27,7 @@ pub mod namespace;
 pub mod node_lifecycle;
 pub mod pod_termination;
 pub mod replicaset;
+pub mod taint_eviction;
 pub mod ttl_after_finished;
 
 /// How a controller is named and started.
@@ -135,6 +136,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["replicationcontroller"],
             enabled_by_default: true,
             start: |ctx| Box::pin(replicaset::run_replication_controllers(ctx)),
+        },
+        Descriptor {
+            name: "taint-eviction-controller",
+            aliases: &[],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(taint_eviction::run(ctx)),
         },
         Descriptor {
             name: "ttl-after-finished-controller",
