@@ -103,6 +103,12 @@ pub struct Flags {
     /// (PodSecurity's defaults and exemptions).
     #[arg(long)]
     pub admission_control_config_file: Option<String>,
+    /// DefaultTolerationSeconds: how long pods tolerate a not-ready node (300).
+    #[arg(long)]
+    pub default_not_ready_toleration_seconds: Option<i64>,
+    /// DefaultTolerationSeconds: how long pods tolerate an unreachable node (300).
+    #[arg(long)]
+    pub default_unreachable_toleration_seconds: Option<i64>,
     /// The cluster's CA (PEM), published to every namespace as the
     /// `kube-root-ca.crt` ConfigMap (kube-controller-manager's flag).
     #[arg(long)]
@@ -170,6 +176,8 @@ pub struct ApiserverConfig {
     pub enable_admission_plugins: String,
     pub disable_admission_plugins: String,
     pub admission_control_config_file: String,
+    pub default_not_ready_toleration_seconds: i64,
+    pub default_unreachable_toleration_seconds: i64,
     pub root_ca_file: String,
     pub audit_policy_file: String,
     pub audit_log_path: String,
@@ -364,6 +372,8 @@ fn defaults() -> Result<config::ConfigBuilder<config::builder::DefaultState>, Co
         .set_default("enable_admission_plugins", "")?
         .set_default("disable_admission_plugins", "")?
         .set_default("admission_control_config_file", "")?
+        .set_default("default_not_ready_toleration_seconds", 300)?
+        .set_default("default_unreachable_toleration_seconds", 300)?
         .set_default("root_ca_file", "")?
         .set_default("audit_policy_file", "")?
         .set_default("audit_log_path", "")?
@@ -420,6 +430,14 @@ impl Flags {
             (
                 "admission_control_config_file",
                 text(&self.admission_control_config_file),
+            ),
+            (
+                "default_not_ready_toleration_seconds",
+                text(&self.default_not_ready_toleration_seconds),
+            ),
+            (
+                "default_unreachable_toleration_seconds",
+                text(&self.default_unreachable_toleration_seconds),
             ),
             ("root_ca_file", text(&self.root_ca_file)),
             (

@@ -49,6 +49,8 @@ struct PluginEntry {
 #[derive(Debug, Clone, Default)]
 pub struct PluginConfigurations {
     pub pod_security: PodSecurityConfig,
+    /// From kube's `--default-*-toleration-seconds` flags, not the file.
+    pub default_tolerations: super::plugins::DefaultTolerations,
 }
 
 impl PluginConfigurations {

@@ -150,7 +150,11 @@ async fn install_admission(
     let objects = CachedObjects::of(catalog).await.with_custom_types(catalog);
     let objects = Arc::new(objects);
     let names = config.admission_plugins()?;
-    let configurations = PluginConfigurations::read(&config.admission_control_config_file)?;
+    let mut configurations = PluginConfigurations::read(&config.admission_control_config_file)?;
+    configurations.default_tolerations = plugins::DefaultTolerations {
+        not_ready_seconds: config.default_not_ready_toleration_seconds,
+        unreachable_seconds: config.default_unreachable_toleration_seconds,
+    };
     let installed = plugins::build(
         &names,
         objects.clone() as Arc<dyn Objects>,

@@ -4,6 +4,7 @@
 //! fixed order whatever order the flags list them in; so does this.
 
 mod default_storage_class;
+mod default_toleration_seconds;
 mod limit_ranger;
 mod namespace_lifecycle;
 mod priority;
@@ -13,6 +14,7 @@ mod service_account;
 use std::sync::Arc;
 
 pub use default_storage_class::DefaultStorageClass;
+pub use default_toleration_seconds::{DefaultTolerationSeconds, DefaultTolerations};
 pub use limit_ranger::LimitRanger;
 pub use namespace_lifecycle::{NamespaceLifecycle, IMMORTAL_NAMESPACES};
 pub use priority::{Priority, SYSTEM_CLASSES};
@@ -99,6 +101,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "ServiceAccount",
     "PodSecurity",
     "Priority",
+    "DefaultTolerationSeconds",
     "DefaultStorageClass",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy",
@@ -163,6 +166,9 @@ pub fn build(
                     configurations.pod_security.clone(),
                 ))),
                 "Priority" => Some(Arc::new(Priority::new(objects.clone()))),
+                "DefaultTolerationSeconds" => Some(Arc::new(DefaultTolerationSeconds::new(
+                    configurations.default_tolerations,
+                ))),
                 "DefaultStorageClass" => Some(Arc::new(DefaultStorageClass::new(objects.clone()))),
                 "ValidatingAdmissionPolicy" => Some(Arc::new(
                     ValidatingAdmissionPolicy::new(objects.clone()).authorized(authorizer.clone()),
@@ -203,6 +209,7 @@ mod tests {
                 "ServiceAccount",
                 "PodSecurity",
                 "Priority",
+                "DefaultTolerationSeconds",
                 "DefaultStorageClass",
                 "MutatingAdmissionWebhook",
                 "ValidatingAdmissionPolicy",
@@ -218,6 +225,7 @@ mod tests {
                 "LimitRanger",
                 "PodSecurity",
                 "Priority",
+                "DefaultTolerationSeconds",
                 "DefaultStorageClass",
                 "MutatingAdmissionWebhook",
                 "ValidatingAdmissionPolicy",
