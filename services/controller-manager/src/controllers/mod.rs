@@ -26,6 +26,7 @@ pub mod job;
 pub mod namespace;
 pub mod node_lifecycle;
 pub mod pod_termination;
+pub mod podgc;
 pub mod replicaset;
 pub mod taint_eviction;
 pub mod ttl_after_finished;
@@ -118,6 +119,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["nodelifecycle"],
             enabled_by_default: true,
             start: |ctx| Box::pin(node_lifecycle::run(ctx)),
+        },
+        Descriptor {
+            name: "pod-garbage-collector-controller",
+            aliases: &["podgc"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(podgc::run(ctx)),
         },
         Descriptor {
             name: "pod-termination-controller",
