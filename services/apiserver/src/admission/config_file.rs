@@ -45,12 +45,28 @@ struct PluginEntry {
     configuration: Option<Value>,
 }
 
+/// How long pods tolerate each taint by default (kube's flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultTolerations {
+    pub not_ready_seconds: i64,
+    pub unreachable_seconds: i64,
+}
+
+impl Default for DefaultTolerations {
+    fn default() -> Self {
+        DefaultTolerations {
+            not_ready_seconds: 300,
+            unreachable_seconds: 300,
+        }
+    }
+}
+
 /// The plugins' configurations as the flag gave them (none without it).
 #[derive(Debug, Clone, Default)]
 pub struct PluginConfigurations {
     pub pod_security: PodSecurityConfig,
     /// From kube's `--default-*-toleration-seconds` flags, not the file.
-    pub default_tolerations: super::plugins::DefaultTolerations,
+    pub default_tolerations: DefaultTolerations,
 }
 
 impl PluginConfigurations {

@@ -7,28 +7,13 @@
 
 use serde_json::{json, Value};
 
+use crate::admission::config_file::DefaultTolerations;
 use crate::admission::{Admit, Attributes, Operation, Plugin};
 
 const NAME: &str = "DefaultTolerationSeconds";
 pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
 pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 const NO_EXECUTE: &str = "NoExecute";
-
-/// How long pods tolerate each taint by default (kube's flags).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DefaultTolerations {
-    pub not_ready_seconds: i64,
-    pub unreachable_seconds: i64,
-}
-
-impl Default for DefaultTolerations {
-    fn default() -> Self {
-        DefaultTolerations {
-            not_ready_seconds: 300,
-            unreachable_seconds: 300,
-        }
-    }
-}
 
 pub struct DefaultTolerationSeconds {
     seconds: DefaultTolerations,

@@ -13,8 +13,9 @@ mod service_account;
 
 use std::sync::Arc;
 
+pub use super::config_file::DefaultTolerations;
 pub use default_storage_class::DefaultStorageClass;
-pub use default_toleration_seconds::{DefaultTolerationSeconds, DefaultTolerations};
+pub use default_toleration_seconds::DefaultTolerationSeconds;
 pub use limit_ranger::LimitRanger;
 pub use namespace_lifecycle::{NamespaceLifecycle, IMMORTAL_NAMESPACES};
 pub use priority::{Priority, SYSTEM_CLASSES};
