@@ -454,7 +454,13 @@ fn edits_generators_scale_and_conflicts(backend: Backend) {
     assert!(kubectl.fails(&["get", "cm", "cfg"]).contains("NotFound"));
 }
 
+// node-1 exists so that the pod garbage collector does not take `placed`
+// for an orphan (its node missing) while the test runs.
 const PODS: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
 apiVersion: v1
 kind: Pod
 metadata: {name: unplaced, labels: {tier: x}}
