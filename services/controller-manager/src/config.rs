@@ -146,6 +146,10 @@ pub struct Flags {
     /// Most endpoints in one EndpointSlice.
     #[arg(long)]
     pub max_endpoints_per_slice: Option<i64>,
+    /// The cluster's CA (PEM), published in every namespace as the
+    /// `kube-root-ca.crt` ConfigMap; none is published without it.
+    #[arg(long)]
+    pub root_ca_file: Option<String>,
     /// Port of `/healthz`, `/readyz` and `/metrics` (0: not served).
     #[arg(long)]
     pub secure_port: Option<u16>,
@@ -155,6 +159,11 @@ pub struct Flags {
     /// Log filter (`info`, `capstan_controller_manager=debug`, ...).
     #[arg(long)]
     pub log_level: Option<String>,
+    /// Test-only failpoint: every watch event (or, as `pods=5s`, those of
+    /// one resource) reaches the caches this late; see `failpoints.rs`.
+    /// Never set in production.
+    #[arg(long)]
+    pub experimental_watch_delay: Option<String>,
 }
 
 /// The settled configuration.
@@ -200,9 +209,11 @@ pub struct Settings {
     pub horizontal_pod_autoscaler_initial_readiness_delay: String,
     pub terminated_pod_gc_threshold: i64,
     pub max_endpoints_per_slice: i64,
+    pub root_ca_file: String,
     pub secure_port: u16,
     pub bind_address: String,
     pub log_level: String,
+    pub experimental_watch_delay: String,
 }
 
 /// kube-controller-manager's port for `/healthz` and `/metrics`.
@@ -248,9 +259,11 @@ fn defaults() -> Result<config::ConfigBuilder<config::builder::DefaultState>, Co
         .set_default("horizontal_pod_autoscaler_initial_readiness_delay", "30s")?
         .set_default("terminated_pod_gc_threshold", 12500)?
         .set_default("max_endpoints_per_slice", 100)?
+        .set_default("root_ca_file", "")?
         .set_default("secure_port", DEFAULT_SECURE_PORT)?
         .set_default("bind_address", "0.0.0.0")?
-        .set_default("log_level", "info")?;
+        .set_default("log_level", "info")?
+        .set_default("experimental_watch_delay", "")?;
     Ok(builder)
 }
 
@@ -395,9 +408,14 @@ fn overrides(flags: &Flags) -> Vec<(&'static str, Option<String>)> {
             "max_endpoints_per_slice",
             text(&flags.max_endpoints_per_slice),
         ),
+        ("root_ca_file", flags.root_ca_file.clone()),
         ("secure_port", text(&flags.secure_port)),
         ("bind_address", flags.bind_address.clone()),
         ("log_level", flags.log_level.clone()),
+        (
+            "experimental_watch_delay",
+            flags.experimental_watch_delay.clone(),
+        ),
     ]
 }
 
@@ -475,6 +493,12 @@ impl Settings {
         if !(self.unhealthy_zone_threshold > 0.0 && self.unhealthy_zone_threshold <= 1.0) {
             return Err(invalid("unhealthy_zone_threshold", "must be in (0, 1]"));
         }
+        if !self.experimental_watch_delay.is_empty() && self.watch_delay().is_none() {
+            return Err(invalid(
+                "experimental_watch_delay",
+                "expected a duration or RESOURCE=DURATION",
+            ));
+        }
         if self.max_endpoints_per_slice < 1 || self.max_endpoints_per_slice > 1000 {
             return Err(invalid(
                 "max_endpoints_per_slice",
@@ -511,6 +535,16 @@ impl Settings {
             kubeconfig: self.kubeconfig.clone(),
             kube_api_qps: self.kube_api_qps,
             kube_api_burst: self.kube_api_burst,
+        }
+    }
+
+    /// The watch-delay failpoint, if set: the resource it is limited to
+    /// (`pods=5s`), and the delay.
+    pub fn watch_delay(&self) -> Option<(Option<String>, Duration)> {
+        match self.experimental_watch_delay.split_once('=') {
+            _ if self.experimental_watch_delay.is_empty() => None,
+            Some((resource, delay)) => Some((Some(resource.to_string()), parse_duration(delay)?)),
+            None => Some((None, parse_duration(&self.experimental_watch_delay)?)),
         }
     }
 

@@ -24,6 +24,7 @@ pub mod controllers;
 pub mod embed;
 pub mod error;
 pub mod expectations;
+pub mod failpoints;
 pub mod identity;
 pub mod intstr;
 pub mod manager;
@@ -40,7 +41,7 @@ pub use config::{Flags, Settings};
 pub use error::{Error, Result};
 
 use capstan_client::connect::{
-    config_from_file, config_from_inline, Connection, InlineCredentials,
+    config_from_file, config_from_inline, https_transport, Connection, InlineCredentials,
 };
 
 /// The user agent's component name.
@@ -67,7 +68,19 @@ pub async fn connect_inline(
 }
 
 fn clients(server: kube::Config, settings: &Settings) -> Result<identity::Clients> {
-    let root = Connection::from_config(server.clone(), &settings.client(), COMPONENT)?;
+    let root = match settings.watch_delay() {
+        None => Connection::from_config(server.clone(), &settings.client(), COMPONENT)?,
+        Some((resource, delay)) => {
+            tracing::warn!(
+                ?resource,
+                ?delay,
+                "failpoint: watch events reach the caches late"
+            );
+            let transport = failpoints::delay_watches(https_transport(&server)?, resource, delay);
+            let namespace = server.default_namespace.clone();
+            Connection::over(transport, namespace, &settings.client(), COMPONENT)?
+        }
+    };
     Ok(match settings.use_service_account_credentials {
         true => identity::Clients::per_service_account(root, server, settings.client()),
         false => identity::Clients::shared(root),

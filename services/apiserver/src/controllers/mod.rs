@@ -1,14 +1,12 @@
 //! The loops the API server itself needs: serving CustomResourceDefinitions
-//! (`crds`), giving back claims whose objects are gone (`claims_repair`),
-//! the default ServiceAccounts and root CA (`service_accounts`) and quota
-//! usage (`resource_quotas`). kube-controller-manager's loops (garbage
-//! collection, namespace cleanup, ending graceful pod deletions) run in
+//! (`crds`) and giving back claims whose objects are gone
+//! (`claims_repair`). kube-controller-manager's loops (garbage
+//! collection, namespace cleanup, ending graceful pod deletions, quota
+//! usage, the default ServiceAccounts and the root CA ConfigMaps) run in
 //! `capstan-controller-manager`, an API client like any other.
 
 mod claims_repair;
 pub mod crds;
-pub mod resource_quotas;
-pub mod service_accounts;
 
 use std::time::Duration;
 

@@ -28,6 +28,11 @@ pub fn start_controller_manager(config: &ApiserverConfig) -> Option<Embedded> {
         }
     };
     settings.secure_port = 0;
+    settings.root_ca_file = config.root_ca_file.clone();
+    let watch_delay = &config.embedded.experimental_controller_watch_delay;
+    if !watch_delay.is_empty() {
+        settings.experimental_watch_delay = watch_delay.clone();
+    }
     let started = match config.embedded.controller_manager_kubeconfig.as_str() {
         "" => {
             super::credentials(config, CONTROLLER_MANAGER, None).map(|c| embed::start(c, settings))

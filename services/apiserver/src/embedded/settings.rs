@@ -19,6 +19,11 @@ pub struct EmbeddedFlags {
     /// (`client-ca.key` beside `--client-ca-file`).
     #[arg(long)]
     pub controller_manager_kubeconfig: Option<String>,
+    /// Test-only failpoint of the in-process controller manager: its
+    /// watch events reach its caches this late (`2s`, or `pods=2s` for one
+    /// resource). Never in production.
+    #[arg(long)]
+    pub experimental_controller_watch_delay: Option<String>,
     /// Do not run kube-scheduler in this process (run `capstan-scheduler`
     /// apart instead); k3s's flag.
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
@@ -37,6 +42,7 @@ pub struct EmbeddedFlags {
 pub struct Settings {
     pub disable_controller_manager: bool,
     pub controller_manager_kubeconfig: String,
+    pub experimental_controller_watch_delay: String,
     pub disable_scheduler: bool,
     pub scheduler_config: String,
     pub scheduler_kubeconfig: String,
@@ -50,6 +56,7 @@ impl Settings {
         let defaults = config::Config::builder()
             .set_default("disable_controller_manager", false)?
             .set_default("controller_manager_kubeconfig", "")?
+            .set_default("experimental_controller_watch_delay", "")?
             .set_default("disable_scheduler", false)?
             .set_default("scheduler_config", "")?
             .set_default("scheduler_kubeconfig", "")?;
@@ -61,6 +68,10 @@ impl Settings {
             (
                 "controller_manager_kubeconfig",
                 flags.controller_manager_kubeconfig.clone(),
+            ),
+            (
+                "experimental_controller_watch_delay",
+                flags.experimental_controller_watch_delay.clone(),
             ),
             (
                 "disable_scheduler",

@@ -22,8 +22,6 @@ pub enum StartError {
     Config(#[from] crate::config::ConfigError),
     #[error("--admission-control-config-file {0}")]
     AdmissionConfig(#[from] crate::admission::config_file::AdmissionConfigError),
-    #[error("--root-ca-file {0}: {1}")]
-    RootCa(String, std::io::Error),
     #[error("service-account keys: {0}")]
     Keys(#[from] crate::serviceaccount::keys::KeyError),
     #[error("audit: {0}")]

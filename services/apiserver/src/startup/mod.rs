@@ -54,11 +54,10 @@ pub async fn run(
     let authorizer = AuthorizerSlot::default();
     let objects = install_admission(&config, &catalog, &metrics, &authorizer).await?;
     create_cluster_objects(&config, &catalog).await?;
-    start_controllers(&config, &catalog, &store, &objects).await?;
+    start_controllers(&config, &catalog, &store).await;
     let aggregator_metrics = metrics.aggregator.clone();
     let aggregator =
         start_aggregator(&config, &catalog, objects.clone(), aggregator_metrics).await?;
-    actix_rt::spawn(crate::controllers::resource_quotas::run(objects.clone()));
     if let Some(interval) = config.compaction_interval() {
         actix_rt::spawn(compactor::run(client.clone(), interval));
     }
@@ -102,26 +101,14 @@ async fn create_cluster_objects(
     crate::bootstrap::ensure_priority_classes(catalog).await
 }
 
-/// The CRD controller (ready before the first request), and the loops
-/// that run beside the server: the API's own controllers and the
-/// service-account controller.
-async fn start_controllers(
-    config: &ApiserverConfig,
-    catalog: &Arc<Catalog>,
-    store: &Store,
-    objects: &Arc<CachedObjects>,
-) -> Result<(), StartError> {
+/// The CRD controller (ready before the first request) and the API's own
+/// loops beside the server. Quota usage, the default ServiceAccounts and
+/// the root CA ConfigMaps are the controller manager's.
+async fn start_controllers(config: &ApiserverConfig, catalog: &Arc<Catalog>, store: &Store) {
     let prefix = config.storage_prefix.clone();
     crate::controllers::crds::start(catalog.clone(), prefix.clone()).await;
     let controllers = crate::controllers::run(store.clone(), prefix);
     actix_rt::spawn(controllers);
-    let root_ca = root_ca(config)?;
-    actix_rt::spawn(crate::controllers::service_accounts::run(
-        catalog.clone(),
-        objects.clone(),
-        root_ca,
-    ));
-    Ok(())
 }
 
 /// The loops API Priority and Fairness needs: its objects kept in place
@@ -165,16 +152,6 @@ async fn install_admission(
     catalog.admission.install(installed);
     tracing::info!(plugins = ?catalog.admission.names(), "admission");
     Ok(objects)
-}
-
-/// The CA the `kube-root-ca.crt` ConfigMaps publish, if one is given.
-fn root_ca(config: &ApiserverConfig) -> Result<Option<String>, StartError> {
-    match config.root_ca_file.as_str() {
-        "" => Ok(None),
-        path => std::fs::read_to_string(path)
-            .map(Some)
-            .map_err(|err| StartError::RootCa(path.into(), err)),
-    }
 }
 
 /// The service-account token issuer, when this server signs or verifies

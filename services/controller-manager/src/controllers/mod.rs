@@ -28,6 +28,9 @@ pub mod node_lifecycle;
 pub mod pod_termination;
 pub mod podgc;
 pub mod replicaset;
+pub mod resourcequota;
+pub mod root_ca_publisher;
+pub mod serviceaccount;
 pub mod taint_eviction;
 pub mod ttl_after_finished;
 
@@ -155,6 +158,24 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["ttl-after-finished"],
             enabled_by_default: true,
             start: |ctx| Box::pin(ttl_after_finished::run(ctx)),
+        },
+        Descriptor {
+            name: "resourcequota-controller",
+            aliases: &["resourcequota"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(resourcequota::run(ctx)),
+        },
+        Descriptor {
+            name: "serviceaccount-controller",
+            aliases: &["serviceaccount"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(serviceaccount::run(ctx)),
+        },
+        Descriptor {
+            name: "root-ca-certificate-publisher-controller",
+            aliases: &["root-ca-cert-publisher"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(root_ca_publisher::run(ctx)),
         },
     ]
 }

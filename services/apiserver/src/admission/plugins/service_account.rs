@@ -2,7 +2,7 @@
 //! names one), which must exist, and gets the account's token, the
 //! cluster's CA and its namespace as one projected volume mounted where
 //! clients look for them, as kube's plugin does. The `default` accounts
-//! are made by a controller (`controllers::service_accounts`); a pod
+//! are made by the controller manager's service-account controller; a pod
 //! created right after its namespace may come before it, so a missing
 //! `default` is looked up again a few times, as kube does.
 
