@@ -29,6 +29,14 @@ fn wait_ready(port: u16, log: &Path) {
     );
 }
 
+/// Whether `flags` turn the in-process controller manager off (then no
+/// one makes the `default` ServiceAccounts).
+fn runs_no_controller_manager(flags: &[&str]) -> bool {
+    flags
+        .iter()
+        .any(|f| f.starts_with("--disable-controller-manager") && !f.ends_with("=false"))
+}
+
 fn spawn_logged(command: &mut Command, log: &Path) -> Child {
     let file = std::fs::File::create(log).expect("create a log file");
     command
@@ -319,6 +327,9 @@ impl ApiCluster {
         let api = ApiServer::start_with(&[store.url()], dir.path(), "apiserver", &extra);
         let port = api.port;
         let kubectl = Kubectl::new(dir.path(), port);
+        if !runs_no_controller_manager(&extra) {
+            kubectl.wait_for_default_account();
+        }
         ApiCluster {
             api,
             store,
@@ -385,6 +396,9 @@ impl Embedded {
             kubeconfig: data.join("kubeconfig"),
             cache_dir: dir.path().join("kube-cache"),
         };
+        if !runs_no_controller_manager(extra) {
+            kubectl.wait_for_default_account();
+        }
         Embedded {
             process,
             dir,

@@ -94,6 +94,21 @@ contexts:\n- name: t\n  context: {{cluster: t, user: t, namespace: default}}\ncu
         Running { child, lines }
     }
 
+    /// Waits until the controller manager has made the `default`
+    /// ServiceAccount of `default`, as kube's e2e framework waits before
+    /// its first pod (admission refuses pods whose account is missing).
+    pub fn wait_for_default_account(&self) {
+        let args = ["get", "serviceaccount", "default", "-n", "default"];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !self.run(&args).status.success() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no default ServiceAccount within 60 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
     /// stderr of a command that must fail.
     pub fn fails(&self, args: &[&str]) -> String {
         let output = self.run(args);
