@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::options::{Query, WriteOptions};
+use super::options::{DeleteOptions, Query, WriteOptions};
 use crate::admission::objects::Objects;
 use crate::error::{ApiError, Target};
 use crate::serviceaccount::Issuer;
@@ -109,6 +109,20 @@ pub struct Call<'a> {
     /// Names the object in errors.
     pub target: Target,
     pub services: &'a Services,
+    /// Deletes an object of the kind through the generic flow (graceful
+    /// deletion, finalizers, admission), as a DELETE request would.
+    pub deleter: &'a dyn Deleter,
+}
+
+/// The generic flow's delete, for subresources that end in one (a pod's
+/// `eviction`); the flow implements it, so this table need not know it.
+pub trait Deleter: Send + Sync {
+    fn delete<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        options: DeleteOptions,
+    ) -> BoxFuture<'a, Result<(), ApiError>>;
 }
 
 /// A successful answer: the HTTP code and the body.

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
+use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{Answer, ResourceActor};
@@ -150,8 +151,20 @@ impl Handler<Serve> for ResourceActor {
                 key: h.key(&m.namespace, &m.name),
                 target: h.def().target(&m.name),
                 services: &m.services,
+                deleter: &h,
             };
             m.handler.serve(call).await
         })
+    }
+}
+
+impl subresource::Deleter for flow::Handle {
+    fn delete<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        options: DeleteOptions,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move { flow::delete(self, namespace, name, options).await.map(drop) })
     }
 }

@@ -40,9 +40,14 @@ fn node_status(node: &Value) -> String {
         .filter(|c| c["type"] == "Ready")
         .map(|c| c["status"] == "True")
         .next();
-    match ready {
-        Some(true) => "Ready".into(),
-        Some(false) => "NotReady".into(),
-        None => "Unknown".into(),
+    let status = match ready {
+        Some(true) => "Ready",
+        Some(false) => "NotReady",
+        None => "Unknown",
+    };
+    // A cordoned node says so, as kubectl's printer shows it.
+    match node["spec"]["unschedulable"] == true {
+        true => format!("{status},SchedulingDisabled"),
+        false => status.into(),
     }
 }

@@ -1,8 +1,10 @@
 //! core/v1 Pod: its strategy, the validation of pod specs every kind
 //! with a pod template shares, and its subresources: `binding` (how a
-//! scheduler places it) and those a kubelet serves.
+//! scheduler places it), `eviction` (a delete that honours disruption
+//! budgets) and those a kubelet serves.
 
 pub mod binding;
+pub mod eviction;
 pub mod kubelet;
 pub mod strategy;
 pub mod validation;

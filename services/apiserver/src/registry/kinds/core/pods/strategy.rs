@@ -8,6 +8,7 @@ use schemars::schema::Schema;
 use serde_json::{json, Value};
 
 use super::binding::BINDING;
+use super::eviction::EVICTION;
 use super::kubelet::KUBELET;
 use crate::error::Cause;
 use crate::object::meta::is_dns1123_label;
@@ -28,9 +29,10 @@ const DEF: ResourceDef = ResourceDef {
     ..ResourceDef::new("", "v1", "pods", "Pod", "pod")
 };
 
-/// A pod's status, its binding to a node, and what its kubelet serves.
+/// A pod's status, its binding to a node, its eviction, and what its
+/// kubelet serves.
 const SUBRESOURCES: &[Subresource] = &[
-    STATUS, BINDING, KUBELET[0], KUBELET[1], KUBELET[2], KUBELET[3],
+    STATUS, BINDING, EVICTION, KUBELET[0], KUBELET[1], KUBELET[2], KUBELET[3],
 ];
 
 pub struct Pods;
