@@ -36,6 +36,12 @@ pub async fn run(
     clients: Clients,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    controllers::selection(&settings.controllers).map_err(|reason| {
+        capstan_telemetry::settings::ConfigError::Invalid {
+            field: "controllers",
+            reason,
+        }
+    })?;
     let stop = CancellationToken::new();
     let stopper = stop.clone();
     tokio::spawn(async move {
@@ -149,6 +155,7 @@ impl Manager {
             stop: CancellationToken::new(),
         });
         let mut running = JoinSet::new();
+        // Checked in `run` before the first term.
         let selected = controllers::selection(&self.settings.controllers).unwrap_or_default();
         for descriptor in selected {
             tracing::info!(controller = descriptor.name, "starting");

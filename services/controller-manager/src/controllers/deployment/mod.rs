@@ -9,6 +9,7 @@
 //! (or, for an orphan, every deployment whose selector matches); a pod's
 //! deletion enqueues the deployment that owns its ReplicaSet.
 
+pub mod conditions;
 mod events;
 pub mod progress;
 mod recreate;

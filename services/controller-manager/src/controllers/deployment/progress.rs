@@ -8,58 +8,15 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::chrono::{Duration as ChronoDuration, Utc};
 
+use super::conditions::{
+    condition, get, remove, set, AVAILABLE, NEW_RS_AVAILABLE, PAUSED, PROGRESSING, REPLICA_FAILURE,
+    RESUMED, TIMED_OUT,
+};
 use super::sync::{Sets, Syncer};
 use super::util;
 use crate::error::Result;
-
-pub const PROGRESSING: &str = "Progressing";
-pub const AVAILABLE: &str = "Available";
-pub const REPLICA_FAILURE: &str = "ReplicaFailure";
-pub const NEW_RS_AVAILABLE: &str = "NewReplicaSetAvailable";
-pub const TIMED_OUT: &str = "ProgressDeadlineExceeded";
-const PAUSED: &str = "DeploymentPaused";
-const RESUMED: &str = "DeploymentResumed";
-
-/// A condition stamped now.
-pub fn condition(kind: &str, status: &str, reason: &str, message: String) -> DeploymentCondition {
-    let now = Some(Time(Utc::now()));
-    DeploymentCondition {
-        type_: kind.into(),
-        status: status.into(),
-        reason: Some(reason.into()),
-        message: Some(message),
-        last_update_time: now.clone(),
-        last_transition_time: now,
-    }
-}
-
-pub fn get<'a>(status: &'a DeploymentStatus, kind: &str) -> Option<&'a DeploymentCondition> {
-    status.conditions.as_ref()?.iter().find(|c| c.type_ == kind)
-}
-
-/// kube's `SetDeploymentCondition`: the same status and reason changes
-/// nothing; the same status keeps its transition time.
-pub fn set(status: &mut DeploymentStatus, mut new: DeploymentCondition) {
-    if let Some(current) = get(status, &new.type_) {
-        if current.status == new.status && current.reason == new.reason {
-            return;
-        }
-        if current.status == new.status {
-            new.last_transition_time = current.last_transition_time.clone();
-        }
-    }
-    remove(status, &new.type_);
-    status.conditions.get_or_insert_with(Vec::new).push(new);
-}
-
-pub fn remove(status: &mut DeploymentStatus, kind: &str) {
-    if let Some(conditions) = status.conditions.as_mut() {
-        conditions.retain(|c| c.type_ != kind);
-    }
-}
 
 /// kube's `calculateStatus`.
 pub fn calculate(d: &Deployment, sets: &Sets) -> DeploymentStatus {
@@ -118,41 +75,6 @@ fn normalized(mut status: DeploymentStatus) -> DeploymentStatus {
 
 fn unchanged(d: &Deployment, status: &DeploymentStatus) -> bool {
     normalized(d.status.clone().unwrap_or_default()) == normalized(status.clone())
-}
-
-/// kube's `syncDeploymentStatus`: counts and Available only.
-pub async fn sync_status(syncer: &Syncer, d: &mut Deployment, sets: &Sets) -> Result<()> {
-    let status = calculate(d, sets);
-    if unchanged(d, &status) {
-        return Ok(());
-    }
-    syncer.write_status(d, normalized(status)).await
-}
-
-/// kube's `syncRolloutStatus`: the status with the Progressing condition
-/// judged against the progress deadline, and the ReplicaFailure carried up.
-pub async fn sync_rollout_status(syncer: &Syncer, d: &mut Deployment, sets: &Sets) -> Result<()> {
-    let mut status = calculate(d, sets);
-    let deadline = util::progress_deadline(d);
-    if deadline.is_none() {
-        remove(&mut status, PROGRESSING);
-    }
-    let previous = d.status.clone().unwrap_or_default();
-    let current = get(&previous, PROGRESSING).cloned();
-    let complete_before = status.replicas == status.updated_replicas
-        && current.as_ref().and_then(|c| c.reason.as_deref()) == Some(NEW_RS_AVAILABLE);
-    if deadline.is_some() && !complete_before {
-        judge_progress(d, &previous, current.as_ref(), sets, &mut status);
-    }
-    match replica_failure(sets) {
-        Some(failure) => set(&mut status, failure),
-        None => remove(&mut status, REPLICA_FAILURE),
-    }
-    if unchanged(d, &status) {
-        requeue_stuck(syncer, d, &status);
-        return Ok(());
-    }
-    syncer.write_status(d, normalized(status)).await
 }
 
 fn judge_progress(
@@ -265,33 +187,70 @@ fn replica_failure(sets: &Sets) -> Option<DeploymentCondition> {
         .or_else(|| sets.old.iter().find_map(failing))
 }
 
-/// kube's `checkPausedConditions`: Progressing Unknown while paused, so a
-/// resumed rollout is not judged against a stale deadline.
-pub async fn check_paused(syncer: &Syncer, d: &mut Deployment) -> Result<()> {
-    if util::progress_deadline(d).is_none() {
-        return Ok(());
+impl Syncer {
+    /// kube's `syncDeploymentStatus`: counts and Available only.
+    pub(super) async fn sync_status(&self, d: &mut Deployment, sets: &Sets) -> Result<()> {
+        let status = calculate(d, sets);
+        if unchanged(d, &status) {
+            return Ok(());
+        }
+        self.write_status(d, normalized(status)).await
     }
-    let mut status = d.status.clone().unwrap_or_default();
-    let reason = get(&status, PROGRESSING).and_then(|c| c.reason.clone());
-    if reason.as_deref() == Some(TIMED_OUT) {
-        return Ok(());
+
+    /// kube's `syncRolloutStatus`: the status with the Progressing condition
+    /// judged against the progress deadline, and the ReplicaFailure carried up.
+    pub(super) async fn sync_rollout_status(&self, d: &mut Deployment, sets: &Sets) -> Result<()> {
+        let mut status = calculate(d, sets);
+        let deadline = util::progress_deadline(d);
+        if deadline.is_none() {
+            remove(&mut status, PROGRESSING);
+        }
+        let previous = d.status.clone().unwrap_or_default();
+        let current = get(&previous, PROGRESSING).cloned();
+        let complete_before = status.replicas == status.updated_replicas
+            && current.as_ref().and_then(|c| c.reason.as_deref()) == Some(NEW_RS_AVAILABLE);
+        if deadline.is_some() && !complete_before {
+            judge_progress(d, &previous, current.as_ref(), sets, &mut status);
+        }
+        match replica_failure(sets) {
+            Some(failure) => set(&mut status, failure),
+            None => remove(&mut status, REPLICA_FAILURE),
+        }
+        if unchanged(d, &status) {
+            requeue_stuck(self, d, &status);
+            return Ok(());
+        }
+        self.write_status(d, normalized(status)).await
     }
-    let paused_shown = reason.as_deref() == Some(PAUSED);
-    let change = match (util::is_paused(d), paused_shown) {
-        (true, false) => condition(
-            PROGRESSING,
-            "Unknown",
-            PAUSED,
-            "Deployment is paused".into(),
-        ),
-        (false, true) => condition(
-            PROGRESSING,
-            "Unknown",
-            RESUMED,
-            "Deployment is resumed".into(),
-        ),
-        _ => return Ok(()),
-    };
-    set(&mut status, change);
-    syncer.write_status(d, status).await
+
+    /// kube's `checkPausedConditions`: Progressing Unknown while paused, so a
+    /// resumed rollout is not judged against a stale deadline.
+    pub(super) async fn check_paused(&self, d: &mut Deployment) -> Result<()> {
+        if util::progress_deadline(d).is_none() {
+            return Ok(());
+        }
+        let mut status = d.status.clone().unwrap_or_default();
+        let reason = get(&status, PROGRESSING).and_then(|c| c.reason.clone());
+        if reason.as_deref() == Some(TIMED_OUT) {
+            return Ok(());
+        }
+        let paused_shown = reason.as_deref() == Some(PAUSED);
+        let change = match (util::is_paused(d), paused_shown) {
+            (true, false) => condition(
+                PROGRESSING,
+                "Unknown",
+                PAUSED,
+                "Deployment is paused".into(),
+            ),
+            (false, true) => condition(
+                PROGRESSING,
+                "Unknown",
+                RESUMED,
+                "Deployment is resumed".into(),
+            ),
+            _ => return Ok(()),
+        };
+        set(&mut status, change);
+        self.write_status(d, status).await
+    }
 }

@@ -3,7 +3,6 @@
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
-use super::progress;
 use super::sync::Syncer;
 use super::util::{self, rs_replicas};
 use crate::error::Result;
@@ -18,7 +17,7 @@ impl Syncer {
             scaled_down = true;
         }
         if scaled_down || self.old_pods_running(&split.old) {
-            return progress::sync_rollout_status(self, d, &split).await;
+            return self.sync_rollout_status(d, &split).await;
         }
         if split.new.is_none() {
             split = self.split(d, sets, true).await?;
@@ -29,7 +28,7 @@ impl Syncer {
         if util::deployment_complete(d, &d.status.clone().unwrap_or_default()) {
             self.cleanup(d, &split.old).await?;
         }
-        progress::sync_rollout_status(self, d, &split).await
+        self.sync_rollout_status(d, &split).await
     }
 
     /// Whether an old ReplicaSet still has a pod that has not finished

@@ -4,7 +4,6 @@
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
-use super::progress;
 use super::sync::{Sets, Syncer};
 use super::util::{self, rs_replicas};
 use crate::error::{Error, Result};
@@ -13,15 +12,15 @@ impl Syncer {
     pub async fn rollout_rolling(&self, d: &mut Deployment, sets: Vec<ReplicaSet>) -> Result<()> {
         let mut split = self.split(d, sets, true).await?;
         if self.reconcile_new(d, &mut split).await? {
-            return progress::sync_rollout_status(self, d, &split).await;
+            return self.sync_rollout_status(d, &split).await;
         }
         if self.reconcile_old(d, &mut split).await? {
-            return progress::sync_rollout_status(self, d, &split).await;
+            return self.sync_rollout_status(d, &split).await;
         }
         if util::deployment_complete(d, &d.status.clone().unwrap_or_default()) {
             self.cleanup(d, &split.old).await?;
         }
-        progress::sync_rollout_status(self, d, &split).await
+        self.sync_rollout_status(d, &split).await
     }
 
     /// Scales the new ReplicaSet toward the desired count; true if it did.

@@ -6,7 +6,6 @@
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::api::{Api, DeleteParams};
 
-use super::progress;
 use super::sync::{Sets, Syncer};
 use super::util::{self, rs_replicas};
 use crate::error::{Error, Result};
@@ -45,7 +44,7 @@ impl Syncer {
         if util::is_paused(d) {
             self.cleanup(d, &split.old).await?;
         }
-        progress::sync_status(self, d, &split).await
+        self.sync_status(d, &split).await
     }
 
     async fn scale(&self, d: &Deployment, split: &mut Sets) -> Result<()> {

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::core::Selector;
 
-use super::progress::{self, condition, PROGRESSING, REPLICA_FAILURE};
+use super::conditions::{self, condition, PROGRESSING, REPLICA_FAILURE};
 use super::util::{self, pod_template_hash, with_hash_label, POD_TEMPLATE_HASH};
 use crate::error::{Error, Result};
 use crate::ownership::{self, controller_ref, Claim, BY_CONTROLLER, ORPHANS};
@@ -56,9 +56,9 @@ impl Syncer {
         let sets = self.claim_replica_sets(&d, &selector).await?;
         if d.metadata.deletion_timestamp.is_some() {
             let split = self.split(&mut d, sets, false).await?;
-            return progress::sync_status(self, &mut d, &split).await;
+            return self.sync_status(&mut d, &split).await;
         }
-        progress::check_paused(self, &mut d).await?;
+        self.check_paused(&mut d).await?;
         if util::is_paused(&d) || self.is_scaling_event(&mut d, &sets).await? {
             return self.sync_scale(&mut d, sets).await;
         }
@@ -182,7 +182,7 @@ impl Syncer {
             .to_string();
         self.set_deployment_revision(d, &revision).await?;
         let mut status = d.status.clone().unwrap_or_default();
-        if progress::get(&status, PROGRESSING).is_none() && util::progress_deadline(d).is_some() {
+        if conditions::get(&status, PROGRESSING).is_none() && util::progress_deadline(d).is_some() {
             let name = rs.metadata.name.clone().unwrap_or_default();
             let found = condition(
                 PROGRESSING,
@@ -190,7 +190,7 @@ impl Syncer {
                 "FoundNewReplicaSet",
                 format!("Found new replica set {name:?}"),
             );
-            progress::set(&mut status, found);
+            conditions::set(&mut status, found);
             self.write_status(d, status).await?;
         }
         Ok(rs)
@@ -267,7 +267,7 @@ impl Syncer {
                 "NewReplicaSetCreated",
                 format!("Created new replica set {name:?}"),
             );
-            progress::set(&mut status, made);
+            conditions::set(&mut status, made);
             self.write_status(d, status).await?;
         }
         Ok(created)
@@ -316,7 +316,7 @@ impl Syncer {
             .record(d, EventType::Warning, "FailedCreate", message.clone());
         if util::progress_deadline(d).is_some() {
             let mut status = d.status.clone().unwrap_or_default();
-            progress::set(
+            conditions::set(
                 &mut status,
                 condition(REPLICA_FAILURE, "True", "FailedRSCreate", message),
             );

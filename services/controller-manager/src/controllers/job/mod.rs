@@ -17,6 +17,7 @@ mod pods;
 pub mod sync;
 #[cfg(test)]
 mod tests;
+mod tracking;
 
 use std::sync::Arc;
 
@@ -89,7 +90,7 @@ fn on_pod(
             .is_some_and(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()))
     });
     let (Some(key), true) = (key, ours) else {
-        if sync::has_finalizer(pod) && !matches!(event, InformerEvent::Deleted(_)) {
+        if tracking::has_finalizer(pod) && !matches!(event, InformerEvent::Deleted(_)) {
             queue.add(orphans::key(pod));
         }
         return;

@@ -9,18 +9,16 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 
-use super::sync::{has_finalizer, Syncer};
+use super::sync::Syncer;
+use super::tracking::{has_finalizer, ORPHAN_PREFIX};
 use crate::error::Result;
 use crate::ownership::controller_of;
-
-/// Queue keys of orphaned pods start with this (no object name can).
-pub const PREFIX: &str = "pod:";
 
 /// The queue key for an orphaned `pod`.
 pub fn key(pod: &Pod) -> String {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
     let name = pod.metadata.name.as_deref().unwrap_or_default();
-    format!("{PREFIX}{namespace}/{name}")
+    format!("{ORPHAN_PREFIX}{namespace}/{name}")
 }
 
 impl Syncer {

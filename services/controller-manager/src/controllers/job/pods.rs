@@ -12,7 +12,7 @@ use k8s_openapi::chrono::{Duration as ChronoDuration, Utc};
 
 use super::failure;
 use super::indexes::{self, INDEX, INDEX_FAILURES};
-use super::sync::{Pods, TRACKING_FINALIZER};
+use super::tracking::{Pods, TRACKING_FINALIZER};
 use crate::ownership::controller_ref;
 use crate::pod_control;
 

@@ -22,14 +22,12 @@ use super::conditions::{self, set_condition};
 use super::failure::{self, Verdict};
 use super::indexes;
 use super::pods as job_pods;
+use super::tracking::{has_finalizer, Pods, ORPHAN_PREFIX, TRACKING_FINALIZER};
 use crate::error::{Error, Result};
 use crate::expectations::Expectations;
 use crate::ownership::BY_CONTROLLER;
 use crate::pod_control::{self, PodControl, BURST_REPLICAS, SLOW_START_INITIAL_BATCH};
 use crate::pods;
-
-/// Held by every pod of a Job until the Job has counted it.
-pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 
 pub struct Syncer {
     pub jobs: Store<Job>,
@@ -40,25 +38,6 @@ pub struct Syncer {
     /// The resourceVersion of each job's last status this controller
     /// wrote: a cache still behind it would count finished pods again.
     pub written: WrittenVersions,
-}
-
-/// The pods of one job, sorted by what they mean for it.
-#[derive(Default)]
-pub struct Pods {
-    pub active: Vec<Arc<Pod>>,
-    pub terminating: usize,
-    /// Finished and still holding the finalizer.
-    pub finished: Vec<Arc<Pod>>,
-    /// Every pod, for indexes and backoff.
-    pub all: Vec<Arc<Pod>>,
-}
-
-pub fn has_finalizer(pod: &Pod) -> bool {
-    pod.metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == TRACKING_FINALIZER)
 }
 
 fn terminal(pod: &Pod) -> bool {
@@ -73,7 +52,7 @@ pub struct Outcome {
 
 impl Syncer {
     pub async fn sync(&self, key: &str) -> Result<()> {
-        if let Some(pod_key) = key.strip_prefix(super::orphans::PREFIX) {
+        if let Some(pod_key) = key.strip_prefix(ORPHAN_PREFIX) {
             return self.release_orphan(pod_key).await;
         }
         let Some(cached) = self.jobs.get_by_key(key) else {

@@ -4,7 +4,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{json, Value};
 
-use super::sync::{has_finalizer, Syncer, TRACKING_FINALIZER};
+use super::sync::Syncer;
+use super::tracking::{has_finalizer, TRACKING_FINALIZER};
 use crate::expectations::Expectations;
 use crate::pod_control::PodControl;
 use crate::testkit::{context, eventually, object};
