@@ -62,6 +62,12 @@ impl Expectations {
         self.set(owner, 0, uids.into_iter().collect());
     }
 
+    /// Records creations and deletions about to be made in one sync
+    /// (the StatefulSet and DaemonSet controllers may do both at once).
+    pub fn expect(&self, owner: &str, creations: usize, uids: impl IntoIterator<Item = String>) {
+        self.set(owner, creations as i64, uids.into_iter().collect());
+    }
+
     fn set(&self, owner: &str, creations: i64, deletions: HashSet<String>) {
         let expected = Expected {
             creations,

@@ -31,6 +31,7 @@ pub mod replicaset;
 pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod serviceaccount;
+pub mod statefulset;
 pub mod taint_eviction;
 pub mod ttl_after_finished;
 
@@ -146,6 +147,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["replicationcontroller"],
             enabled_by_default: true,
             start: |ctx| Box::pin(replicaset::run_replication_controllers(ctx)),
+        },
+        Descriptor {
+            name: "statefulset-controller",
+            aliases: &["statefulset"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(statefulset::run(ctx)),
         },
         Descriptor {
             name: "taint-eviction-controller",

@@ -1,6 +1,8 @@
-//! apps/v1: Deployments, ReplicaSets, StatefulSets, DaemonSets.
+//! apps/v1: Deployments, ReplicaSets, StatefulSets, DaemonSets and the
+//! ControllerRevisions of the last two.
 
 mod deployments;
+mod revisions;
 mod sets;
 
 use std::sync::Arc;
@@ -13,5 +15,6 @@ pub fn all() -> Vec<Arc<dyn Strategy>> {
         sets::replica_sets(),
         sets::stateful_sets(),
         sets::daemon_sets(),
+        revisions::controller_revisions(),
     ]
 }
