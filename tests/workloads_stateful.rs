@@ -204,3 +204,78 @@ fn a_stateful_set_comes_up_in_order_rolls_back_and_scales_down_from_the_top() {
         "{events}"
     );
 }
+
+const DAEMON_SET: &str = r#"
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: agent, image: "busybox:1.36"}]
+"#;
+
+fn node_of(pod: &Value) -> &str {
+    pod["spec"]["nodeName"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn a_daemon_set_runs_on_every_untainted_node_and_rolls_out_a_new_image() {
+    let (capstan, _guard) = start();
+    let kubectl = &capstan.kubectl;
+    let nodes = kubectl.ok(&["get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"]);
+    let mut nodes: Vec<&str> = nodes.split_whitespace().collect();
+    nodes.sort();
+    let tainted = nodes[2];
+    kubectl.ok(&["taint", "nodes", tainted, "dedicated=special:NoSchedule"]);
+    kubectl.ok_with_input(&["apply", "-f", "-"], DAEMON_SET);
+    let status = rolled_out(kubectl, "daemonset/agent");
+    assert!(status.contains("successfully rolled out"), "{status}");
+    let on_nodes = |kubectl: &Kubectl| {
+        let mut placed: Vec<String> = pods(kubectl, "app=agent")
+            .iter()
+            .map(|p| node_of(p).to_string())
+            .collect();
+        placed.sort();
+        placed
+    };
+    assert_eq!(
+        on_nodes(kubectl),
+        [nodes[0], nodes[1]],
+        "one pod on each untainted node"
+    );
+    let path = "jsonpath={.status.desiredNumberScheduled} {.status.numberReady} {.status.numberMisscheduled}";
+    assert_eq!(
+        kubectl.ok(&["get", "daemonset", "agent", "-o", path]),
+        "2 2 0"
+    );
+    let events = events_of(kubectl, "agent");
+    assert!(
+        events.contains("SuccessfulCreate: Created pod: agent-"),
+        "{events}"
+    );
+
+    kubectl.ok(&["set", "image", "daemonset/agent", "agent=busybox:1.37"]);
+    let status = rolled_out(kubectl, "daemonset/agent");
+    assert!(status.contains("successfully rolled out"), "{status}");
+    wait_for(WAIT, "both pods at busybox:1.37", || {
+        (images(kubectl, "app=agent") == ["busybox:1.37"; 2]).then_some(())
+    });
+    assert_eq!(on_nodes(kubectl), [nodes[0], nodes[1]]);
+    let revisions = kubectl.ok(&[
+        "get",
+        "controllerrevisions",
+        "-l",
+        "app=agent",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(revisions.lines().count(), 2, "{revisions}");
+    let events = events_of(kubectl, "agent");
+    assert!(
+        events.contains("SuccessfulDelete: Deleted pod: agent-"),
+        "{events}"
+    );
+}

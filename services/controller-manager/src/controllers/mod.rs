@@ -16,6 +16,7 @@ use crate::context::Context;
 use crate::error::Result;
 
 pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 pub mod endpoints;
@@ -69,6 +70,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["cronjob"],
             enabled_by_default: true,
             start: |ctx| Box::pin(cronjob::run(ctx)),
+        },
+        Descriptor {
+            name: "daemonset-controller",
+            aliases: &["daemonset"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(daemonset::run(ctx)),
         },
         Descriptor {
             name: "deployment-controller",
