@@ -8,7 +8,8 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use capstan_client::informer::Store;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::core::{NamespaceResourceScope, Selector, SelectorExt};
 use kube::Resource;
@@ -166,6 +167,59 @@ where
             }
         }
     }
+}
+
+/// An owner's selector, parsed: an empty one selects everything and is
+/// refused, as kube's controllers refuse it.
+pub fn parse_selector(selector: &LabelSelector) -> std::result::Result<Selector, String> {
+    let empty = selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && selector
+            .match_expressions
+            .as_ref()
+            .is_none_or(|e| e.is_empty());
+    if empty {
+        return Err("empty selector is not allowed".into());
+    }
+    Selector::try_from(selector.clone()).map_err(|e| e.0)
+}
+
+/// The objects of type `K` in `cache` (indexed by [`BY_CONTROLLER`] and
+/// [`ORPHANS`]) that `owner` controls after adoption and release.
+pub async fn claim_from_cache<K, O>(
+    cache: &Store<K>,
+    client: &kube::Client,
+    owner: &O,
+    selector: &Selector,
+) -> Result<Vec<Arc<K>>>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + 'static,
+    O: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+{
+    let meta = owner.meta();
+    let namespace = meta.namespace.clone().unwrap_or_default();
+    let uid = meta.uid.clone().unwrap_or_default();
+    let reference = controller_ref(owner);
+    let claim = Claim {
+        api: Api::<K>::namespaced(client.clone(), &namespace),
+        owner: reference.clone(),
+        owner_deleting: meta.deletion_timestamp.is_some(),
+        selector,
+    };
+    let owners: Api<O> = Api::namespaced(client.clone(), &namespace);
+    claim
+        .claim(
+            cache.by_index(BY_CONTROLLER, &uid),
+            cache.by_index(ORPHANS, &namespace),
+            || still_adoptable(&owners, &reference),
+        )
+        .await
 }
 
 /// Whether the owner read fresh from the API is the one in `reference`

@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use capstan_client::informer::Store;
+use capstan_client::informer::{key_from, Informer, InformerEvent, Store};
+use capstan_client::queue::WorkQueue;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{NamespaceResourceScope, Selector};
@@ -15,7 +16,7 @@ use serde_json::json;
 
 use super::{hash, same_data};
 use crate::error::Result;
-use crate::ownership::{self, controller_ref, Claim, BY_CONTROLLER, ORPHANS};
+use crate::ownership::{self, BY_CONTROLLER, ORPHANS};
 
 /// The revisions cache, indexed as [`History::index`] sets up.
 #[derive(Clone)]
@@ -35,7 +36,7 @@ const MAX_COLLISIONS: usize = 10;
 
 impl History {
     /// Registers the indexes revisions are claimed by.
-    pub fn index(informer: &capstan_client::informer::Informer<ControllerRevision>) {
+    pub fn index(informer: &Informer<ControllerRevision>) {
         informer.add_index(
             BY_CONTROLLER,
             ownership::by_controller_uid::<ControllerRevision>,
@@ -55,31 +56,33 @@ impl History {
             + DeserializeOwned
             + std::fmt::Debug,
     {
-        let meta = owner.meta();
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        let uid = meta.uid.clone().unwrap_or_default();
+        let namespace = owner.meta().namespace.clone().unwrap_or_default();
         let api = Api::<ControllerRevision>::namespaced(self.client.clone(), &namespace);
-        let reference = controller_ref(owner);
-        let claim = Claim {
-            api: api.clone(),
-            owner: reference.clone(),
-            owner_deleting: meta.deletion_timestamp.is_some(),
-            selector,
-        };
-        let owners: Api<O> = Api::namespaced(self.client.clone(), &namespace);
-        let claimed = claim
-            .claim(
-                self.revisions.by_index(BY_CONTROLLER, &uid),
-                self.revisions.by_index(ORPHANS, &namespace),
-                || ownership::still_adoptable(&owners, &reference),
-            )
-            .await?;
-        let mut list: Vec<ControllerRevision> = claimed
-            .iter()
-            .map(|r| Arc::unwrap_or_clone(r.clone()))
-            .collect();
+        let claimed =
+            ownership::claim_from_cache(&self.revisions, &self.client, owner, selector).await?;
+        let mut list: Vec<ControllerRevision> =
+            claimed.into_iter().map(Arc::unwrap_or_clone).collect();
         super::sort(&mut list);
         Ok(Revisions { api, list })
+    }
+
+    /// Queues the owner of kind `kind` of each revision that changes.
+    pub fn queue_owners(
+        informer: &Informer<ControllerRevision>,
+        kind: &'static str,
+        queue: WorkQueue<String>,
+    ) {
+        informer.add_handler(move |event: &InformerEvent<ControllerRevision>| {
+            let revision = event.object();
+            if let Some(owner) =
+                ownership::controller_of(&revision.metadata).filter(|r| r.kind == kind)
+            {
+                queue.add(key_from(
+                    revision.metadata.namespace.as_deref(),
+                    &owner.name,
+                ));
+            }
+        });
     }
 }
 

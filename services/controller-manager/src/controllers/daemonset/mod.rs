@@ -20,7 +20,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use capstan_client::informer::{key_from, InformerEvent, Store};
+use capstan_client::informer::{InformerEvent, Store};
 use capstan_client::queue::WorkQueue;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -29,7 +29,6 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::expectations::Expectations;
 use crate::history::History;
-use crate::ownership::controller_of;
 use crate::pod_control::PodControl;
 use crate::pod_events::PodEvents;
 use sync::{selector_of, Syncer};
@@ -84,16 +83,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: queue.clone(),
     };
     pods.add_handler(move |event: &InformerEvent<Pod>| pod_events.handle(event));
-    let q = queue.clone();
-    revisions.add_handler(move |event: &InformerEvent<ControllerRevision>| {
-        let revision = event.object();
-        if let Some(owner) = controller_of(&revision.metadata).filter(|r| r.kind == "DaemonSet") {
-            q.add(key_from(
-                revision.metadata.namespace.as_deref(),
-                &owner.name,
-            ));
-        }
-    });
+    History::queue_owners(&revisions, "DaemonSet", queue.clone());
     tokio::select! {
         _ = ctx.stop.cancelled() => return Ok(()),
         _ = async {

@@ -131,10 +131,7 @@ impl Planner {
     }
 
     /// The node's old and new pod, if it has at most one of each.
-    fn old_and_new<'a>(
-        &self,
-        node: &'a NodePods,
-    ) -> Option<OldAndNew<'a>> {
+    fn old_and_new<'a>(&self, node: &'a NodePods) -> Option<OldAndNew<'a>> {
         let live: Vec<&Arc<Pod>> = node.pods.iter().filter(|p| pods::is_active(p)).collect();
         let (new, old): (Vec<&Arc<Pod>>, Vec<&Arc<Pod>>) =
             live.into_iter().partition(|p| is_updated(p, &self.hash));

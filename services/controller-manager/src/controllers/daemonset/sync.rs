@@ -23,7 +23,7 @@ use crate::error::Result;
 use crate::expectations::Expectations;
 use crate::history::{with_revision_label, History, CONTROLLER_REVISION_HASH};
 use crate::intstr::scaled_value;
-use crate::ownership::{self, controller_ref, Claim, BY_CONTROLLER, ORPHANS};
+use crate::ownership::{self, controller_ref};
 use crate::pod_control::{
     pod_from_template, slow_start_batch, PodControl, SLOW_START_INITIAL_BATCH,
 };
@@ -46,15 +46,7 @@ pub fn selector_of(ds: &DaemonSet) -> std::result::Result<Selector, String> {
         .as_ref()
         .map(|s| s.selector.clone())
         .unwrap_or_default();
-    let empty = selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
-        && selector
-            .match_expressions
-            .as_ref()
-            .is_none_or(|e| e.is_empty());
-    if empty {
-        return Err("empty selector is not allowed".into());
-    }
-    Selector::try_from(selector).map_err(|e| e.0)
+    ownership::parse_selector(&selector)
 }
 
 /// RollingUpdate's budget against `desired` nodes (both rounded up, as
@@ -148,24 +140,8 @@ impl Syncer {
     }
 
     async fn claim_pods(&self, ds: &Arc<DaemonSet>, selector: &Selector) -> Result<Vec<Arc<Pod>>> {
-        let namespace = ds.metadata.namespace.clone().unwrap_or_default();
-        let uid = ds.metadata.uid.clone().unwrap_or_default();
-        let client = self.control.client().clone();
-        let reference = controller_ref(ds.as_ref());
-        let claim = Claim {
-            api: Api::<Pod>::namespaced(client.clone(), &namespace),
-            owner: reference.clone(),
-            owner_deleting: false,
-            selector,
-        };
-        let owners: Api<DaemonSet> = Api::namespaced(client, &namespace);
-        claim
-            .claim(
-                self.pods.by_index(BY_CONTROLLER, &uid),
-                self.pods.by_index(ORPHANS, &namespace),
-                || ownership::still_adoptable(&owners, &reference),
-            )
-            .await
+        let client = self.control.client();
+        ownership::claim_from_cache(&self.pods, client, ds.as_ref(), selector).await
     }
 
     /// Every node with its fit and the daemon's pods on it; pods whose

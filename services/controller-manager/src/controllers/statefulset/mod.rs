@@ -20,7 +20,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use capstan_client::informer::{key_from, InformerEvent};
+use capstan_client::informer::InformerEvent;
 use capstan_client::queue::WorkQueue;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -29,7 +29,6 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::expectations::Expectations;
 use crate::history::History;
-use crate::ownership::controller_of;
 use crate::pod_events::PodEvents;
 use control::SetControl;
 use sync::{selector_of, Syncer};
@@ -61,16 +60,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: queue.clone(),
     };
     pods.add_handler(move |event: &InformerEvent<Pod>| pod_events.handle(event));
-    let q = queue.clone();
-    revisions.add_handler(move |event: &InformerEvent<ControllerRevision>| {
-        let revision = event.object();
-        if let Some(owner) = controller_of(&revision.metadata).filter(|r| r.kind == "StatefulSet") {
-            q.add(key_from(
-                revision.metadata.namespace.as_deref(),
-                &owner.name,
-            ));
-        }
-    });
+    History::queue_owners(&revisions, "StatefulSet", queue.clone());
     tokio::select! {
         _ = ctx.stop.cancelled() => return Ok(()),
         _ = async {

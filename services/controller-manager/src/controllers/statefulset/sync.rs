@@ -45,15 +45,7 @@ pub fn selector_of(set: &StatefulSet) -> std::result::Result<Selector, String> {
         .as_ref()
         .map(|s| s.selector.clone())
         .unwrap_or_default();
-    let empty = selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
-        && selector
-            .match_expressions
-            .as_ref()
-            .is_none_or(|e| e.is_empty());
-    if empty {
-        return Err("empty selector is not allowed".into());
-    }
-    Selector::try_from(selector).map_err(|e| e.0)
+    ownership::parse_selector(&selector)
 }
 
 /// The spec as the plan reads it.
