@@ -1,0 +1,294 @@
+//! A node that dies, and the pods that move: `capstan` (its scheduler in
+//! process), a `capstan-controller-manager` with a short
+//! `--node-monitor-grace-period`, and a `capstan-nodes` with three nodes.
+//! Two Deployments spread over them: `web` tolerates an unreachable node
+//! for 3 s, `patient` says nothing and so gets the DefaultTolerationSeconds
+//! plugin's 300 s. One node is stopped (its Lease lapses): it goes
+//! Unknown with the unreachable NoExecute taint, `web`'s pods there are
+//! evicted (DisruptionTarget, TaintManagerEviction) and replaced on the
+//! other nodes while `patient`'s stay; started again, the node is Ready
+//! and untainted and finishes the evicted pods' deletion.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use capstan_tests::apiserver::{Embedded, Kubectl};
+use capstan_tests::poll::wait_for;
+use capstan_tests::{binary, free_port, watchdog};
+
+const WAIT: Duration = Duration::from_secs(120);
+const NODES: [&str; 3] = ["fail-0", "fail-1", "fail-2"];
+
+struct Cluster {
+    capstan: Embedded,
+    helpers: Vec<Child>,
+    admin_port: u16,
+    _watchdog: watchdog::Watchdog,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let capstan =
+            Embedded::start_with(&["--simulated-nodes", "0", "--disable-controller-manager"]);
+        let kubeconfig = capstan.kubectl.kubeconfig.to_str().unwrap().to_string();
+        let dir = capstan.dir.path().to_path_buf();
+        let manager = spawn(
+            &dir,
+            "capstan-controller-manager",
+            &[
+                "--kubeconfig",
+                &kubeconfig,
+                "--secure-port",
+                "0",
+                "--node-monitor-grace-period",
+                "20s",
+                "--node-monitor-period",
+                "1s",
+            ],
+        );
+        let admin_port = free_port();
+        let nodes = spawn(
+            &dir,
+            "capstan-nodes",
+            &[
+                "--kubeconfig",
+                &kubeconfig,
+                "--nodes",
+                "3",
+                "--name-prefix",
+                "fail-",
+                "--kubelet-port",
+                "0",
+                "--healthz-port",
+                &admin_port.to_string(),
+                "--register-metrics-api",
+                "false",
+            ],
+        );
+        let cluster = Cluster {
+            capstan,
+            helpers: vec![manager, nodes],
+            admin_port,
+            _watchdog: watchdog::arm(),
+        };
+        for node in NODES {
+            wait_for(WAIT, &format!("{node} Ready"), || {
+                (ready(cluster.kubectl(), node) == "True").then_some(())
+            });
+        }
+        cluster
+    }
+
+    fn kubectl(&self) -> &Kubectl {
+        &self.capstan.kubectl
+    }
+
+    /// Stops or starts one simulated node through `capstan-nodes`' admin routes.
+    fn node(&self, name: &str, action: &str) {
+        let url = format!("http://127.0.0.1:{}/nodes/{name}/{action}", self.admin_port);
+        let output = Command::new("curl")
+            .args(["-sS", "--fail", "-X", "POST", &url])
+            .output()
+            .expect("run curl");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for child in &mut self.helpers {
+            let _ = child.kill();
+            let _ = child.wait();
+            watchdog::untrack(child.id());
+        }
+    }
+}
+
+fn spawn(dir: &Path, name: &str, args: &[&str]) -> Child {
+    let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("create a log");
+    let child = Command::new(binary(name))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {name}: {e}"));
+    watchdog::track(child.id());
+    child
+}
+
+fn jsonpath(kubectl: &Kubectl, args: &[&str], path: &str) -> String {
+    let path = format!("jsonpath={path}");
+    let mut all = args.to_vec();
+    all.extend(["-o", path.as_str()]);
+    kubectl.ok(&all)
+}
+
+fn ready(kubectl: &Kubectl, node: &str) -> String {
+    let path = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    jsonpath(kubectl, &["get", "node", node], path)
+}
+
+fn no_execute_taints(kubectl: &Kubectl, node: &str) -> String {
+    let path = "{range .spec.taints[?(@.effect==\"NoExecute\")]}{.key}{\"\\n\"}{end}";
+    jsonpath(kubectl, &["get", "node", node], path)
+}
+
+/// A Deployment's pods: (name, node, terminating, ready).
+fn pods_of(kubectl: &Kubectl, app: &str) -> Vec<(String, String, bool, bool)> {
+    let path = "{range .items[*]}{.metadata.name} {.spec.nodeName} \
+        {.metadata.deletionTimestamp} {.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}";
+    let selector = format!("app={app}");
+    let text = jsonpath(kubectl, &["get", "pods", "-l", &selector], path);
+    text.lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let field = |i: usize| fields.get(i).copied().unwrap_or_default().to_string();
+            (field(0), field(1), !field(2).is_empty(), field(3) == "True")
+        })
+        .collect()
+}
+
+fn deployment(name: &str, replicas: u32, tolerations: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: c
+        image: nginx
+{tolerations}"
+    )
+}
+
+const SHORT_TOLERATIONS: &str = "      tolerations:
+      - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 3}
+      - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 3}
+";
+
+fn live_ready_elsewhere(pods: &[(String, String, bool, bool)], node: &str) -> usize {
+    pods.iter()
+        .filter(|(_, on, terminating, ready)| on != node && !terminating && *ready)
+        .count()
+}
+
+#[test]
+fn a_node_that_stops_heartbeating_loses_its_pods_to_the_others_and_comes_back_untainted() {
+    let cluster = Cluster::start();
+    let kubectl = cluster.kubectl();
+    kubectl.ok_with_input(
+        &["apply", "-f", "-"],
+        &deployment("web", 6, SHORT_TOLERATIONS),
+    );
+    kubectl.ok_with_input(&["apply", "-f", "-"], &deployment("patient", 3, ""));
+    kubectl.ok(&["rollout", "status", "deployment/web", "--timeout=120s"]);
+    kubectl.ok(&["rollout", "status", "deployment/patient", "--timeout=120s"]);
+
+    // DefaultTolerationSeconds gave the silent Deployment's pods 300 s.
+    let patient = pods_of(kubectl, "patient");
+    let tolerations = jsonpath(
+        kubectl,
+        &["get", "pod", &patient[0].0],
+        "{range .spec.tolerations[*]}{.key}={.tolerationSeconds} {end}",
+    );
+    assert_eq!(
+        tolerations.trim(),
+        "node.kubernetes.io/not-ready=300 node.kubernetes.io/unreachable=300"
+    );
+
+    let web = pods_of(kubectl, "web");
+    let victim = web[0].1.clone();
+    assert!(NODES.contains(&victim.as_str()), "{web:?}");
+    let doomed: Vec<String> = web
+        .iter()
+        .filter(|p| p.1 == victim)
+        .map(|p| p.0.clone())
+        .collect();
+    let staying: Vec<String> = patient
+        .iter()
+        .filter(|p| p.1 == victim)
+        .map(|p| p.0.clone())
+        .collect();
+
+    cluster.node(&victim, "stop");
+    wait_for(
+        WAIT,
+        "the stopped node Unknown and tainted unreachable",
+        || {
+            let tainted =
+                no_execute_taints(kubectl, &victim).contains("node.kubernetes.io/unreachable");
+            (ready(kubectl, &victim) == "Unknown" && tainted).then_some(())
+        },
+    );
+    wait_for(WAIT, "web's pods replaced on the other nodes", || {
+        let pods = pods_of(kubectl, "web");
+        let evicted = doomed
+            .iter()
+            .all(|name| pods.iter().find(|p| &p.0 == name).is_none_or(|p| p.2));
+        (evicted && live_ready_elsewhere(&pods, &victim) == 6).then_some(())
+    });
+    let evicted = &doomed[0];
+    let mark = jsonpath(
+        kubectl,
+        &["get", "pod", evicted],
+        "{.status.conditions[?(@.type==\"DisruptionTarget\")].reason}",
+    );
+    assert_eq!(mark, "DeletionByTaintManager", "{evicted}");
+    let selector = format!("involvedObject.name={evicted},reason=TaintManagerEviction");
+    let message = format!("Marking for deletion Pod default/{evicted}");
+    wait_for(WAIT, "the TaintManagerEviction event", || {
+        let events = jsonpath(
+            kubectl,
+            &["get", "events", "--field-selector", &selector],
+            "{.items[*].message}",
+        );
+        events.contains(&message).then_some(())
+    });
+    // 300 s have not passed: the patient pods on the node are still there.
+    let patient_now = pods_of(kubectl, "patient");
+    for name in &staying {
+        let pod = patient_now.iter().find(|p| &p.0 == name);
+        assert!(
+            pod.is_some_and(|p| !p.2),
+            "{name} evicted early: {patient_now:?}"
+        );
+    }
+
+    cluster.node(&victim, "start");
+    wait_for(WAIT, "the node Ready and untainted", || {
+        let untainted = no_execute_taints(kubectl, &victim).trim().is_empty();
+        (ready(kubectl, &victim) == "True" && untainted).then_some(())
+    });
+    wait_for(
+        WAIT,
+        "the evicted pods' deletion finished by their node",
+        || {
+            let pods = pods_of(kubectl, "web");
+            doomed
+                .iter()
+                .all(|name| pods.iter().all(|p| &p.0 != name))
+                .then_some(())
+        },
+    );
+    assert_eq!(pods_of(kubectl, "web").len(), 6);
+    let patient_after = pods_of(kubectl, "patient");
+    assert_eq!(
+        patient_after.iter().filter(|p| !p.2).count(),
+        3,
+        "{patient_after:?}"
+    );
+}
