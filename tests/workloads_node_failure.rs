@@ -128,9 +128,11 @@ fn jsonpath(kubectl: &Kubectl, args: &[&str], path: &str) -> String {
     kubectl.ok(&all)
 }
 
+/// The node's Ready status; empty before it registers.
 fn ready(kubectl: &Kubectl, node: &str) -> String {
-    let path = "{.status.conditions[?(@.type==\"Ready\")].status}";
-    jsonpath(kubectl, &["get", "node", node], path)
+    let path = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
+    let output = kubectl.run(&["get", "node", node, "-o", path]);
+    String::from_utf8_lossy(&output.stdout).to_string()
 }
 
 fn no_execute_taints(kubectl: &Kubectl, node: &str) -> String {

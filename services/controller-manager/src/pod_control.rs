@@ -174,6 +174,27 @@ impl PodControl {
     }
 }
 
+/// Deletes `pod` if the name still holds the same pod (its uid), with
+/// `grace` seconds (None: the pod's own); a pod already gone, or
+/// replaced by another of the same name, counts as done.
+pub async fn delete_same_pod(client: &kube::Client, pod: &Pod, grace: Option<u32>) -> Result<()> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let params = DeleteParams {
+        grace_period_seconds: grace,
+        preconditions: Some(Preconditions {
+            uid: pod.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &params).await.map_err(Error::from) {
+        Err(err) if !(err.is_not_found() || err.is_conflict()) => Err(err),
+        _ => Ok(()),
+    }
+}
+
 /// The `diff` pods of `candidates` to delete first, kube's order: pods
 /// not on a node, then pending, unknown, running; not ready before ready;
 /// lower deletion cost; more pods of `related` sharing their node; ready

@@ -15,10 +15,10 @@ use capstan_client::informer::{InformerEvent, Store};
 use capstan_client::queue::WorkQueue;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::chrono::Utc;
-use kube::api::{Api, DeleteParams, Preconditions};
 
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::pod_control::delete_same_pod;
 use crate::pods;
 
 pub const ACCOUNT: &str = "pod-garbage-collector";
@@ -81,20 +81,6 @@ impl Syncer {
                 .add_after(key.to_string(), left + Duration::from_millis(100));
             return Ok(());
         }
-        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
-        let params = DeleteParams {
-            grace_period_seconds: Some(0),
-            preconditions: Some(Preconditions {
-                uid: pod.metadata.uid.clone(),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        match api.delete(&name, &params).await.map_err(Error::from) {
-            Err(err) if !(err.is_not_found() || err.is_conflict()) => Err(err),
-            _ => Ok(()),
-        }
+        delete_same_pod(&self.client, &pod, Some(0)).await
     }
 }

@@ -12,7 +12,7 @@
 //! pods of a node deleted) are queued for the end of the quarantine, and
 //! a pod that starts terminating unscheduled is queued at once.
 
-mod orphans;
+pub mod orphans;
 pub mod sync;
 mod terminated;
 #[cfg(test)]
@@ -46,14 +46,15 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     pods.add_index(indexes::BY_NODE_NAME, indexes::pod_node_name);
     pods.add_index(terminated::INDEX, terminated::index);
     let queue = WorkQueue::<String>::new(QUEUE);
-    let collector = Arc::new(Collector::new(
-        pods.store(),
-        nodes.store(),
+    let collector = Arc::new(Collector {
+        pods: pods.store(),
+        nodes: nodes.store(),
         client,
-        ctx.settings.terminated_pod_gc_threshold,
-        QUARANTINE,
-        Some(queue.clone()),
-    ));
+        threshold: ctx.settings.terminated_pod_gc_threshold,
+        quarantine_period: QUARANTINE,
+        queue: Some(queue.clone()),
+        quarantine: Default::default(),
+    });
     let (q, pod_store, c) = (queue.clone(), pods.store(), collector.clone());
     nodes.add_handler(move |event: &InformerEvent<Node>| on_node(event, &pod_store, &c, &q));
     let (q, node_store) = (queue.clone(), nodes.store());

@@ -12,13 +12,14 @@ use capstan_client::queue::WorkQueue;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::chrono::{SecondsFormat, Utc};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 use super::orphans::{Quarantine, Verdict};
 use super::terminated;
 use crate::controllers::disruption::stale::DISRUPTION_TARGET;
 use crate::error::{Error, Result};
+use crate::pod_control::delete_same_pod;
 use crate::pods;
 
 /// The queue's key for counting the terminated pods (no pod's key: a
@@ -28,35 +29,18 @@ pub const COUNT_KEY: &str = "#terminated";
 const PARALLEL_DELETES: usize = 10;
 
 pub struct Collector {
-    pods: Store<Pod>,
-    nodes: Store<Node>,
-    client: kube::Client,
-    threshold: i64,
-    quarantine_period: Duration,
-    queue: Option<WorkQueue<String>>,
-    quarantine: Quarantine,
+    pub pods: Store<Pod>,
+    pub nodes: Store<Node>,
+    pub client: kube::Client,
+    /// `--terminated-pod-gc-threshold` (0 or less: off).
+    pub threshold: i64,
+    pub quarantine_period: Duration,
+    /// Where a pod's look after its quarantine is queued (none in unit tests).
+    pub queue: Option<WorkQueue<String>>,
+    pub quarantine: Quarantine,
 }
 
 impl Collector {
-    pub fn new(
-        pods: Store<Pod>,
-        nodes: Store<Node>,
-        client: kube::Client,
-        threshold: i64,
-        quarantine_period: Duration,
-        queue: Option<WorkQueue<String>>,
-    ) -> Collector {
-        Collector {
-            pods,
-            nodes,
-            client,
-            threshold,
-            quarantine_period,
-            queue,
-            quarantine: Quarantine::default(),
-        }
-    }
-
     /// `node` exists: pods bound to it are not orphans.
     pub fn node_seen(&self, node: &str) {
         self.quarantine.forget(node);
@@ -155,23 +139,7 @@ impl Collector {
 
     /// Deletes `pod` for good (grace 0), if it is still the same pod.
     async fn delete(&self, pod: &Arc<Pod>) -> Result<()> {
-        let params = DeleteParams {
-            grace_period_seconds: Some(0),
-            preconditions: Some(Preconditions {
-                uid: pod.metadata.uid.clone(),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match self
-            .api(pod)
-            .delete(name(pod), &params)
-            .await
-            .map_err(Error::from)
-        {
-            Err(err) if !(err.is_not_found() || err.is_conflict()) => Err(err),
-            _ => Ok(()),
-        }
+        delete_same_pod(&self.client, pod, Some(0)).await
     }
 
     fn api(&self, pod: &Pod) -> Api<Pod> {

@@ -31,7 +31,7 @@ fn names(fake: &FakeApi) -> Vec<String> {
 async fn collector(fake: &FakeApi, ctx: &Arc<Context>, threshold: i64) -> Collector {
     let pods = ctx.informers.get::<Pod>();
     pods.add_index(super::terminated::INDEX, super::terminated::index);
-    let nodes = ctx.informers.get::<Node>();
+    ctx.informers.get::<Node>();
     ctx.informers.wait_synced().await;
     let count = fake.list::<Pod>().len();
     eventually("the cache", || async {
@@ -39,14 +39,19 @@ async fn collector(fake: &FakeApi, ctx: &Arc<Context>, threshold: i64) -> Collec
     })
     .await;
     let quarantine = Duration::from_millis(200);
-    Collector::new(
-        pods.store(),
-        nodes.store(),
-        fake.client(),
+    collector_on(fake, ctx, threshold, quarantine)
+}
+
+fn collector_on(fake: &FakeApi, ctx: &Context, threshold: i64, quarantine: Duration) -> Collector {
+    Collector {
+        pods: ctx.informers.get::<Pod>().store(),
+        nodes: ctx.informers.get::<Node>().store(),
+        client: fake.client(),
         threshold,
-        quarantine,
-        None,
-    )
+        quarantine_period: quarantine,
+        queue: None,
+        quarantine: Default::default(),
+    }
 }
 
 #[tokio::test]
@@ -67,14 +72,7 @@ async fn terminated_pods_past_the_threshold_go_oldest_first() {
     let collector = collector(&fake, &ctx, 2).await;
     collector.sync(COUNT_KEY).await.unwrap();
     assert_eq!(names(&fake), ["c", "d", "running"]);
-    let off = super::sync::Collector::new(
-        ctx.informers.get::<Pod>().store(),
-        ctx.informers.get::<Node>().store(),
-        fake.client(),
-        0,
-        Duration::ZERO,
-        None,
-    );
+    let off = collector_on(&fake, &ctx, 0, Duration::ZERO);
     off.sync(COUNT_KEY).await.unwrap();
     assert_eq!(
         names(&fake),

@@ -13,13 +13,14 @@ use capstan_client::informer::Store;
 use capstan_client::queue::WorkQueue;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::chrono::{DateTime, SecondsFormat, Utc};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, Patch, PatchParams};
 use parking_lot::Mutex;
 use serde_json::json;
 
 use super::decide::{decide, Decision};
 use crate::controllers::disruption::stale::DISRUPTION_TARGET;
 use crate::error::{Error, Result};
+use crate::pod_control::delete_same_pod;
 use crate::pods;
 
 pub const REASON: &str = "TaintManagerEviction";
@@ -102,16 +103,6 @@ impl Evictor {
         let message = format!("Marking for deletion Pod {key}");
         self.recorder
             .record(pod, EventType::Normal, REASON, message);
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: pod.metadata.uid.clone(),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match api.delete(name, &params).await.map_err(Error::from) {
-            Err(err) if !(err.is_not_found() || err.is_conflict()) => Err(err),
-            _ => Ok(()),
-        }
+        delete_same_pod(&self.client, pod, None).await
     }
 }
