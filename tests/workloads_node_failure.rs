@@ -97,6 +97,35 @@ impl Cluster {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+
+    /// Waits until `node`'s Ready status and NoExecute taints satisfy
+    /// `done`; on timeout says what they were and what the controller
+    /// manager and the nodes logged last.
+    fn wait_node(&self, node: &str, what: &str, done: impl Fn(&str, &str) -> bool) {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let status = ready(self.kubectl(), node);
+            let taints = no_execute_taints(self.kubectl(), node);
+            if done(&status, &taints) {
+                return;
+            }
+            if std::time::Instant::now() > deadline {
+                let tail = |name: &str| {
+                    let path = self.capstan.dir.path().join(format!("{name}.log"));
+                    let text = std::fs::read_to_string(path).unwrap_or_default();
+                    let lines: Vec<&str> = text.lines().collect();
+                    lines[lines.len().saturating_sub(20)..].join("\n")
+                };
+                panic!(
+                    "{node} not {what} after {WAIT:?}: Ready={status:?}, NoExecute taints={taints:?}\n\
+                     controller manager:\n{}\nnodes:\n{}",
+                    tail("capstan-controller-manager"),
+                    tail("capstan-nodes")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
 }
 
 impl Drop for Cluster {
@@ -227,14 +256,10 @@ fn a_node_that_stops_heartbeating_loses_its_pods_to_the_others_and_comes_back_un
         .collect();
 
     cluster.node(&victim, "stop");
-    wait_for(
-        WAIT,
-        "the stopped node Unknown and tainted unreachable",
-        || {
-            let tainted =
-                no_execute_taints(kubectl, &victim).contains("node.kubernetes.io/unreachable");
-            (ready(kubectl, &victim) == "Unknown" && tainted).then_some(())
-        },
+    cluster.wait_node(
+        &victim,
+        "Unknown and tainted unreachable",
+        |ready, taints| ready == "Unknown" && taints.contains("node.kubernetes.io/unreachable"),
     );
     wait_for(WAIT, "web's pods replaced on the other nodes", || {
         let pods = pods_of(kubectl, "web");
@@ -271,9 +296,8 @@ fn a_node_that_stops_heartbeating_loses_its_pods_to_the_others_and_comes_back_un
     }
 
     cluster.node(&victim, "start");
-    wait_for(WAIT, "the node Ready and untainted", || {
-        let untainted = no_execute_taints(kubectl, &victim).trim().is_empty();
-        (ready(kubectl, &victim) == "True" && untainted).then_some(())
+    cluster.wait_node(&victim, "Ready and untainted", |ready, taints| {
+        ready == "True" && taints.trim().is_empty()
     });
     wait_for(
         WAIT,
