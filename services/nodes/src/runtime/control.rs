@@ -26,6 +26,11 @@ impl Control {
         let node = self.fleet.get(name)?;
         let changed = node.set_running(running);
         if changed && running {
+            // While it was stopped the node lifecycle controller may have
+            // set its conditions Unknown: report in full at once, as a
+            // kubelet comparing with the server's copy would, rather than
+            // trust what it last sent.
+            node.state.lock().status = None;
             self.leases.renew_now(name);
             self.status.check_now(name);
             self.pods.resync_node(name);
