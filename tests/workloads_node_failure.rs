@@ -72,6 +72,8 @@ impl Cluster {
             admin_port,
             _watchdog: watchdog::arm(),
         };
+        // The controller manager makes the `default` ServiceAccount pods need.
+        cluster.kubectl().wait_for_default_account();
         for node in NODES {
             wait_for(WAIT, &format!("{node} Ready"), || {
                 (ready(cluster.kubectl(), node) == "True").then_some(())
