@@ -124,9 +124,11 @@ pub struct Args {
     /// Which workloads: `store` (put/get on the etcd API), `apiserver`
     /// (get/list/create through capstan-apiserver on each store), or `all`
     /// (both); or, alone, `scheduler` (capstan-scheduler in kube's
-    /// scheduler_perf shape) or `heartbeats` (capstan-nodes holding
-    /// Leases), each against a fresh `capstan`.
-    #[arg(long, default_value = "all", value_parser = ["store", "apiserver", "all", "scheduler", "heartbeats"])]
+    /// scheduler_perf shape), `heartbeats` (capstan-nodes holding
+    /// Leases), each against a fresh `capstan`, or `density` (nodes,
+    /// Deployments, churn and deletion on a fresh control plane; the JSON
+    /// and picture go to `--json` and `--plot`).
+    #[arg(long, default_value = "all", value_parser = ["store", "apiserver", "all", "scheduler", "heartbeats", "density"])]
     pub workload: String,
 
     /// `--workload scheduler`: Ready nodes created first.
@@ -150,6 +152,42 @@ pub struct Args {
     /// `--workload heartbeats`: how long capstan's CPU is measured.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub heartbeat_window: Duration,
+
+    /// `--workload density`: simulated nodes.
+    #[arg(long, default_value_t = 1000)]
+    pub density_nodes: usize,
+
+    /// `--workload density`: Deployments created (30 per namespace).
+    #[arg(long, default_value_t = 300)]
+    pub density_deployments: usize,
+
+    /// `--workload density`: replicas of each Deployment.
+    #[arg(long, default_value_t = 100)]
+    pub density_replicas: usize,
+
+    /// `--workload density`: how long pods are deleted (and re-created
+    /// by their ReplicaSets) at `--density-churn-rate` per second; 0 skips it.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub density_churn: Duration,
+
+    /// `--workload density`: pods deleted per second during the churn.
+    #[arg(long, default_value_t = 20)]
+    pub density_churn_rate: usize,
+
+    /// `--workload density`: `make cluster`'s shape (3 store members, 2
+    /// API servers), the controllers' API server killed mid-ramp.
+    #[arg(long)]
+    pub density_cluster: bool,
+
+    /// `--workload density`: requests/s (and burst) of the controller
+    /// manager's, the scheduler's and the nodes' clients.
+    #[arg(long, default_value_t = 1000)]
+    pub density_client_qps: u32,
+
+    /// `--workload density`: report the run against the targets of a
+    /// 1,000-node, 30,000-pod run.
+    #[arg(long)]
+    pub density_targets: bool,
 
     /// Which etcd-API workloads run, comma-separated: `put`, `txn`, `get`
     /// (e.g. `put,txn` to measure writes only).
@@ -294,6 +332,32 @@ impl Args {
             clients: self.api_clients,
             startup_timeout: self.startup_timeout,
             request_timeout: self.request_timeout,
+            progress: !self.quiet,
+        })
+    }
+
+    /// The `--workload density` settings.
+    pub fn density_config(&self) -> Result<crate::density::DensityConfig, String> {
+        if self.density_nodes == 0 || self.density_deployments == 0 || self.density_replicas == 0 {
+            return Err("--density-nodes, --density-deployments and --density-replicas must not be 0".into());
+        }
+        if self.density_client_qps == 0 {
+            return Err("--density-client-qps must be positive".into());
+        }
+        Ok(crate::density::DensityConfig {
+            nodes: self.density_nodes,
+            deployments: self.density_deployments,
+            replicas: self.density_replicas,
+            churn: self.density_churn,
+            churn_rate: self.density_churn_rate.max(1),
+            cluster: self.density_cluster,
+            client_qps: self.density_client_qps,
+            clients: self.api_clients.min(16),
+            targets: self.density_targets,
+            startup_timeout: self.startup_timeout,
+            request_timeout: self.request_timeout,
+            json: self.json.clone(),
+            plot: self.plot.clone(),
             progress: !self.quiet,
         })
     }

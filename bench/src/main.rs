@@ -20,6 +20,8 @@
 //!   earlier one's JSON; [`scaling`]: the runs by core count (`--cores`);
 //! - [`cpu`]: CPU per process and per thread, and pinning to cores;
 //!   [`store_runs`]: the store workloads in order, pinned per core count;
+//! - [`density`]: nodes, Deployments, churn and deletion on a fresh
+//!   control plane, measured against SIG-scalability's SLOs;
 //! - [`scheduling`]: capstan-scheduler and capstan-nodes against a fresh
 //!   `capstan` (`--workload scheduler`, `--workload heartbeats`).
 
@@ -38,6 +40,7 @@ mod cli;
 mod client;
 mod compare;
 mod cpu;
+mod density;
 mod fanout;
 mod grpc;
 mod health;
@@ -82,6 +85,9 @@ fn main() -> ExitCode {
             .scheduling_config()
             .and_then(|config| scheduling::run_scheduler(&config, &mut checks)),
         "heartbeats" => scheduling::run_heartbeats(&args.heartbeat_config(), &mut checks),
+        "density" => args
+            .density_config()
+            .and_then(|config| density::run(&config, &mut checks)),
         _ => run(
             &args,
             &mut checks,
@@ -107,7 +113,8 @@ fn main() -> ExitCode {
     if !cache_stats.is_empty() {
         print!("{}", apiserver::cache_table(&cache_stats));
     }
-    if let Some(path) = &args.json {
+    // The density run writes its own JSON there.
+    if let Some(path) = args.json.as_ref().filter(|_| args.workload != "density") {
         write_json(&args, path, &stats, &api_stats, &mut checks);
     }
     if let Some(path) = args.plot.as_ref().filter(|_| !stats.is_empty()) {

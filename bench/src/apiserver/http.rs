@@ -47,6 +47,10 @@ impl Connection {
         self.send(Method::POST, path, body).await
     }
 
+    pub async fn delete(&mut self, path: &str) -> Result<Answer, ApiError> {
+        self.send(Method::DELETE, path, Bytes::new()).await
+    }
+
     /// One request, its whole answer read (the latency a client sees
     /// includes the body), or why there was none. After a failure the
     /// connection is dropped, and the next request opens a new one.

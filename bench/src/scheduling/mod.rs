@@ -19,7 +19,7 @@
 
 mod heartbeats;
 mod objects;
-mod processes;
+pub(crate) mod processes;
 mod watch;
 
 use std::time::{Duration, Instant};

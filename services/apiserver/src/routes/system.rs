@@ -30,8 +30,15 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     }
 }
 
+/// The server's own families, then those of the components running in
+/// this process (the controller manager's workqueues, the scheduler's
+/// queue): they report into the client machinery's registry and have no
+/// port of their own when embedded.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let own = state.metrics.render();
+    let mut body = own.strip_suffix("# EOF\n").unwrap_or(&own).to_string();
+    body.push_str(&capstan_client::metrics::encode());
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(state.metrics.render())
+        .body(body)
 }
