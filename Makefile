@@ -4,7 +4,7 @@ CARGO ?= cargo
 DATA_DIR ?= data
 CLIENT_URL ?= http://127.0.0.1:2379
 
-.PHONY: all deps build run cluster test unit integration test-store-on-etcd fuzz bench bench-short chaos test-fresh compose-test fmt clippy clean
+.PHONY: all deps build run cluster test unit integration test-store-on-etcd fuzz bench bench-short density chaos test-fresh compose-test fmt clippy clean
 
 all: build
 
@@ -92,6 +92,22 @@ bench: deps
 		--json target/bench/scaling.json --scaling-plot target/bench/scaling.svg
 	./target/release/capstan-bench --workload scheduler --scheduler-nodes 1000 --scheduler-pods 10000
 	./target/release/capstan-bench --workload heartbeats --heartbeat-nodes 5000 --heartbeat-window 30s
+	$(MAKE) density
+
+## The density run, twice: on `capstan`, then on make cluster's shape with
+## the controllers' API server killed mid-ramp. 1,000 simulated nodes, 300
+## Deployments of 100 replicas (30,000 pods), 5 minutes of churn at 20
+## pods/s, then everything deleted; per phase pods/s, pod startup latency,
+## the SLO probe's latencies, RSS and CPU per process, the store's size and
+## the queues, against the targets of a 2-core machine (reported, not
+## asserted). JSON and a picture per run under target/bench.
+density: deps
+	$(CARGO) build --release --bins
+	mkdir -p target/bench
+	./target/release/capstan-bench --workload density --density-targets \
+		--json target/bench/density.json --plot target/bench/density.svg
+	./target/release/capstan-bench --workload density --density-targets --density-cluster \
+		--json target/bench/density-cluster.json --plot target/bench/density-cluster.svg
 
 ## 1, 2, 4, ... up to the cores this shell may use, and that count itself.
 BENCH_CORES ?= $(shell n=$$(nproc); c=1; l=1; while [ $$((c * 2)) -le $$n ]; do c=$$((c * 2)); l="$$l,$$c"; done; \
@@ -108,6 +124,9 @@ bench-short: deps
 		--store-workloads put --watchers 0 --scale-keys 0 --quiet --json target/bench/short-cores.json
 	./target/debug/capstan-bench --workload scheduler --scheduler-nodes 30 --scheduler-pods 200 --quiet
 	./target/debug/capstan-bench --workload heartbeats --heartbeat-nodes 50 --heartbeat-window 11s --quiet
+	./target/debug/capstan-bench --workload density --density-nodes 100 --density-deployments 10 \
+		--density-replicas 100 --density-churn 10s --quiet \
+		--json target/bench/density-short.json --plot target/bench/density-short.svg
 
 ## Long fault-injection runs: the fault suites (kill -9, SIGSTOP, partitions,
 ## one-way partitions, membership changes; histories checked for

@@ -339,7 +339,10 @@ impl Args {
     /// The `--workload density` settings.
     pub fn density_config(&self) -> Result<crate::density::DensityConfig, String> {
         if self.density_nodes == 0 || self.density_deployments == 0 || self.density_replicas == 0 {
-            return Err("--density-nodes, --density-deployments and --density-replicas must not be 0".into());
+            return Err(
+                "--density-nodes, --density-deployments and --density-replicas must not be 0"
+                    .into(),
+            );
         }
         if self.density_client_qps == 0 {
             return Err("--density-client-qps must be positive".into());

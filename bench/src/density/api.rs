@@ -37,12 +37,21 @@ pub async fn create(connection: &mut Connection, path: &str, body: Bytes) -> Res
 /// DELETEs `path`; gone already counts as deleted.
 pub async fn delete(connection: &mut Connection, path: &str) -> Result<(), String> {
     let fine = [StatusCode::OK, StatusCode::ACCEPTED, StatusCode::NOT_FOUND];
-    expect(connection.delete(path).await, &format!("DELETE {path}"), &fine).map(drop)
+    expect(
+        connection.delete(path).await,
+        &format!("DELETE {path}"),
+        &fine,
+    )
+    .map(drop)
 }
 
 /// GETs `path` as JSON.
 pub async fn get_json(connection: &mut Connection, path: &str) -> Result<Value, String> {
-    let answer = expect(connection.get(path).await, &format!("GET {path}"), &[StatusCode::OK])?;
+    let answer = expect(
+        connection.get(path).await,
+        &format!("GET {path}"),
+        &[StatusCode::OK],
+    )?;
     serde_json::from_slice(&answer.body).map_err(|e| format!("GET {path}: {e}"))
 }
 
@@ -53,7 +62,12 @@ pub enum Call {
 }
 
 /// Makes every call with `clients` connections at once; the first failure ends it.
-pub async fn each(port: u16, calls: Vec<Call>, clients: usize, timeout: Duration) -> Result<(), String> {
+pub async fn each(
+    port: u16,
+    calls: Vec<Call>,
+    clients: usize,
+    timeout: Duration,
+) -> Result<(), String> {
     let queue = Arc::new(Mutex::new(calls));
     let mut tasks = Vec::new();
     for _ in 0..clients.max(1) {

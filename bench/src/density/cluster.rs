@@ -36,7 +36,15 @@ pub fn start(shape: &Shape, dir: TempDir, scheduler_config: &Path) -> Result<Con
     for (i, name) in STORE_NAMES.iter().enumerate() {
         let data = dir.path().join(format!("m{}", i + 1));
         let (client, peer) = (store_ports[2 * i], store_ports[2 * i + 1]);
-        processes.push(start_store(i + 1, name, &data, &pki, (client, peer), &initial, dir.path())?);
+        processes.push(start_store(
+            i + 1,
+            name,
+            &data,
+            &pki,
+            (client, peer),
+            &initial,
+            dir.path(),
+        )?);
         store_dirs.push(data);
     }
     let endpoints = (0..3)
@@ -45,7 +53,13 @@ pub fn start(shape: &Shape, dir: TempDir, scheduler_config: &Path) -> Result<Con
         .join(",");
     for (i, name) in APISERVER_NAMES.iter().enumerate() {
         let (secure, plain) = (api_ports[2 * i], api_ports[2 * i + 1]);
-        let server = ApiServer { name, secure, plain, endpoints: &endpoints, pki: &pki };
+        let server = ApiServer {
+            name,
+            secure,
+            plain,
+            endpoints: &endpoints,
+            pki: &pki,
+        };
         let mut process = server.spawn(shape, scheduler_config, dir.path())?;
         // The stores elect a leader while the first server waits for them.
         process.wait_ready(plain, shape.startup_timeout * 4)?;
@@ -73,7 +87,9 @@ fn certificates(pki: &Path, server_port: u16) -> Result<(), String> {
         command.args(["--store-member", &format!("m{i}=127.0.0.1,localhost")]);
     }
     command.args(["--server", &format!("https://127.0.0.1:{server_port}")]);
-    let output = command.output().map_err(|e| format!("capstan certificates: {e}"))?;
+    let output = command
+        .output()
+        .map_err(|e| format!("capstan certificates: {e}"))?;
     if !output.status.success() {
         return Err(format!(
             "capstan certificates: {}: {}",
@@ -102,9 +118,17 @@ fn start_store(
         .args(["--name", &format!("m{number}")])
         .arg("--data-dir")
         .arg(data)
-        .args(["--listen-client-urls", &format!("https://127.0.0.1:{client}")])
+        .args([
+            "--listen-client-urls",
+            &format!("https://127.0.0.1:{client}"),
+        ])
         .args(["--listen-peer-urls", &format!("https://127.0.0.1:{peer}")])
-        .args(["--initial-cluster", initial, "--client-cert-auth", "--peer-client-cert-auth"]);
+        .args([
+            "--initial-cluster",
+            initial,
+            "--client-cert-auth",
+            "--peer-client-cert-auth",
+        ]);
     for (flag, file) in [
         ("--cert-file", &member_cert),
         ("--key-file", &member_key),
@@ -128,13 +152,28 @@ struct ApiServer<'a> {
 }
 
 impl ApiServer<'_> {
-    fn spawn(&self, shape: &Shape, scheduler_config: &Path, logs: &Path) -> Result<Process, String> {
+    fn spawn(
+        &self,
+        shape: &Shape,
+        scheduler_config: &Path,
+        logs: &Path,
+    ) -> Result<Process, String> {
         let file = |name: &str| self.pki.join(name);
         let mut command = Command::new(binary("capstan-apiserver")?);
         command
-            .args(["--etcd-servers", self.endpoints, "--bind-address", "127.0.0.1"])
+            .args([
+                "--etcd-servers",
+                self.endpoints,
+                "--bind-address",
+                "127.0.0.1",
+            ])
             .args(["--secure-port", &self.secure.to_string()])
-            .args(["--insecure-port", &self.plain.to_string(), "--log-level", "warn"]);
+            .args([
+                "--insecure-port",
+                &self.plain.to_string(),
+                "--log-level",
+                "warn",
+            ]);
         for (flag, name) in [
             ("--etcd-cafile", "etcd/ca.crt"),
             ("--etcd-certfile", "etcd/client.crt"),
@@ -150,14 +189,21 @@ impl ApiServer<'_> {
         }
         command.arg("--scheduler-config").arg(scheduler_config);
         controller_rates(&mut command, shape.client_qps);
-        Process::spawn(self.name, &mut command, logs.join(format!("{}.log", self.name)))
+        Process::spawn(
+            self.name,
+            &mut command,
+            logs.join(format!("{}.log", self.name)),
+        )
     }
 }
 
 /// The holder of the controller manager's Lease, if any, read on `port`.
 pub async fn controller_leader(port: u16) -> Option<String> {
     let path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager";
-    let answer = Connection::new(port, Duration::from_secs(5)).get(path).await.ok()?;
+    let answer = Connection::new(port, Duration::from_secs(5))
+        .get(path)
+        .await
+        .ok()?;
     let lease: serde_json::Value = serde_json::from_slice(&answer.body).ok()?;
     lease["spec"]["holderIdentity"]
         .as_str()
@@ -170,7 +216,9 @@ fn wait_for_controller_leader(port: u16, timeout: Duration) -> Result<(), String
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    wait_until("the first API server's controller manager leads", timeout, || {
-        runtime.block_on(controller_leader(port)).is_some()
-    })
+    wait_until(
+        "the first API server's controller manager leads",
+        timeout,
+        || runtime.block_on(controller_leader(port)).is_some(),
+    )
 }

@@ -126,7 +126,11 @@ pub fn controller_rates(command: &mut Command, qps: u32) {
         .env("CAPSTAN_KUBE_API_BURST", qps.to_string());
 }
 
-fn start_single(shape: &Shape, dir: TempDir, scheduler_config: &Path) -> Result<ControlPlane, String> {
+fn start_single(
+    shape: &Shape,
+    dir: TempDir,
+    scheduler_config: &Path,
+) -> Result<ControlPlane, String> {
     let ports = free_ports(4).map_err(|e| format!("free ports: {e}"))?;
     let data = dir.path().join("data");
     let mut command = Command::new(binary("capstan")?);

@@ -71,7 +71,11 @@ pub fn run(config: &DensityConfig, checks: &mut Checks) -> Result<(), String> {
     if config.progress {
         eprintln!(
             "density: {} on {}, {} nodes, {} Deployments x {} replicas, churn {:?} at {}/s",
-            if config.cluster { "3 stores + 2 API servers" } else { "capstan" },
+            if config.cluster {
+                "3 stores + 2 API servers"
+            } else {
+                "capstan"
+            },
             "loopback",
             config.nodes,
             config.deployments,

@@ -76,7 +76,11 @@ pub fn run(config: &DensityConfig, checks: &mut Checks) -> Result<Measured, Stri
 }
 
 impl<'a> Run<'a> {
-    fn new(config: &'a DensityConfig, shape: Shape, plane: ControlPlane) -> Result<Run<'a>, String> {
+    fn new(
+        config: &'a DensityConfig,
+        shape: Shape,
+        plane: ControlPlane,
+    ) -> Result<Run<'a>, String> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -92,7 +96,12 @@ impl<'a> Run<'a> {
         let phase = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let tracker = watch::Tracker::new(started);
-        runtime.spawn(sampler::run(samples.clone(), phase.clone(), started, stop.clone()));
+        runtime.spawn(sampler::run(
+            samples.clone(),
+            phase.clone(),
+            started,
+            stop.clone(),
+        ));
         let follow = watch::follow(plane.port, tracker.clone(), stop.clone());
         runtime.spawn(async move {
             if let Err(err) = follow.await {
@@ -167,10 +176,14 @@ impl<'a> Run<'a> {
         self.measured.samples.lock().expect("samples").processes = self.plane.pids();
         let want = self.config.nodes;
         let timeout = Duration::from_secs(120).max(Duration::from_millis(50) * want as u32);
-        let mut connection = crate::apiserver::http::Connection::new(self.plane.port, self.config.request_timeout);
+        let mut connection =
+            crate::apiserver::http::Connection::new(self.plane.port, self.config.request_timeout);
         let mut ready = 0;
         let waited = wait_until("every node Ready", timeout, || {
-            ready = self.runtime.block_on(ready_nodes(&mut connection)).unwrap_or(ready);
+            ready = self
+                .runtime
+                .block_on(ready_nodes(&mut connection))
+                .unwrap_or(ready);
             ready >= want
         });
         let seconds = begun.elapsed().as_secs_f64();
@@ -208,7 +221,10 @@ impl<'a> Run<'a> {
         checks.record(
             format!("density: {total} pods Ready"),
             done.is_ok(),
-            format!("{ready} Ready after {seconds:.1} s ({:.0} pods/s)", ready as f64 / seconds),
+            format!(
+                "{ready} Ready after {seconds:.1} s ({:.0} pods/s)",
+                ready as f64 / seconds
+            ),
         );
         done?;
         self.measured.pods_ready_s = Some(seconds);
@@ -227,7 +243,10 @@ impl<'a> Run<'a> {
         let deployments = (0..self.config.deployments)
             .rev()
             .map(|i| {
-                let path = format!("/apis/apps/v1/namespaces/{}/deployments", objects::namespace_of(i));
+                let path = format!(
+                    "/apis/apps/v1/namespaces/{}/deployments",
+                    objects::namespace_of(i)
+                );
                 Call::Create(path, objects::deployment(i, self.config.replicas))
             })
             .collect();
@@ -246,7 +265,11 @@ impl<'a> Run<'a> {
             if Instant::now() > deadline {
                 return Err(format!("{ready} of {want} pods Ready within {timeout:?}"));
             }
-            if failover && self.config.cluster && self.measured.failover.is_none() && ready >= want / 2 {
+            if failover
+                && self.config.cluster
+                && self.measured.failover.is_none()
+                && ready >= want / 2
+            {
                 self.kill_controller_leader(ready);
             }
             self.check_alive()?;
@@ -256,12 +279,15 @@ impl<'a> Run<'a> {
     }
 
     fn kill_controller_leader(&mut self, ready: usize) {
-        let holder = self.runtime.block_on(cluster::controller_leader(self.plane.port));
+        let holder = self
+            .runtime
+            .block_on(cluster::controller_leader(self.plane.port));
         self.say(format!(
             "density: killing {} (its controller manager holds the Lease: {holder:?}) at {ready} pods Ready",
             cluster::LEADING_APISERVER
         ));
         self.plane.kill(cluster::LEADING_APISERVER);
+        self.measured.samples.lock().expect("samples").processes = self.plane.pids();
         let killed = Instant::now();
         let killed_at_s = self.started.elapsed().as_secs_f64();
         self.measured.failover = Some(Failover {
@@ -291,7 +317,12 @@ impl<'a> Run<'a> {
         let mut tick = Instant::now();
         let mut offset = 0;
         while Instant::now() < end {
-            let picked = self.measured.tracker.lock().expect("tracker").pick_ready(self.config.churn_rate, offset);
+            let picked = self
+                .measured
+                .tracker
+                .lock()
+                .expect("tracker")
+                .pick_ready(self.config.churn_rate, offset);
             offset += 7919;
             self.measured.churn_deleted += picked.len();
             let calls = picked
@@ -301,7 +332,12 @@ impl<'a> Run<'a> {
                     Call::Delete(format!("/api/v1/namespaces/{namespace}/pods/{name}"))
                 })
                 .collect();
-            self.runtime.block_on(api::each(self.plane.port, calls, 4, self.config.request_timeout))?;
+            self.runtime.block_on(api::each(
+                self.plane.port,
+                calls,
+                4,
+                self.config.request_timeout,
+            ))?;
             self.check_alive()?;
             self.progress();
             tick += Duration::from_secs(1);
@@ -312,7 +348,12 @@ impl<'a> Run<'a> {
         checks.record(
             "density: every Deployment whole again after the churn",
             settled.is_ok(),
-            format!("{} pods deleted at {}/s; {} Ready", self.measured.churn_deleted, self.config.churn_rate, self.ready()),
+            format!(
+                "{} pods deleted at {}/s; {} Ready",
+                self.measured.churn_deleted,
+                self.config.churn_rate,
+                self.ready()
+            ),
         );
         settled
     }
@@ -329,8 +370,14 @@ impl<'a> Run<'a> {
                 ))
             })
             .collect();
-        self.runtime.block_on(api::each(self.plane.port, calls, self.config.clients, self.config.request_timeout))?;
-        let timeout = Duration::from_secs(600).max(Duration::from_millis(50) * self.config.pods() as u32);
+        self.runtime.block_on(api::each(
+            self.plane.port,
+            calls,
+            self.config.clients,
+            self.config.request_timeout,
+        ))?;
+        let timeout =
+            Duration::from_secs(600).max(Duration::from_millis(50) * self.config.pods() as u32);
         let tracker = self.measured.tracker.clone();
         let gone = wait_until("every pod deleted", timeout, || {
             tracker.lock().expect("tracker").pods() == 0
@@ -344,7 +391,12 @@ impl<'a> Run<'a> {
         let namespaces = (0..objects::namespace_count(self.config.deployments))
             .map(|i| Call::Delete(format!("/api/v1/namespaces/density-{i}")))
             .collect();
-        self.runtime.block_on(api::each(self.plane.port, namespaces, 4, self.config.request_timeout))?;
+        self.runtime.block_on(api::each(
+            self.plane.port,
+            namespaces,
+            4,
+            self.config.request_timeout,
+        ))?;
         gone
     }
 }
@@ -384,10 +436,14 @@ impl Run<'_> {
             let rss: f64 = last.map_or(0.0, |s| s.rss_mb.values().sum());
             let queue = last
                 .and_then(|s| s.queues.iter().max_by(|a, b| a.1.total_cmp(b.1)))
-                .map_or(String::new(), |(name, depth)| format!(", deepest queue {name} {depth}"));
+                .map_or(String::new(), |(name, depth)| {
+                    format!(", deepest queue {name} {depth}")
+                });
             (rss, queue)
         };
-        self.say(format!("{pods} pods, {ready} Ready; RSS {rss:.0} MB{queue}"));
+        self.say(format!(
+            "{pods} pods, {ready} Ready; RSS {rss:.0} MB{queue}"
+        ));
     }
 
     /// No Deployment ever had more live pods than its replicas.
@@ -403,7 +459,11 @@ impl Run<'_> {
         checks.record(
             format!("density: no Deployment had more than {replicas} live pods"),
             over.is_empty(),
-            if over.is_empty() { "none did".to_string() } else { over.join(", ") },
+            if over.is_empty() {
+                "none did".to_string()
+            } else {
+                over.join(", ")
+            },
         );
     }
 
@@ -414,21 +474,30 @@ impl Run<'_> {
             self.runtime.block_on(probe.stop());
         }
         self.stop.store(true, Ordering::Relaxed);
-        if let (Some(failover), Some(receiver)) = (&mut self.measured.failover, &self.pending_leader) {
+        if let (Some(failover), Some(receiver)) =
+            (&mut self.measured.failover, &self.pending_leader)
+        {
             failover.new_leader_after_s = receiver.try_recv().ok();
         }
         let exited = self.plane.exited();
         checks.record(
             "density: every process of the control plane still runs",
             exited.is_empty(),
-            if exited.is_empty() { "all do".to_string() } else { exited.join("\n") },
+            if exited.is_empty() {
+                "all do".to_string()
+            } else {
+                exited.join("\n")
+            },
         );
         let log = self.measured.probe.lock().expect("probe");
         let failed: u64 = log.phases.iter().flat_map(|p| p.errors.iter()).sum();
         checks.record(
             "density: the probe's calls all succeeded",
             failed == 0,
-            format!("{failed} failed; last: {}", log.last_error.as_deref().unwrap_or("-")),
+            format!(
+                "{failed} failed; last: {}",
+                log.last_error.as_deref().unwrap_or("-")
+            ),
         );
     }
 }
@@ -446,9 +515,12 @@ fn cpu_now(plane: &ControlPlane) -> BTreeMap<String, f64> {
 async fn ready_nodes(connection: &mut crate::apiserver::http::Connection) -> Result<usize, String> {
     let list = api::get_json(connection, "/api/v1/nodes").await?;
     let ready = |node: &&serde_json::Value| {
-        node["status"]["conditions"]
-            .as_array()
-            .is_some_and(|all| all.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+        node["status"]["conditions"].as_array().is_some_and(|all| {
+            all.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
     };
-    Ok(list["items"].as_array().map_or(0, |items| items.iter().filter(ready).count()))
+    Ok(list["items"]
+        .as_array()
+        .map_or(0, |items| items.iter().filter(ready).count()))
 }

@@ -33,7 +33,12 @@ pub fn write_svg(path: &Path, measured: &Measured, config: &DensityConfig) -> Re
     );
     let drawing = drawing.titled(&title, ("sans-serif", 20)).map_err(draw)?;
     let (top, bottom) = drawing.split_vertically(HEIGHT / 2 - 20);
-    let series = measured.tracker.lock().expect("tracker").ready_series.clone();
+    let series = measured
+        .tracker
+        .lock()
+        .expect("tracker")
+        .ready_series
+        .clone();
     let points = measured.probe.lock().expect("probe").points.clone();
     let end = measured.spans.last().map_or(1.0, |s| s.1).max(1.0);
     ready_panel(&top, &series, &measured.spans, end).map_err(draw)?;
@@ -67,7 +72,10 @@ fn ready_panel<DB: DrawingBackend>(
         )))?;
     }
     let line: Vec<(f64, f64)> = series.iter().map(|(at, n)| (*at, *n as f64)).collect();
-    chart.draw_series(std::iter::once(PathElement::new(line, RGBColor(0x1f, 0x77, 0xb4).stroke_width(2))))?;
+    chart.draw_series(std::iter::once(PathElement::new(
+        line,
+        RGBColor(0x1f, 0x77, 0xb4).stroke_width(2),
+    )))?;
     Ok(())
 }
 
@@ -78,7 +86,10 @@ fn latency_panel<DB: DrawingBackend>(
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let highest = points.iter().map(|p| p.2).fold(10.0_f64, f64::max);
     let mut chart = ChartBuilder::on(area)
-        .caption("probe latency, ms (log scale; SLOs 1 s / 1 s / 5 s / 30 s)", ("sans-serif", 16))
+        .caption(
+            "probe latency, ms (log scale; SLOs 1 s / 1 s / 5 s / 30 s)",
+            ("sans-serif", 16),
+        )
         .margin(10)
         .x_label_area_size(30)
         .y_label_area_size(70)

@@ -56,8 +56,8 @@ impl Kind {
     fn period(self) -> Duration {
         match self {
             Kind::Mutating | Kind::Get => Duration::from_millis(200),
-            Kind::NamespaceList => Duration::from_secs(1),
-            Kind::ClusterList => Duration::from_secs(10),
+            Kind::NamespaceList => Duration::from_secs(2),
+            Kind::ClusterList => Duration::from_secs(30),
         }
     }
 
@@ -133,8 +133,12 @@ impl Probe {
         started: Instant,
     ) -> Result<Probe, String> {
         let mut connection = Connection::new(port, timeout);
-        super::api::create(&mut connection, "/api/v1/namespaces", objects::namespace(PROBE_NAMESPACE))
-            .await?;
+        super::api::create(
+            &mut connection,
+            "/api/v1/namespaces",
+            objects::namespace(PROBE_NAMESPACE),
+        )
+        .await?;
         let maps = format!("/api/v1/namespaces/{PROBE_NAMESPACE}/configmaps");
         super::api::create(&mut connection, &maps, objects::config_map("probe-target")).await?;
         let log = Arc::new(Mutex::new(ProbeLog {

@@ -23,7 +23,13 @@ pub struct Percentiles {
 
 impl Percentiles {
     fn of(histogram: &Histogram<u64>) -> Percentiles {
-        let at = |q: f64| if histogram.is_empty() { 0 } else { histogram.value_at_quantile(q) };
+        let at = |q: f64| {
+            if histogram.is_empty() {
+                0
+            } else {
+                histogram.value_at_quantile(q)
+            }
+        };
         Percentiles {
             count: histogram.len(),
             p50_ms: at(0.5),
@@ -96,8 +102,10 @@ pub fn build(config: &DensityConfig, measured: &Measured) -> Report {
     for (index, span) in measured.spans.iter().enumerate().skip(1) {
         let wall_s = (span.1 - span.0).max(1e-3);
         let startup = tracker.startup_of(index);
-        let (startup_watched, startup_stamped) =
-            (Percentiles::of(&startup.watched), Percentiles::of(&startup.stamped));
+        let (startup_watched, startup_stamped) = (
+            Percentiles::of(&startup.watched),
+            Percentiles::of(&startup.stamped),
+        );
         let rows = probe_rows(probe.phase(index));
         let in_phase: Vec<&Sample> = samples.iter().filter(|s| s.phase == index).collect();
         phases.push(PhaseReport {
@@ -107,7 +115,10 @@ pub fn build(config: &DensityConfig, measured: &Measured) -> Report {
             startup_watched,
             startup_stamped,
             probe: rows,
-            cpu_s: cpu_between(measured.cpu_marks.get(index), measured.cpu_marks.get(index + 1)),
+            cpu_s: cpu_between(
+                measured.cpu_marks.get(index),
+                measured.cpu_marks.get(index + 1),
+            ),
             peak_rss_mb: peak_rss(&in_phase),
             total_rss_mb: total_rss(&in_phase),
             store_mb: measured.store_bytes.get(index).copied().unwrap_or(0) as f64 / 1e6,
@@ -119,7 +130,11 @@ pub fn build(config: &DensityConfig, measured: &Measured) -> Report {
         failover.longest_stall_s = longest_stall(&tracker.ready_series, failover.killed_at_s);
     }
     let mut report = Report {
-        shape: if config.cluster { "3 capstan-store + 2 capstan-apiserver" } else { "capstan" },
+        shape: if config.cluster {
+            "3 capstan-store + 2 capstan-apiserver"
+        } else {
+            "capstan"
+        },
         nodes: config.nodes,
         deployments: config.deployments,
         replicas: config.replicas,
@@ -221,27 +236,66 @@ fn longest_stall(series: &[(f64, usize)], since: f64) -> f64 {
 fn targets(report: &Report) -> Vec<Target> {
     let mut out = Vec::new();
     let mut add = |what: &str, target: &str, measured: String, met: bool| {
-        out.push(Target { what: what.into(), target: target.into(), measured, met })
+        out.push(Target {
+            what: what.into(),
+            target: target.into(),
+            measured,
+            met,
+        })
     };
     let nodes = report.nodes_ready_s;
-    add("nodes Ready", "<= 20 s", seconds(nodes), nodes.is_some_and(|s| s <= 20.0));
+    add(
+        "nodes Ready",
+        "<= 20 s",
+        seconds(nodes),
+        nodes.is_some_and(|s| s <= 20.0),
+    );
     let pods = report.pods_ready_s;
-    add("pods Ready", "<= 150 s", seconds(pods), pods.is_some_and(|s| s <= 150.0));
-    for phase in report.phases.iter().filter(|p| p.name == "ramp" || p.name == "churn") {
+    add(
+        "pods Ready",
+        "<= 150 s",
+        seconds(pods),
+        pods.is_some_and(|s| s <= 150.0),
+    );
+    for phase in report
+        .phases
+        .iter()
+        .filter(|p| p.name == "ramp" || p.name == "churn")
+    {
         let p99 = phase.startup_stamped.p99_ms;
-        add(&format!("{}: pod startup p99", phase.name), "<= 5 s", format!("{p99} ms"), p99 <= 5000);
+        add(
+            &format!("{}: pod startup p99", phase.name),
+            "<= 5 s",
+            format!("{p99} ms"),
+            p99 <= 5000,
+        );
         for row in &phase.probe {
             let what = format!("{}: {} p99", phase.name, row.kind);
             let target = format!("<= {} s", row.slo_ms / 1000);
-            add(&what, &target, format!("{} ms", row.latency.p99_ms), row.held);
+            add(
+                &what,
+                &target,
+                format!("{} ms", row.latency.p99_ms),
+                row.held,
+            );
         }
         let peak = phase.total_rss_mb.2;
-        add(&format!("{}: RSS of the control plane", phase.name), "<= 1 GB", format!("{peak:.0} MB"), peak <= 1000.0);
+        add(
+            &format!("{}: RSS of the control plane", phase.name),
+            "<= 1 GB",
+            format!("{peak:.0} MB"),
+            peak <= 1000.0,
+        );
     }
     if let Some(churn) = report.phases.iter().find(|p| p.name == "churn") {
         let (start, end, _) = churn.total_rss_mb;
         let growth = end - start;
-        add("churn: RSS flat", "grows < 10%", format!("{start:.0} -> {end:.0} MB"), growth < start * 0.1);
+        add(
+            "churn: RSS flat",
+            "grows < 10%",
+            format!("{start:.0} -> {end:.0} MB"),
+            growth < start * 0.1,
+        );
     }
     out
 }
@@ -265,27 +319,61 @@ pub fn table(report: &Report) -> String {
     );
     out.push_str(&format!(
         "{:<7} {:>7} {:>8} {:>16} {:>16} {:>19} {:>11} {:>9} {:>8}\n",
-        "phase", "wall s", "Ready/s", "startup p50/p99", "stamped p50/p99", "probe p99 m/g/n/c", "CPU s", "RSS MB", "store MB"
+        "phase",
+        "wall s",
+        "Ready/s",
+        "startup p50/p99",
+        "stamped p50/p99",
+        "probe p99 m/g/n/c",
+        "CPU s",
+        "RSS MB",
+        "store MB"
     ));
     for phase in &report.phases {
-        let probe: Vec<String> = phase.probe.iter().map(|r| r.latency.p99_ms.to_string()).collect();
+        let probe: Vec<String> = phase
+            .probe
+            .iter()
+            .map(|r| r.latency.p99_ms.to_string())
+            .collect();
         out.push_str(&format!(
             "{:<7} {:>7.1} {:>8.0} {:>16} {:>16} {:>19} {:>11.1} {:>9.0} {:>8.1}\n",
             phase.name,
             phase.wall_s,
             phase.ready_per_s,
-            format!("{}/{} ms", phase.startup_watched.p50_ms, phase.startup_watched.p99_ms),
-            format!("{}/{} ms", phase.startup_stamped.p50_ms, phase.startup_stamped.p99_ms),
+            format!(
+                "{}/{} ms",
+                phase.startup_watched.p50_ms, phase.startup_watched.p99_ms
+            ),
+            format!(
+                "{}/{} ms",
+                phase.startup_stamped.p50_ms, phase.startup_stamped.p99_ms
+            ),
             probe.join("/"),
             phase.cpu_s.values().sum::<f64>(),
             phase.total_rss_mb.2,
             phase.store_mb,
         ));
-        let cpu: Vec<String> = phase.cpu_s.iter().map(|(n, s)| format!("{n} {s:.1}")).collect();
-        let rss: Vec<String> = phase.peak_rss_mb.iter().map(|(n, m)| format!("{n} {m:.0}")).collect();
-        out.push_str(&format!("        CPU s: {}; peak RSS MB: {}\n", cpu.join(", "), rss.join(", ")));
+        let cpu: Vec<String> = phase
+            .cpu_s
+            .iter()
+            .map(|(n, s)| format!("{n} {s:.1}"))
+            .collect();
+        let rss: Vec<String> = phase
+            .peak_rss_mb
+            .iter()
+            .map(|(n, m)| format!("{n} {m:.0}"))
+            .collect();
+        out.push_str(&format!(
+            "        CPU s: {}; peak RSS MB: {}\n",
+            cpu.join(", "),
+            rss.join(", ")
+        ));
         if !phase.deepest_queues.is_empty() {
-            let queues: Vec<String> = phase.deepest_queues.iter().map(|(n, d)| format!("{n} {d}")).collect();
+            let queues: Vec<String> = phase
+                .deepest_queues
+                .iter()
+                .map(|(n, d)| format!("{n} {d}"))
+                .collect();
             out.push_str(&format!("        deepest queues: {}\n", queues.join(", ")));
         }
     }

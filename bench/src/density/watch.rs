@@ -117,7 +117,10 @@ impl Tracker {
 
     fn apply(&mut self, event: Event) -> Result<(), String> {
         if event.kind == "ERROR" {
-            return Err(format!("the watch sent an error: {:?}", event.object.metadata.name));
+            return Err(format!(
+                "the watch sent an error: {:?}",
+                event.object.metadata.name
+            ));
         }
         if event.kind == "BOOKMARK" {
             return Ok(());
@@ -166,7 +169,10 @@ impl Tracker {
             self.note_ready_count();
         }
         if live != was_live {
-            let count = self.live_per_deployment.entry(deployment.clone()).or_default();
+            let count = self
+                .live_per_deployment
+                .entry(deployment.clone())
+                .or_default();
             if live {
                 *count += 1;
             } else {
@@ -293,8 +299,7 @@ pub async fn follow(
     while !stop.load(Ordering::Relaxed) {
         let version = tracker.lock().expect("tracker").resource_version.clone();
         let body = open(port, &version).await?;
-        match tokio::time::timeout(Duration::from_secs(3600), read(body, &tracker, &stop)).await
-        {
+        match tokio::time::timeout(Duration::from_secs(3600), read(body, &tracker, &stop)).await {
             Ok(result) => result?,
             Err(_) => continue,
         }

@@ -22,7 +22,11 @@ pub struct Process {
 }
 
 impl Process {
-    pub(crate) fn spawn(name: &'static str, command: &mut Command, log: PathBuf) -> Result<Process, String> {
+    pub(crate) fn spawn(
+        name: &'static str,
+        command: &mut Command,
+        log: PathBuf,
+    ) -> Result<Process, String> {
         let file = File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
         command.stdout(Stdio::null()).stderr(file);
         die_with_parent(command);
