@@ -31,7 +31,8 @@ fn dispatched(port: u16) -> (Dispatched, String) {
     let text = String::from_utf8_lossy(&response.body).to_string();
     let mut counts = Dispatched::new();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_flowcontrol_dispatched_requests_total{") else {
+        let Some(rest) = line.strip_prefix("apiserver_flowcontrol_dispatched_requests_total{")
+        else {
             continue;
         };
         let (labels, value) = rest.split_once("} ").expect("a sample");
@@ -43,7 +44,10 @@ fn dispatched(port: u16) -> (Dispatched, String) {
                 .expect("the label")
         };
         let value: f64 = value.trim().parse().expect("a number");
-        counts.insert((label("flow_schema"), label("priority_level")), value as u64);
+        counts.insert(
+            (label("flow_schema"), label("priority_level")),
+            value as u64,
+        );
     }
     (counts, text)
 }
@@ -51,10 +55,22 @@ fn dispatched(port: u16) -> (Dispatched, String) {
 /// Where each component's requests must land (schema, level), as kube
 /// puts them.
 const EXPECTED: [(&str, &str, &str); 6] = [
-    ("the controller manager's informers", "kube-controller-manager", "workload-high"),
-    ("the controllers' writes", "kube-system-service-accounts", "workload-high"),
+    (
+        "the controller manager's informers",
+        "kube-controller-manager",
+        "workload-high",
+    ),
+    (
+        "the controllers' writes",
+        "kube-system-service-accounts",
+        "workload-high",
+    ),
     ("the scheduler", "kube-scheduler", "workload-high"),
-    ("leader election", "system-leader-election", "leader-election"),
+    (
+        "leader election",
+        "system-leader-election",
+        "leader-election",
+    ),
     ("node Leases and status", "system-node-high", "node-high"),
     ("the nodes' pods", "system-nodes", "system"),
 ];
@@ -71,24 +87,36 @@ fn the_components_land_in_kubes_flow_schemas() {
         "--image=registry.k8s.io/pause:3.10",
         "--replicas=2",
     ]);
-    wait_for(Duration::from_secs(90), "two Ready pods of the Deployment", || {
-        let out = kubectl.ok(&[
-            "get",
-            "deployment",
-            "web",
-            "-o",
-            "jsonpath={.status.readyReplicas}",
-        ]);
-        (out.trim() == "2").then_some(())
-    });
+    wait_for(
+        Duration::from_secs(90),
+        "two Ready pods of the Deployment",
+        || {
+            let out = kubectl.ok(&[
+                "get",
+                "deployment",
+                "web",
+                "-o",
+                "jsonpath={.status.readyReplicas}",
+            ]);
+            (out.trim() == "2").then_some(())
+        },
+    );
     // Node Leases are renewed every 10 s, the leaders' every 2 s.
-    let (counts, text) = wait_for(Duration::from_secs(60), "every component's requests", || {
-        let (counts, text) = dispatched(capstan.port);
-        let all = EXPECTED.iter().all(|(_, schema, level)| {
-            counts.get(&(schema.to_string(), level.to_string())).copied().unwrap_or(0) > 0
-        });
-        all.then_some((counts, text))
-    });
+    let (counts, text) = wait_for(
+        Duration::from_secs(60),
+        "every component's requests",
+        || {
+            let (counts, text) = dispatched(capstan.port);
+            let all = EXPECTED.iter().all(|(_, schema, level)| {
+                counts
+                    .get(&(schema.to_string(), level.to_string()))
+                    .copied()
+                    .unwrap_or(0)
+                    > 0
+            });
+            all.then_some((counts, text))
+        },
+    );
     for (schema, level) in counts.keys() {
         let expected = EXPECTED.iter().any(|(_, s, l)| s == schema && l == level);
         let admin_or_probe = level == "exempt";

@@ -5,16 +5,18 @@
 //! real kubelets or a `capstan-nodes` process.
 //!
 //! The nodes reach the API as any kubelet does, over loopback HTTPS: the
-//! process as `system:capstan-nodes` (a client certificate signed with
-//! the client CA's key; its rights are the bootstrap ClusterRole of that
-//! name), every write as `system:node:<name>` in `system:nodes` through
+//! process as `system:capstan-nodes` in `system:nodes` (a client
+//! certificate signed with the client CA's key; its rights are the
+//! bootstrap ClusterRole of that name and the nodes'), every write as `system:node:<name>` in `system:nodes` through
 //! impersonation, which this module allows for exactly these nodes' users.
 
 use std::path::Path;
 use std::time::Duration;
 
 use capstan_apiserver::pki::Pki;
-use capstan_apiserver::rbac::component_policy::{impersonate_nodes, NODE_SIMULATOR_USER};
+use capstan_apiserver::rbac::component_policy::{
+    impersonate_nodes, NODES_GROUP, NODE_SIMULATOR_USER,
+};
 use capstan_client::connect::{ClientSettings, Connection, InlineCredentials};
 use capstan_nodes::config::{Flags as NodesFlags, NodesConfig};
 use capstan_nodes::settings::Settings;
@@ -121,10 +123,13 @@ pub async fn run(
 async fn connect(pki: &Pki, server: &str, client: &ClientSettings) -> Result<Connection, String> {
     let authority = pki.client_authority().map_err(|e| e.to_string())?;
     // Valid from an hour ago: clocks of the processes may differ a little.
+    // In `system:nodes`, so that the process's own watches of its nodes'
+    // pods are node traffic to API Priority and Fairness (kube's
+    // `system-nodes` FlowSchema), as each kubelet's are.
     let issued = authority
         .issue_client(
             NODE_SIMULATOR_USER,
-            None,
+            Some(NODES_GROUP),
             OffsetDateTime::now_utc() - time::Duration::hours(1),
             time::Duration::days(365),
         )
