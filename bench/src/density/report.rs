@@ -60,7 +60,8 @@ pub struct PhaseReport {
     pub probe: Vec<ProbeRow>,
     pub cpu_s: BTreeMap<String, f64>,
     pub peak_rss_mb: BTreeMap<String, f64>,
-    /// The whole control plane's RSS: at the phase's start, end and peak.
+    /// The whole control plane's RSS (the simulated nodes apart): at the
+    /// phase's start, end and peak.
     pub total_rss_mb: (f64, f64, f64),
     pub store_mb: f64,
     pub deepest_queues: BTreeMap<String, f64>,
@@ -196,8 +197,19 @@ fn peak_rss(samples: &[&Sample]) -> BTreeMap<String, f64> {
     peaks
 }
 
+/// The simulated nodes stand for kubelets on other machines: not part
+/// of the control plane's memory.
+const NODES_PROCESS: &str = "capstan-nodes";
+
 fn total_rss(samples: &[&Sample]) -> (f64, f64, f64) {
-    let totals: Vec<f64> = samples.iter().map(|s| s.rss_mb.values().sum()).collect();
+    let control_plane = |s: &&Sample| -> f64 {
+        s.rss_mb
+            .iter()
+            .filter(|(name, _)| name.as_str() != NODES_PROCESS)
+            .map(|(_, rss)| rss)
+            .sum()
+    };
+    let totals: Vec<f64> = samples.iter().map(control_plane).collect();
     let first = totals.first().copied().unwrap_or(0.0);
     let last = totals.last().copied().unwrap_or(0.0);
     (first, last, totals.iter().copied().fold(0.0, f64::max))
@@ -386,7 +398,7 @@ pub fn table(report: &Report) -> String {
             failover.longest_stall_s
         ));
     }
-    out.push_str("startup: creation to Ready as the bench's watch saw it; stamped: the pods' creationTimestamp to their Ready condition; probe m/g/n/c: mutating, get, namespace list, cluster list (ms); CPU: all processes\n");
+    out.push_str("startup: creation to Ready as the bench's watch saw it; stamped: the pods' creationTimestamp to their Ready condition; probe m/g/n/c: mutating, get, namespace list, cluster list (ms); CPU: all processes; RSS: the control plane's peak, the simulated nodes apart\n");
     out
 }
 

@@ -142,7 +142,9 @@ impl Tracker {
 
     fn upsert(&mut self, key: String, pod: &Pod) {
         let ready = pod.ready_since().is_some();
-        let live = pod.metadata.deletion_timestamp.is_none();
+        // Live as a ReplicaSet counts its pods: not terminating, not finished.
+        let finished = matches!(pod.status.phase.as_str(), "Failed" | "Succeeded");
+        let live = pod.metadata.deletion_timestamp.is_none() && !finished;
         let deployment: Arc<str> = Arc::from(pod.metadata.labels.deployment.as_str());
         let state = self.pods.entry(key).or_insert_with(|| PodState {
             deployment,
@@ -257,6 +259,7 @@ struct Labels {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct Status {
+    phase: String,
     conditions: Vec<Condition>,
 }
 
@@ -409,12 +412,16 @@ mod tests {
         assert_eq!(tracker.startup_of(0).stamped.len(), 2);
         assert_eq!(tracker.startup_of(0).stamped.value_at_quantile(1.0), 2000);
         assert_eq!(tracker.pick_ready(5, 0).len(), 2);
+        let mut failed = event("ADDED", "c", false, false);
+        failed.object.status.phase = "Failed".into();
+        tracker.apply(failed).unwrap();
+        assert_eq!(tracker.live_per_deployment[&Arc::<str>::from("d")], 2);
         tracker.apply(event("MODIFIED", "a", true, true)).unwrap();
         assert_eq!(tracker.pick_ready(5, 0), vec!["n/b".to_string()]);
         assert_eq!(tracker.ready(), 1);
         tracker.apply(event("DELETED", "a", true, true)).unwrap();
         assert_eq!(tracker.ready(), 1);
-        assert_eq!(tracker.pods(), 1);
+        assert_eq!(tracker.pods(), 2);
         assert_eq!(tracker.most_live[&Arc::<str>::from("d")], 2);
         assert_eq!(tracker.resource_version, "7");
     }

@@ -17,7 +17,7 @@ use crate::serving::authorization::Authorizer;
 use crate::serving::{certificates, listener, Serving};
 use crate::settings::Settings;
 use crate::{kubelet, metrics_api};
-use capstan_client::informer::Informer;
+use capstan_client::informer::{Informer, InformerEvent};
 
 use super::fleet::SharedFleet;
 use super::retry;
@@ -80,6 +80,7 @@ pub async fn start(settings: &Settings, listener: TcpListener, parts: Parts) -> 
         .informers
         .get_with(InformerOptions::default().labels(&format!("{SIMULATED_LABEL}=true")));
     nodes.wait_synced().await;
+    follow_own_nodes(&nodes, parts.fleet.clone());
     let state = Arc::new(Serving {
         authentication: authentication.clone(),
         authorizer: Authorizer::new(parts.client.clone()),
@@ -108,4 +109,23 @@ pub async fn start(settings: &Settings, listener: TcpListener, parts: Parts) -> 
     }
     tracing::info!(port, "serving the kubelet API and metrics.k8s.io");
     Ok(())
+}
+
+/// Each node keeps its Node object as the API last showed it, as a
+/// kubelet reads its own from a lister: taints and labels that the node
+/// lifecycle controller or a user changes count at once in the pods'
+/// admission, not only after the node's next status write (up to 5
+/// minutes later: an `unreachable` taint already removed kept failing
+/// every pod bound to the node until then).
+fn follow_own_nodes(nodes: &Informer<Node>, fleet: SharedFleet) {
+    nodes.add_handler(move |event: &InformerEvent<Node>| {
+        if matches!(event, InformerEvent::Deleted(_)) {
+            return;
+        }
+        let node = event.object();
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        if let Some(simulated) = fleet.get(name) {
+            simulated.state.lock().node = Some(node.clone());
+        }
+    });
 }

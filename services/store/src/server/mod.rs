@@ -71,6 +71,16 @@ pub async fn serve(
     Ok(())
 }
 
+/// Streams a client may reset before this member has accepted them,
+/// at once, before the connection is closed with GOAWAY. h2's default of
+/// 20 guards against rapid-reset floods, but an API server in front of a
+/// busy member cancels more than 20 queued requests whenever its own
+/// callers give up (seen at 30,000 pods: every request on the connection
+/// then failed with "too_many_resets"). etcd's Go server has no such
+/// count; this keeps one, far above an API server's normal cancellations
+/// and still bounding what a flood can queue.
+const PENDING_ACCEPT_RESETS: usize = 1024;
+
 /// Serves the connections one runtime is handed, until `shutdown`.
 async fn serve_connections(
     ctx: Arc<Context>,
@@ -81,6 +91,7 @@ async fn serve_connections(
     builder(tls)?
         .accept_http1(true)
         .tcp_nodelay(true)
+        .http2_max_pending_accept_reset_streams(Some(PENDING_ACCEPT_RESETS))
         .add_routes(client_routes(&ctx))
         .serve_with_incoming_shutdown(serving::incoming(connections), shutdown)
         .await
