@@ -70,13 +70,12 @@ impl DensityConfig {
 pub fn run(config: &DensityConfig, checks: &mut Checks) -> Result<(), String> {
     if config.progress {
         eprintln!(
-            "density: {} on {}, {} nodes, {} Deployments x {} replicas, churn {:?} at {}/s",
+            "density: {} on loopback, {} nodes, {} Deployments x {} replicas, churn {:?} at {}/s",
             if config.cluster {
                 "3 stores + 2 API servers"
             } else {
                 "capstan"
             },
-            "loopback",
             config.nodes,
             config.deployments,
             config.replicas,
