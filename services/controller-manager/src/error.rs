@@ -19,6 +19,10 @@ pub enum Error {
     /// case the object is fixed.
     #[error("{0}")]
     Invalid(String),
+    /// A reference to a type the controller does not know (yet): discovery
+    /// may bring it later, so it is retried with backoff like any error.
+    #[error("unknown type {0}: not (yet) served")]
+    UnknownType(String),
     /// Several writes of one sync failed; the first is kept.
     #[error("{failed} of {attempted} writes failed; first: {first}")]
     Partial {

@@ -161,8 +161,11 @@ impl Collector {
     }
 
     /// Where an owner reference points: the caches first, then the API
-    /// (a type's cache may trail another's). An owner whose type is not
-    /// served, or that cannot be read, is never taken for gone.
+    /// (a type's cache may trail another's). An owner that cannot be read
+    /// is never taken for gone; one whose type the collector does not
+    /// watch yet (a custom type discovery has not brought) is an error, so
+    /// the object is looked at again with backoff: no later event of its
+    /// own may come to bring it back once its owner's type is known.
     async fn owner_state(&self, found: &Found, reference: &OwnerReference) -> Result<Owner> {
         if let Some(owner) = self.graph.by_uid(&reference.uid) {
             let waiting = deleting(&owner.object) && has_finalizer(&owner.object, FOREGROUND);
@@ -173,7 +176,10 @@ impl Collector {
             });
         }
         let Some(kind) = self.graph.type_of(&reference.api_version, &reference.kind) else {
-            return Ok(Owner::Present);
+            return Err(Error::UnknownType(format!(
+                "{}, Kind={}",
+                reference.api_version, reference.kind
+            )));
         };
         let namespace = found.object.metadata.namespace.as_deref();
         if !kind.namespaced || namespace.is_some() {

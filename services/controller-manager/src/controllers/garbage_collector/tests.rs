@@ -172,3 +172,23 @@ async fn a_foreground_owner_waits_for_blocking_dependents() {
     let left: Option<ReplicaSet> = fake.get(Some("default"), "parent");
     assert!(left.is_none_or(|rs| rs.metadata.finalizers.unwrap_or_default().is_empty()));
 }
+
+#[tokio::test]
+async fn an_owner_of_a_type_not_yet_watched_is_retried_and_keeps_its_dependent() {
+    let fake = FakeApi::new();
+    let (collector, _ctx) = collector(&fake).await;
+    let dependent: Pod = object(json!({"metadata": {"name": "early", "namespace": "default",
+        "uid": "uid-early", "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Widget",
+        "name": "w", "uid": "uid-w"}]}, "spec": {"containers": []}}));
+    fake.insert(&dependent);
+    cached(&collector, "uid-early").await;
+    // An error puts the object back in the queue with backoff, to be
+    // judged once discovery has brought the owner's type.
+    let err = collector.process("uid-early").await.unwrap_err();
+    assert!(
+        err.to_string().contains("example.com/v1, Kind=Widget"),
+        "{err}"
+    );
+    assert!(fake.get::<Pod>(Some("default"), "early").is_some());
+    assert!(fake.calls_to(Verb::Delete, "pods").is_empty());
+}
