@@ -109,6 +109,11 @@ fn run_case(config: &SchedulingConfig, case: Case) -> Result<SchedulingStats, St
         objects::namespace(),
         timeout,
     ))?;
+    // The controller manager is off (the scheduler alone is measured), so
+    // the namespace's `default` ServiceAccount, without which the
+    // ServiceAccount admission plugin refuses pods, is created here.
+    let accounts = format!("/api/v1/namespaces/{}/serviceaccounts", objects::NAMESPACE);
+    runtime.block_on(post(port, &accounts, objects::default_account(), timeout))?;
     runtime.block_on(create_nodes(port, config, timeout))?;
     let started = Instant::now();
     let pods_path = format!("/api/v1/namespaces/{}/pods", objects::NAMESPACE);

@@ -56,6 +56,15 @@ pub fn namespace() -> Bytes {
     )
 }
 
+/// The namespace's `default` ServiceAccount, which pods use.
+pub fn default_account() -> Bytes {
+    Bytes::from(
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "default", "namespace": NAMESPACE}})
+        .to_string(),
+    )
+}
+
 /// Node `i`, created with its status (capacity, allocatable, Ready) as a
 /// kubelet registers.
 pub fn node(i: usize) -> Bytes {
