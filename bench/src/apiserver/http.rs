@@ -21,6 +21,9 @@ pub struct Connection {
     port: u16,
     timeout: Duration,
     sender: Option<SendRequest<Full<Bytes>>>,
+    /// A user every request acts as (`Impersonate-User`), so that priority
+    /// and fairness and RBAC judge that user, not the port's own identity.
+    impersonate: Option<&'static str>,
 }
 
 /// A status and the whole body.
@@ -36,6 +39,16 @@ impl Connection {
             port,
             timeout,
             sender: None,
+            impersonate: None,
+        }
+    }
+
+    /// A client whose requests act as `user` (in `system:authenticated`),
+    /// which the connection's own identity must be allowed to impersonate.
+    pub fn impersonating(port: u16, timeout: Duration, user: &'static str) -> Connection {
+        Connection {
+            impersonate: Some(user),
+            ..Connection::new(port, timeout)
         }
     }
 
@@ -89,6 +102,10 @@ impl Connection {
                 format!("Bearer {}", super::rbac::CLIENT_TOKEN),
             ),
             false => request,
+        };
+        let request = match self.impersonate {
+            Some(user) => request.header("impersonate-user", user),
+            None => request,
         };
         let request = request.body(Full::new(body))?;
         let sender = self.ready_sender().await?;

@@ -66,6 +66,25 @@ pub fn config_map(name: &str) -> Bytes {
     Bytes::from(map.to_string())
 }
 
+/// A ClusterRole for the probe's calls (ConfigMaps written and read in
+/// its namespace, pods listed anywhere) and its binding to `user`.
+pub fn probe_role(user: &str) -> (Bytes, Bytes) {
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "density-probe"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "delete"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding", "metadata": {"name": "density-probe"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+            "name": "density-probe"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]});
+    (
+        Bytes::from(role.to_string()),
+        Bytes::from(binding.to_string()),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,11 @@ use super::objects::{self, PROBE_NAMESPACE};
 use crate::apiserver::http::{Answer, Connection};
 use crate::apiserver::ApiError;
 
+/// Who the probe's calls act as: a plain user, so priority and fairness
+/// put them in `global-default` like any user's, not in the exempt level
+/// the admin's would go to (an exempt probe would not see queueing).
+const PROBE_USER: &str = "density-probe";
+
 /// The calls the SLOs name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -141,6 +146,15 @@ impl Probe {
         .await?;
         let maps = format!("/api/v1/namespaces/{PROBE_NAMESPACE}/configmaps");
         super::api::create(&mut connection, &maps, objects::config_map("probe-target")).await?;
+        let rbac = "/apis/rbac.authorization.k8s.io/v1";
+        let (role, binding) = objects::probe_role(PROBE_USER);
+        super::api::create(&mut connection, &format!("{rbac}/clusterroles"), role).await?;
+        super::api::create(
+            &mut connection,
+            &format!("{rbac}/clusterrolebindings"),
+            binding,
+        )
+        .await?;
         let log = Arc::new(Mutex::new(ProbeLog {
             phases: Vec::new(),
             points: Vec::new(),
@@ -171,7 +185,7 @@ impl Probe {
 }
 
 async fn run_kind(target: Target, kind: Kind) {
-    let mut connection = Connection::new(target.port, target.timeout);
+    let mut connection = Connection::impersonating(target.port, target.timeout, PROBE_USER);
     let mut tick = tokio::time::interval(kind.period());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut serial = 0u64;
