@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use capstan_client::events::EventRecorder;
-use capstan_client::informer::Informers;
+use capstan_client::informer::{all_synced, Informers, Syncable};
 use capstan_client::queue::{run_workers, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
@@ -14,6 +14,12 @@ use crate::config::Settings;
 use crate::error::Result;
 use crate::identity::Clients;
 use crate::metrics;
+
+/// A controller's work on one key of its queue: bring what the key
+/// names to its wanted state, or fail (the key is retried with backoff).
+pub trait Reconciler: Send + Sync + 'static {
+    fn sync(&self, key: &str) -> impl Future<Output = Result<()>> + Send;
+}
 
 /// One leadership term's view of the world. Dropped when the term ends,
 /// so the next term rebuilds its caches (and expectations) from the API.
@@ -35,6 +41,31 @@ impl Context {
     /// (kube's controllers name themselves, e.g. `replicaset-controller`).
     pub fn recorder(&self, client: &kube::Client, component: &str) -> EventRecorder {
         EventRecorder::new(client.clone(), component, None)
+    }
+
+    /// Waits until every one of `informers` has its first listing: true
+    /// then, false if the context stopped first.
+    pub async fn until_synced(&self, informers: &[&dyn Syncable]) -> bool {
+        tokio::select! {
+            _ = self.stop.cancelled() => false,
+            _ = all_synced(informers) => true,
+        }
+    }
+
+    /// Runs `workers` workers syncing `queue`'s keys with `reconciler`
+    /// until the context stops (see [`Context::run_workers`]).
+    pub async fn serve<R: Reconciler>(
+        &self,
+        controller: &'static str,
+        queue: WorkQueue<String>,
+        workers: usize,
+        reconciler: Arc<R>,
+    ) {
+        self.run_workers(controller, queue, workers, move |key| {
+            let reconciler = reconciler.clone();
+            async move { reconciler.sync(&key).await }
+        })
+        .await
     }
 
     /// Runs `workers` workers over `queue` until the context stops, then

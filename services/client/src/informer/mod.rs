@@ -37,6 +37,7 @@ mod transform;
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use kube::Resource;
 
 pub use factory::{InformerOptions, Informers};
@@ -132,6 +133,26 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
     /// Whether the first listing is cached.
     pub fn has_synced(&self) -> bool {
         *self.shared.synced.borrow()
+    }
+}
+
+/// Any informer, as far as waiting for its first listing goes: lets a
+/// controller wait for informers of different types in one call.
+pub trait Syncable: Send + Sync {
+    /// Resolves once the first listing is cached.
+    fn synced(&self) -> BoxFuture<'_, ()>;
+}
+
+impl<K: Resource + Send + Sync + 'static> Syncable for Informer<K> {
+    fn synced(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.wait_synced())
+    }
+}
+
+/// Resolves once every one of `informers` has its first listing.
+pub async fn all_synced(informers: &[&dyn Syncable]) {
+    for informer in informers {
+        informer.synced().await;
     }
 }
 

@@ -48,9 +48,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             q.add(key_from(job.metadata.namespace.as_deref(), &owner.name));
         }
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { cronjobs.wait_synced().await; jobs.wait_synced().await } => {}
+    if !ctx.until_synced(&[&cronjobs, &jobs]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         cronjobs: cronjobs.store(),
@@ -60,10 +59,6 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: Some(queue.clone()),
     });
     let workers = ctx.settings.concurrent_cron_job_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }

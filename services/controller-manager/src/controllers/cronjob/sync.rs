@@ -18,6 +18,7 @@ use kube::api::{Api, DeleteParams, ObjectMeta, PostParams, PropagationPolicy};
 
 use super::history::{self, SCHEDULED_TIMESTAMP};
 use super::schedule::{Schedule, Unusable, MAX_MISSED};
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 use crate::ownership::{controller_ref, BY_CONTROLLER};
 
@@ -30,8 +31,8 @@ pub struct Syncer {
     pub queue: Option<WorkQueue<String>>,
 }
 
-impl Syncer {
-    pub async fn sync(&self, key: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(cached) = self.cronjobs.get_by_key(key) else {
             return Ok(());
         };
@@ -55,7 +56,9 @@ impl Syncer {
         }
         self.write_status(&cronjob, status).await
     }
+}
 
+impl Syncer {
     /// Finished Jobs leave `active`; Jobs gone from the cache too.
     fn track_active(&self, cronjob: &CronJob, jobs: &[Arc<Job>], status: &mut CronJobStatus) {
         let mut active = status.active.take().unwrap_or_default();

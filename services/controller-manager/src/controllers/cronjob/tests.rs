@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::history::SCHEDULED_TIMESTAMP;
 use super::sync::Syncer;
+use crate::context::Reconciler;
 use crate::ownership::{self, BY_CONTROLLER};
 use crate::testkit::{context, eventually, object};
 

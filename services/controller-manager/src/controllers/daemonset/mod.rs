@@ -84,14 +84,11 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     };
     pods.add_handler(move |event: &InformerEvent<Pod>| pod_events.handle(event));
     History::queue_owners(&revisions, "DaemonSet", queue.clone());
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async {
-            daemon_sets.wait_synced().await;
-            nodes.wait_synced().await;
-            pods.wait_synced().await;
-            revisions.wait_synced().await;
-        } => {}
+    if !ctx
+        .until_synced(&[&daemon_sets, &nodes, &pods, &revisions])
+        .await
+    {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         daemon_sets: daemon_sets.store(),
@@ -106,10 +103,6 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: Some(queue.clone()),
     });
     let workers = ctx.settings.concurrent_daemonset_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }

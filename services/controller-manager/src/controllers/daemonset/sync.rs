@@ -19,6 +19,7 @@ use super::eligibility::{daemon_template, fit, pin_to_node, target_node};
 use super::plan::{NodePods, Plan, Planner, Rolling};
 use super::revisions::{current_hash, ds_template};
 use super::status::{calculate, needs_update};
+use crate::context::Reconciler;
 use crate::error::Result;
 use crate::expectations::Expectations;
 use crate::history::{with_revision_label, History, CONTROLLER_REVISION_HASH};
@@ -77,8 +78,8 @@ pub fn rolling_of(ds: &DaemonSet, desired: i32) -> Option<Rolling> {
     })
 }
 
-impl Syncer {
-    pub async fn sync(&self, key: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(ds) = self.daemon_sets.get_by_key(key) else {
             self.expectations.forget(key);
             return Ok(());
@@ -138,7 +139,9 @@ impl Syncer {
         self.recheck_availability(key, &ds, &status);
         carried
     }
+}
 
+impl Syncer {
     async fn claim_pods(&self, ds: &Arc<DaemonSet>, selector: &Selector) -> Result<Vec<Arc<Pod>>> {
         let client = self.control.client();
         ownership::claim_from_cache(&self.pods, client, ds.as_ref(), selector).await

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::eligibility::{daemon_template, fit, target_node, tolerates, Fit};
 use super::plan::{NodePods, Planner, Rolling};
 use super::sync::Syncer;
+use crate::context::Reconciler;
 use crate::expectations::Expectations;
 use crate::history::{History, CONTROLLER_REVISION_HASH};
 use crate::pod_control::PodControl;

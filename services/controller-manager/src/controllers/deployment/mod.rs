@@ -54,13 +54,11 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     let for_pods = handler.clone();
     replica_sets.add_handler(move |event: &InformerEvent<ReplicaSet>| handler.replica_set(event));
     pods.add_handler(move |event: &InformerEvent<Pod>| for_pods.pod(event));
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async {
-            deployments.wait_synced().await;
-            replica_sets.wait_synced().await;
-            pods.wait_synced().await;
-        } => {}
+    if !ctx
+        .until_synced(&[&deployments, &replica_sets, &pods])
+        .await
+    {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         deployments: deployments.store(),
@@ -71,10 +69,6 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: Some(queue.clone()),
     });
     let workers = ctx.settings.concurrent_deployment_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }

@@ -17,6 +17,7 @@ use kube::core::Selector;
 
 use super::conditions::{self, condition, PROGRESSING, REPLICA_FAILURE};
 use super::util::{self, pod_template_hash, with_hash_label, POD_TEMPLATE_HASH};
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 use crate::ownership::{self, controller_ref, Claim, BY_CONTROLLER, ORPHANS};
 
@@ -43,8 +44,8 @@ impl Sets {
     }
 }
 
-impl Syncer {
-    pub async fn sync(&self, key: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(cached) = self.deployments.get_by_key(key) else {
             return Ok(());
         };
@@ -67,7 +68,9 @@ impl Syncer {
             false => self.rollout_recreate(&mut d, sets).await,
         }
     }
+}
 
+impl Syncer {
     fn selector(&self, d: &Deployment) -> Result<Selector> {
         let selector = d
             .spec

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::sync::Syncer;
 use super::util::{self, POD_TEMPLATE_HASH, REVISION};
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::ownership::{controller_ref, BY_CONTROLLER, ORPHANS};
 use crate::testkit::{context, eventually, object};
 

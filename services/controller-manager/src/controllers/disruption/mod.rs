@@ -92,16 +92,18 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         on_pod_event(&store, &q, event);
         stale::on_pod_event(event, &sq);
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async {
-            budgets.wait_synced().await;
-            pods.wait_synced().await;
-            replica_sets.wait_synced().await;
-            deployments.wait_synced().await;
-            controllers.wait_synced().await;
-            stateful_sets.wait_synced().await;
-        } => {}
+    if !ctx
+        .until_synced(&[
+            &budgets,
+            &pods,
+            &replica_sets,
+            &deployments,
+            &controllers,
+            &stateful_sets,
+        ])
+        .await
+    {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         budgets: budgets.store(),
@@ -123,10 +125,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         let (pods, client, queue) = (pod_store.clone(), client.clone(), sq.clone());
         async move { stale::sync(&pods, &client, &queue, &key).await }
     });
-    let workers = ctx.run_workers(QUEUE, queue, 1, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    });
+    let workers = ctx.serve(QUEUE, queue, 1, syncer);
     tokio::join!(workers, stale_workers);
     Ok(())
 }

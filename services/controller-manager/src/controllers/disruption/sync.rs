@@ -17,6 +17,7 @@ use kube::core::{Selector, SelectorExt};
 
 use super::expected::Finders;
 use super::status;
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 
 /// What the reconcile reads and writes.
@@ -38,9 +39,9 @@ pub fn selector(pdb: &PodDisruptionBudget) -> std::result::Result<Option<Selecto
     Selector::try_from(selector).map(Some).map_err(|e| e.0)
 }
 
-impl Syncer {
+impl Reconciler for Syncer {
     /// Syncs the budget with `key` (`namespace/name`).
-    pub async fn sync(&self, key: &str) -> Result<()> {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(pdb) = self.budgets.get_by_key(key) else {
             return Ok(());
         };
@@ -55,7 +56,9 @@ impl Syncer {
         self.write(&pdb, safe).await?;
         Err(err)
     }
+}
 
+impl Syncer {
     fn pods_of(&self, pdb: &PodDisruptionBudget) -> Result<Vec<Arc<Pod>>> {
         let selector = selector(pdb).map_err(|reason| {
             let message = format!("Failed to get pods: {reason}");

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::expected::Finders;
 use super::status::{INSUFFICIENT_PODS, SUFFICIENT_PODS, SYNC_FAILED};
 use super::sync::Syncer;
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::ownership::controller_ref;
 use crate::scale::Scales;
 use crate::testkit::{context, eventually, object};

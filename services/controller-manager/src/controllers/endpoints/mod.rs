@@ -51,13 +51,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             q.add(event.key());
         }
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async {
-            services.wait_synced().await;
-            pods.wait_synced().await;
-            endpoints.wait_synced().await;
-        } => {}
+    if !ctx.until_synced(&[&services, &pods, &endpoints]).await {
+        return Ok(());
     }
     for leftover in endpoints.store().list() {
         let annotations = leftover.metadata.annotations.as_ref();
@@ -73,10 +68,6 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         recorder,
     });
     let workers = ctx.settings.concurrent_endpoint_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }

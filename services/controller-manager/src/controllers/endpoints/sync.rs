@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{EndpointSubset, Endpoints, Pod, Service};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 
 use super::{selection, subsets};
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 
 /// The label a headless Service's Endpoints carry.
@@ -26,9 +27,9 @@ pub struct Syncer {
     pub recorder: EventRecorder,
 }
 
-impl Syncer {
+impl Reconciler for Syncer {
     /// Syncs the Endpoints of the Service with `key` (`namespace/name`).
-    pub async fn sync(&self, key: &str) -> Result<()> {
+    async fn sync(&self, key: &str) -> Result<()> {
         let (namespace, name) = key.split_once('/').unwrap_or(("", key));
         let Some(service) = self.services.get_by_key(key) else {
             return self.delete(namespace, name).await;
@@ -67,7 +68,9 @@ impl Syncer {
         };
         self.write(&service, endpoints, creating).await
     }
+}
 
+impl Syncer {
     async fn write(&self, service: &Service, endpoints: Endpoints, creating: bool) -> Result<()> {
         let namespace = endpoints.metadata.namespace.clone().unwrap_or_default();
         let name = endpoints.metadata.name.clone().unwrap_or_default();

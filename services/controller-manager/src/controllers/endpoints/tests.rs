@@ -4,6 +4,7 @@ use k8s_openapi::api::core::v1::{Endpoints, Event, Pod, Service};
 use serde_json::json;
 
 use super::sync::{Syncer, HEADLESS};
+use crate::context::Reconciler;
 use crate::testkit::{context, eventually, object};
 
 pub fn service(name: &str, spec: serde_json::Value) -> Service {

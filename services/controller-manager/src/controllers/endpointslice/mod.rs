@@ -125,14 +125,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     slices.add_handler(move |event: &InformerEvent<EndpointSlice>| {
         on_slice_event(event, CONTROLLER_NAME, &t, &q)
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async {
-            services.wait_synced().await;
-            pods.wait_synced().await;
-            nodes.wait_synced().await;
-            slices.wait_synced().await;
-        } => {}
+    if !ctx.until_synced(&[&services, &pods, &nodes, &slices]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         services: services.store(),
@@ -145,10 +139,6 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         max_per_slice: ctx.settings.max_endpoints_per_slice.max(1) as usize,
     });
     let workers = ctx.settings.concurrent_service_endpoint_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }

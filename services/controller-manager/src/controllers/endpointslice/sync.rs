@@ -17,6 +17,7 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use super::reconcile::{self, Plan, Template};
 use super::tracker::Tracker;
 use super::{desired, owned_slices, CONTROLLER_NAME, MANAGED_BY, SERVICE_NAME};
+use crate::context::Reconciler;
 use crate::controllers::endpoints::{selection, sync::HEADLESS};
 use crate::error::{Error, Result};
 use crate::ownership::controller_ref;
@@ -39,9 +40,9 @@ pub fn stale_cache() -> Error {
     Error::Invalid("EndpointSlice informer cache is out of date".into())
 }
 
-impl Syncer {
+impl Reconciler for Syncer {
     /// Syncs the slices of the Service with `key` (`namespace/name`).
-    pub async fn sync(&self, key: &str) -> Result<()> {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(service) = self.services.get_by_key(key) else {
             self.tracker.forget(key);
             return Ok(());

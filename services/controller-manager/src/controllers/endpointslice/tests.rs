@@ -12,6 +12,7 @@ use serde_json::json;
 use super::sync::Syncer;
 use super::tracker::Tracker;
 use super::{service_key, BY_SERVICE, CONTROLLER_NAME, MANAGED_BY, SERVICE_NAME};
+use crate::context::Reconciler;
 use crate::controllers::endpoints::tests::{pod, service, web_service};
 use crate::testkit::{context, eventually, object};
 

@@ -51,13 +51,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     slices.add_handler(move |event: &InformerEvent<EndpointSlice>| {
         on_slice_event(event, CONTROLLER_NAME, &t, &q)
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async {
-            endpoints.wait_synced().await;
-            services.wait_synced().await;
-            slices.wait_synced().await;
-        } => {}
+    if !ctx.until_synced(&[&endpoints, &services, &slices]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         services: services.store(),
@@ -68,10 +63,6 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         tracker,
     });
     let workers = ctx.settings.concurrent_service_endpoint_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }

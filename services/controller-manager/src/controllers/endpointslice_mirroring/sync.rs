@@ -14,6 +14,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::desired::mirror;
 use super::{CONTROLLER_NAME, MAX_ENDPOINTS_PER_SUBSET, SKIP_MIRROR};
+use crate::context::Reconciler;
 use crate::controllers::endpoints::{selection, LEADER_ANNOTATION};
 use crate::controllers::endpointslice::reconcile::{self, Plan, Template};
 use crate::controllers::endpointslice::sync::{apply, stale_cache};
@@ -38,9 +39,9 @@ pub struct Syncer {
     pub tracker: Arc<Tracker>,
 }
 
-impl Syncer {
+impl Reconciler for Syncer {
     /// Syncs the mirror of the Endpoints with `key` (`namespace/name`).
-    pub async fn sync(&self, key: &str) -> Result<()> {
+    async fn sync(&self, key: &str) -> Result<()> {
         let existing = owned_slices(&self.slices, key, CONTROLLER_NAME);
         if self.tracker.stale(key, &existing) {
             return Err(stale_cache());
@@ -75,7 +76,9 @@ impl Syncer {
         }
         result
     }
+}
 
+impl Syncer {
     fn should_mirror(&self, key: &str, endpoints: &Endpoints) -> bool {
         let labels = endpoints.metadata.labels.as_ref();
         let skip = labels

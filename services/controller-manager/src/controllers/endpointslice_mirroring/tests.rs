@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::sync::Syncer;
 use super::{CONTROLLER_NAME, SKIP_MIRROR};
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::controllers::endpoints::tests::{service, web_service};
 use crate::controllers::endpointslice::tracker::Tracker;
 use crate::controllers::endpointslice::{service_key, BY_SERVICE, MANAGED_BY, SERVICE_NAME};

@@ -17,6 +17,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditi
 use serde_json::{json, Value};
 
 use super::graph::{Found, Graph, Type};
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 
 pub const FOREGROUND: &str = "foregroundDeletion";
@@ -50,9 +51,9 @@ fn deleting(object: &DynamicObject) -> bool {
     object.metadata.deletion_timestamp.is_some()
 }
 
-impl Collector {
+impl Reconciler for Collector {
     /// Processes the object with `uid`, if it is still cached.
-    pub async fn process(&self, uid: &str) -> Result<()> {
+    async fn sync(&self, uid: &str) -> Result<()> {
         let Some(found) = self.graph.by_uid(uid) else {
             return Ok(());
         };
@@ -76,7 +77,9 @@ impl Collector {
         }
         Ok(())
     }
+}
 
+impl Collector {
     fn api(&self, kind: &Type, namespace: Option<&str>) -> Api<DynamicObject> {
         match (kind.namespaced, namespace) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &kind.resource),

@@ -69,11 +69,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: Some(queue.clone()),
     });
     let workers = ctx.settings.concurrent_gc_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |uid| {
-        let collector = collector.clone();
-        async move { collector.process(&uid).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, collector).await;
     Ok(())
 }
 

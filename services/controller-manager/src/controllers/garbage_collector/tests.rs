@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::collect::Collector;
 use super::graph::{self, Graph, Type, BY_OWNER, BY_UID};
+use crate::context::Reconciler;
 use crate::testkit::{context, eventually, object};
 
 fn resource<K: Resource<DynamicType = ()>>() -> ApiResource {
@@ -76,7 +77,7 @@ async fn a_dependent_whose_owner_is_gone_is_deleted() {
     let (collector, _ctx) = collector(&fake).await;
     fake.insert(&pod("orphaned", &["gone"], false));
     cached(&collector, "uid-orphaned").await;
-    collector.process("uid-orphaned").await.unwrap();
+    collector.sync("uid-orphaned").await.unwrap();
     assert!(fake.get::<Pod>(Some("default"), "orphaned").is_none());
     let deletes = fake.calls_to(Verb::Delete, "pods");
     assert_eq!(deletes.len(), 1);
@@ -90,7 +91,7 @@ async fn a_dependent_keeps_its_live_owner_and_drops_the_gone_one() {
     fake.insert(&pod("shared", &["alive", "gone"], false));
     cached(&collector, "uid-alive").await;
     cached(&collector, "uid-shared").await;
-    collector.process("uid-shared").await.unwrap();
+    collector.sync("uid-shared").await.unwrap();
     let stored: Pod = fake.get(Some("default"), "shared").unwrap();
     let references = stored.metadata.owner_references.unwrap();
     assert_eq!(references.len(), 1);
@@ -106,7 +107,7 @@ async fn an_owner_that_is_not_yet_cached_is_looked_up_before_anything_is_deleted
     cached(&collector, "uid-young").await;
     // The owner exists in the API; its watch is far behind.
     fake.insert(&owner("late", json!({})));
-    collector.process("uid-young").await.unwrap();
+    collector.sync("uid-young").await.unwrap();
     assert!(fake.get::<Pod>(Some("default"), "young").is_some());
 }
 
@@ -122,7 +123,7 @@ async fn an_orphaning_owner_lets_go_of_its_dependents_then_of_the_finalizer() {
     fake.insert(&pod("kept", &["leaving"], true));
     cached(&collector, "uid-leaving").await;
     cached(&collector, "uid-kept").await;
-    collector.process("uid-leaving").await.unwrap();
+    collector.sync("uid-leaving").await.unwrap();
     let kept: Pod = fake.get(Some("default"), "kept").unwrap();
     assert!(kept
         .metadata
@@ -137,7 +138,7 @@ async fn an_orphaning_owner_lets_go_of_its_dependents_then_of_the_finalizer() {
             .then_some(())
     })
     .await;
-    collector.process("uid-leaving").await.unwrap();
+    collector.sync("uid-leaving").await.unwrap();
     // The finalizer went, so the API server removed the owner.
     let left: Option<ReplicaSet> = fake.get(Some("default"), "leaving");
     assert!(left.is_none_or(|rs| rs.metadata.finalizers.unwrap_or_default().is_empty()));
@@ -155,10 +156,10 @@ async fn a_foreground_owner_waits_for_blocking_dependents() {
     fake.insert(&pod("child", &["parent"], true));
     cached(&collector, "uid-parent").await;
     cached(&collector, "uid-child").await;
-    collector.process("uid-parent").await.unwrap();
+    collector.sync("uid-parent").await.unwrap();
     assert!(fake.get::<ReplicaSet>(Some("default"), "parent").is_some());
     // The child sees its owner waiting and goes.
-    collector.process("uid-child").await.unwrap();
+    collector.sync("uid-child").await.unwrap();
     assert!(fake.get::<Pod>(Some("default"), "child").is_none());
     eventually("the child gone from the cache", || async {
         collector
@@ -168,7 +169,7 @@ async fn a_foreground_owner_waits_for_blocking_dependents() {
             .then_some(())
     })
     .await;
-    collector.process("uid-parent").await.unwrap();
+    collector.sync("uid-parent").await.unwrap();
     let left: Option<ReplicaSet> = fake.get(Some("default"), "parent");
     assert!(left.is_none_or(|rs| rs.metadata.finalizers.unwrap_or_default().is_empty()));
 }
@@ -184,7 +185,7 @@ async fn an_owner_of_a_type_not_yet_watched_is_retried_and_keeps_its_dependent()
     cached(&collector, "uid-early").await;
     // An error puts the object back in the queue with backoff, to be
     // judged once discovery has brought the owner's type.
-    let err = collector.process("uid-early").await.unwrap_err();
+    let err = collector.sync("uid-early").await.unwrap_err();
     assert!(
         err.to_string().contains("example.com/v1, Kind=Widget"),
         "{err}"

@@ -52,9 +52,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     });
     let (q, e, store) = (queue.clone(), expectations.clone(), jobs.store());
     pods.add_handler(move |event: &InformerEvent<Pod>| on_pod(&store, &e, &q, event));
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { jobs.wait_synced().await; pods.wait_synced().await } => {}
+    if !ctx.until_synced(&[&jobs, &pods]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         jobs: jobs.store(),
@@ -65,11 +64,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         written: Default::default(),
     });
     let workers = ctx.settings.concurrent_job_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }
 

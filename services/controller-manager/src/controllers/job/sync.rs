@@ -23,6 +23,7 @@ use super::failure::{self, Verdict};
 use super::indexes;
 use super::pods as job_pods;
 use super::tracking::{has_finalizer, Pods, ORPHAN_PREFIX, TRACKING_FINALIZER};
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 use crate::expectations::Expectations;
 use crate::ownership::BY_CONTROLLER;
@@ -50,8 +51,8 @@ pub struct Outcome {
     pub success: bool,
 }
 
-impl Syncer {
-    pub async fn sync(&self, key: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, key: &str) -> Result<()> {
         if let Some(pod_key) = key.strip_prefix(ORPHAN_PREFIX) {
             return self.release_orphan(pod_key).await;
         }
@@ -100,7 +101,9 @@ impl Syncer {
         self.recheck_deadline(key, &job);
         Ok(())
     }
+}
 
+impl Syncer {
     /// The job's pods by what they mean for it. A pod being deleted
     /// before it finished counts as failed (kube's default pod
     /// replacement), unless a podFailurePolicy waits for its phase.

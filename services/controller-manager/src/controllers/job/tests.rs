@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::sync::Syncer;
 use super::tracking::{has_finalizer, TRACKING_FINALIZER};
+use crate::context::Reconciler;
 use crate::expectations::Expectations;
 use crate::pod_control::PodControl;
 use crate::testkit::{context, eventually, object};

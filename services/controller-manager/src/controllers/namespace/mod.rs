@@ -13,7 +13,7 @@ use capstan_client::queue::WorkQueue;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, Preconditions};
 
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::error::{Error, Result};
 
 pub const ACCOUNT: &str = "namespace-controller";
@@ -32,9 +32,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             q.add(event.key());
         }
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = namespaces.wait_synced() => {}
+    if !ctx.until_synced(&[&namespaces]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         namespaces: namespaces.store(),
@@ -42,11 +41,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: queue.clone(),
     });
     let workers = ctx.settings.concurrent_namespace_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }
 
@@ -56,8 +51,8 @@ pub struct Syncer {
     pub queue: WorkQueue<String>,
 }
 
-impl Syncer {
-    pub async fn sync(&self, name: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, name: &str) -> Result<()> {
         let Some(namespace) = self.namespaces.get_by_key(name) else {
             return Ok(());
         };

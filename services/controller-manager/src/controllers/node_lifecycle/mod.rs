@@ -109,19 +109,14 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             q.add(node);
         }
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { nodes.wait_synced().await; leases.wait_synced().await; pods.wait_synced().await } => {}
+    if !ctx.until_synced(&[&nodes, &leases, &pods]).await {
+        return Ok(());
     }
     let period = ctx
         .settings
         .duration_of(&ctx.settings.node_monitor_period, Duration::from_secs(5));
     let ticker = tick(controller.clone(), period);
-    let c = controller.clone();
-    let workers = ctx.run_workers(QUEUE, queue, WORKERS, move |key| {
-        let c = c.clone();
-        async move { c.sync(&key).await }
-    });
+    let workers = ctx.serve(QUEUE, queue, WORKERS, controller);
     tokio::select! {
         _ = workers => {}
         _ = ticker => {}

@@ -21,6 +21,7 @@ use super::health::{self, Graces, Health};
 use super::pod_readiness;
 use super::taints::{self, taint, NOT_READY, NO_EXECUTE, UNREACHABLE};
 use super::zones::{zone_of, Change, Rates, Zones, EXCLUDE_DISRUPTION};
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 
 /// Slack after a grace period ends before the node is looked at.
@@ -43,9 +44,9 @@ pub struct Controller {
     pub known: Mutex<HashSet<String>>,
 }
 
-impl Controller {
+impl Reconciler for Controller {
     /// Reconciles the node `name`.
-    pub async fn sync(&self, name: &str) -> Result<()> {
+    async fn sync(&self, name: &str) -> Result<()> {
         let Some(cached) = self.nodes.get(None, name) else {
             self.removed(name);
             return Ok(());
@@ -85,7 +86,9 @@ impl Controller {
         }
         Ok(())
     }
+}
 
+impl Controller {
     fn registered(&self, node: &Node) {
         let name = node.metadata.name.clone().unwrap_or_default();
         if self.known.lock().insert(name.clone()) {

@@ -13,7 +13,7 @@ use super::health::{Graces, Health};
 use super::sync::Controller;
 use super::taints::{NOT_READY, UNREACHABLE};
 use super::zones::{Rates, Zones};
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::testkit::{context, eventually, object};
 
 const GRACE: Duration = Duration::from_millis(300);

@@ -16,7 +16,7 @@ use capstan_client::queue::WorkQueue;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::chrono::Utc;
 
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::error::Result;
 use crate::pod_control::delete_same_pod;
 use crate::pods;
@@ -37,9 +37,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             q.add(event.key());
         }
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { pods.wait_synced().await; nodes.wait_synced().await } => {}
+    if !ctx.until_synced(&[&pods, &nodes]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         pods: pods.store(),
@@ -47,11 +46,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         client,
         queue: queue.clone(),
     });
-    ctx.run_workers(QUEUE, queue, 2, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, 2, syncer).await;
     Ok(())
 }
 
@@ -62,8 +57,8 @@ pub struct Syncer {
     pub queue: WorkQueue<String>,
 }
 
-impl Syncer {
-    pub async fn sync(&self, key: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(pod) = self.pods.get_by_key(key) else {
             return Ok(());
         };

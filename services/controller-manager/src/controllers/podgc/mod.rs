@@ -59,15 +59,10 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     nodes.add_handler(move |event: &InformerEvent<Node>| on_node(event, &pod_store, &c, &q));
     let (q, node_store) = (queue.clone(), nodes.store());
     pods.add_handler(move |event: &InformerEvent<Pod>| on_pod(event, &node_store, &q));
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { nodes.wait_synced().await; pods.wait_synced().await } => {}
+    if !ctx.until_synced(&[&nodes, &pods]).await {
+        return Ok(());
     }
-    ctx.run_workers(QUEUE, queue, WORKERS, move |key| {
-        let collector = collector.clone();
-        async move { collector.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, WORKERS, collector).await;
     Ok(())
 }
 

@@ -17,6 +17,7 @@ use serde_json::json;
 
 use super::orphans::{Quarantine, Verdict};
 use super::terminated;
+use crate::context::Reconciler;
 use crate::controllers::disruption::stale::DISRUPTION_TARGET;
 use crate::error::{Error, Result};
 use crate::pod_control::delete_same_pod;
@@ -40,13 +41,8 @@ pub struct Collector {
     pub quarantine: Quarantine,
 }
 
-impl Collector {
-    /// `node` exists: pods bound to it are not orphans.
-    pub fn node_seen(&self, node: &str) {
-        self.quarantine.forget(node);
-    }
-
-    pub async fn sync(&self, key: &str) -> Result<()> {
+impl Reconciler for Collector {
+    async fn sync(&self, key: &str) -> Result<()> {
         if key == COUNT_KEY {
             return self.collect_terminated().await;
         }
@@ -87,6 +83,13 @@ impl Collector {
             "deleting an orphaned pod: its node is gone"
         );
         self.fail_and_delete(&pod, true).await
+    }
+}
+
+impl Collector {
+    /// `node` exists: pods bound to it are not orphans.
+    pub fn node_seen(&self, node: &str) {
+        self.quarantine.forget(node);
     }
 
     async fn collect_terminated(&self) -> Result<()> {

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::sync::{Collector, COUNT_KEY};
 use crate::config::Settings;
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::testkit::{context, eventually, object};
 
 fn pod(name: &str, node: Option<&str>, phase: &str, created: &str) -> Value {

@@ -66,9 +66,8 @@ async fn run<K: Replicated>(ctx: Arc<Context>) -> Result<()> {
         queue: queue.clone(),
     };
     pods.add_handler(move |event: &InformerEvent<Pod>| pod_events.handle(event));
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { owners.wait_synced().await; pods.wait_synced().await } => {}
+    if !ctx.until_synced(&[&owners, &pods]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         owners: owners.store(),
@@ -78,10 +77,6 @@ async fn run<K: Replicated>(ctx: Arc<Context>) -> Result<()> {
         queue: Some(queue.clone()),
     });
     let workers = K::workers(&ctx.settings);
-    ctx.run_workers(K::QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(K::QUEUE, queue, workers, syncer).await;
     Ok(())
 }

@@ -16,6 +16,7 @@ use kube::core::Selector;
 
 use super::kind::Replicated;
 use super::status::{calculate, needs_update, Failure};
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 use crate::expectations::Expectations;
 use crate::ownership::{self, controller_ref, Claim, BY_CONTROLLER, ORPHANS};
@@ -33,9 +34,9 @@ pub struct Syncer<K: Replicated> {
     pub queue: Option<WorkQueue<String>>,
 }
 
-impl<K: Replicated> Syncer<K> {
+impl<K: Replicated> Reconciler for Syncer<K> {
     /// Syncs the object with `key` (`namespace/name`).
-    pub async fn sync(&self, key: &str) -> Result<()> {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(owner) = self.owners.get_by_key(key) else {
             self.expectations.forget(key);
             return Ok(());
@@ -67,7 +68,9 @@ impl<K: Replicated> Syncer<K> {
         self.recheck_availability(key, owner.as_ref(), &status, managed.is_ok());
         managed
     }
+}
 
+impl<K: Replicated> Syncer<K> {
     /// The active pods this owner controls, after adoption and release.
     async fn claim_pods(&self, owner: &Arc<K>, selector: &Selector) -> Result<Vec<Arc<Pod>>> {
         let meta = owner.meta();

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::kind::Replicated;
 use super::sync::Syncer;
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::expectations::Expectations;
 use crate::pod_control::PodControl;
 use crate::testkit::{context, eventually, object};

@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use parking_lot::Mutex;
 
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::error::{Error, Result};
 use crate::pods;
 
@@ -68,9 +68,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             q.add(namespace);
         }
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { quotas.wait_synced().await; pods.wait_synced().await } => {}
+    if !ctx.until_synced(&[&quotas, &pods]).await {
+        return Ok(());
     }
     tokio::spawn(resync(ctx.clone(), quotas.store(), queue.clone()));
     let syncer = Arc::new(Syncer {
@@ -83,11 +82,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         watched: Mutex::new(HashSet::new()),
     });
     let workers = ctx.settings.concurrent_resource_quota_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }
 
@@ -121,15 +116,17 @@ pub struct Syncer {
     watched: Mutex<HashSet<(String, String)>>,
 }
 
-impl Syncer {
+impl Reconciler for Syncer {
     /// Recounts every quota of `namespace`.
-    pub async fn sync(&self, namespace: &str) -> Result<()> {
+    async fn sync(&self, namespace: &str) -> Result<()> {
         for quota in self.quotas.list_namespace(namespace) {
             self.recount(&quota).await?;
         }
         Ok(())
     }
+}
 
+impl Syncer {
     async fn recount(&self, quota: &ResourceQuota) -> Result<()> {
         let value = serde_json::to_value(quota).unwrap_or_default();
         let uid = quota.metadata.uid.clone().unwrap_or_default();

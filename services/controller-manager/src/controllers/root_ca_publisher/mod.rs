@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, PostParams};
 
 use super::serviceaccount::live;
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::error::{Error, Result};
 
 pub const ACCOUNT: &str = "root-ca-cert-publisher";
@@ -54,9 +54,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             );
         }
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { namespaces.wait_synced().await; maps.wait_synced().await } => {}
+    if !ctx.until_synced(&[&namespaces, &maps]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         namespaces: namespaces.store(),
@@ -64,11 +63,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         client,
         ca,
     });
-    ctx.run_workers(QUEUE, queue, 2, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, 2, syncer).await;
     Ok(())
 }
 
@@ -79,23 +74,8 @@ pub struct Syncer {
     pub ca: String,
 }
 
-impl Syncer {
-    fn wanted(&self) -> ConfigMap {
-        ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(NAME.into()),
-                annotations: Some(BTreeMap::from([(
-                    "kubernetes.io/description".into(),
-                    DESCRIPTION.into(),
-                )])),
-                ..ObjectMeta::default()
-            },
-            data: Some(BTreeMap::from([("ca.crt".into(), self.ca.clone())])),
-            ..ConfigMap::default()
-        }
-    }
-
-    pub async fn sync(&self, namespace: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, namespace: &str) -> Result<()> {
         let Some(ns) = self.namespaces.get_by_key(namespace) else {
             return Ok(());
         };
@@ -126,6 +106,23 @@ impl Syncer {
             }
             Err(err) if err.is_not_found() => Ok(()),
             Err(err) => Err(err),
+        }
+    }
+}
+
+impl Syncer {
+    fn wanted(&self) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(NAME.into()),
+                annotations: Some(BTreeMap::from([(
+                    "kubernetes.io/description".into(),
+                    DESCRIPTION.into(),
+                )])),
+                ..ObjectMeta::default()
+            },
+            data: Some(BTreeMap::from([("ca.crt".into(), self.ca.clone())])),
+            ..ConfigMap::default()
         }
     }
 }

@@ -9,7 +9,7 @@ use capstan_client::queue::WorkQueue;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{Api, ObjectMeta, PostParams};
 
-use crate::context::Context;
+use crate::context::{Context, Reconciler};
 use crate::error::{Error, Result};
 
 pub const ACCOUNT: &str = "service-account-controller";
@@ -44,20 +44,15 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             q.add(account.metadata.namespace.clone().unwrap_or_default());
         }
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { namespaces.wait_synced().await; accounts.wait_synced().await } => {}
+    if !ctx.until_synced(&[&namespaces, &accounts]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         namespaces: namespaces.store(),
         accounts: accounts.store(),
         client,
     });
-    ctx.run_workers(QUEUE, queue, 2, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, 2, syncer).await;
     Ok(())
 }
 
@@ -67,8 +62,8 @@ pub struct Syncer {
     pub client: kube::Client,
 }
 
-impl Syncer {
-    pub async fn sync(&self, namespace: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, namespace: &str) -> Result<()> {
         let Some(ns) = self.namespaces.get_by_key(namespace) else {
             return Ok(());
         };

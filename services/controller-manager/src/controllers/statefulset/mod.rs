@@ -61,14 +61,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     };
     pods.add_handler(move |event: &InformerEvent<Pod>| pod_events.handle(event));
     History::queue_owners(&revisions, "StatefulSet", queue.clone());
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async {
-            sets.wait_synced().await;
-            pods.wait_synced().await;
-            revisions.wait_synced().await;
-            claims.wait_synced().await;
-        } => {}
+    if !ctx.until_synced(&[&sets, &pods, &revisions, &claims]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         sets: sets.store(),
@@ -86,10 +80,6 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: Some(queue.clone()),
     });
     let workers = ctx.settings.concurrent_statefulset_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }

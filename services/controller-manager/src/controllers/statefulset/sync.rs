@@ -20,6 +20,7 @@ use super::identity::{new_pod, ordinal_of, revision_of};
 use super::plan::{plan, Action, Policy, Template};
 use super::revisions::{current_and_update, set_template, SetRevisions};
 use super::status::{calculate, needs_update};
+use crate::context::Reconciler;
 use crate::error::Result;
 use crate::expectations::Expectations;
 use crate::history::History;
@@ -69,8 +70,8 @@ pub fn policy_of(set: &StatefulSet, update_revision: &str) -> Policy {
     }
 }
 
-impl Syncer {
-    pub async fn sync(&self, key: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(set) = self.sets.get_by_key(key) else {
             self.expectations.forget(key);
             return Ok(());
@@ -102,7 +103,9 @@ impl Syncer {
         self.recheck_availability(key, &set, &status);
         carried
     }
+}
 
+impl Syncer {
     /// The pods the set controls (every phase), with their ordinals.
     async fn claim_pods(
         &self,

@@ -12,6 +12,7 @@ use super::control::SetControl;
 use super::identity::revision_of;
 use super::plan::{plan, Action, Policy, Template};
 use super::sync::Syncer;
+use crate::context::Reconciler;
 use crate::expectations::Expectations;
 use crate::history::{History, CONTROLLER_REVISION_HASH};
 use crate::testkit::{context, eventually, object};

@@ -45,9 +45,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
     nodes.add_handler(move |event: &InformerEvent<Node>| on_node(event, &pod_store, &q));
     let (q, node_store) = (queue.clone(), nodes.store());
     pods.add_handler(move |event: &InformerEvent<Pod>| on_pod(event, &node_store, &q));
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = async { nodes.wait_synced().await; pods.wait_synced().await } => {}
+    if !ctx.until_synced(&[&nodes, &pods]).await {
+        return Ok(());
     }
     let evictor = Arc::new(Evictor {
         pods: pods.store(),
@@ -57,11 +56,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: Some(queue.clone()),
         scheduled: Mutex::new(HashMap::new()),
     });
-    ctx.run_workers(QUEUE, queue, WORKERS, move |key| {
-        let evictor = evictor.clone();
-        async move { evictor.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, WORKERS, evictor).await;
     Ok(())
 }
 

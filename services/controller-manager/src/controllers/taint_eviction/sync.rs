@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use super::decide::{decide, Decision};
+use crate::context::Reconciler;
 use crate::controllers::disruption::stale::DISRUPTION_TARGET;
 use crate::error::{Error, Result};
 use crate::pod_control::delete_same_pod;
@@ -41,9 +42,9 @@ pub struct Evictor {
     pub scheduled: Mutex<HashMap<String, DateTime<Utc>>>,
 }
 
-impl Evictor {
+impl Reconciler for Evictor {
     /// Reconciles the pod with `key` (`namespace/name`).
-    pub async fn sync(&self, key: &str) -> Result<()> {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(pod) = self.pods.get_by_key(key) else {
             self.scheduled.lock().remove(key);
             return Ok(());
@@ -81,7 +82,9 @@ impl Evictor {
             }
         }
     }
+}
 
+impl Evictor {
     async fn evict(&self, key: &str, pod: &Pod) -> Result<()> {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         let name = pod.metadata.name.as_deref().unwrap_or_default();

@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::sync::{Evictor, REASON};
+use crate::context::Reconciler;
 use crate::testkit::{context, eventually, object};
 
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";

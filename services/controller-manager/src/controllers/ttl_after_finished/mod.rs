@@ -33,9 +33,8 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
             q.add(event.key());
         }
     });
-    tokio::select! {
-        _ = ctx.stop.cancelled() => return Ok(()),
-        _ = jobs.wait_synced() => {}
+    if !ctx.until_synced(&[&jobs]).await {
+        return Ok(());
     }
     let syncer = Arc::new(Syncer {
         jobs: jobs.store(),
@@ -43,10 +42,6 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         queue: Some(queue.clone()),
     });
     let workers = ctx.settings.concurrent_ttl_after_finished_syncs;
-    ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    })
-    .await;
+    ctx.serve(QUEUE, queue, workers, syncer).await;
     Ok(())
 }

@@ -11,6 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::chrono::{DateTime, Utc};
 use kube::api::{Api, DeleteParams, Preconditions, PropagationPolicy};
 
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 
 pub struct Syncer {
@@ -49,8 +50,8 @@ pub fn time_left(job: &Job, now: DateTime<Utc>) -> Option<Duration> {
     Some((expiry - now).to_std().unwrap_or_default())
 }
 
-impl Syncer {
-    pub async fn sync(&self, key: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(cached) = self.jobs.get_by_key(key) else {
             return Ok(());
         };
@@ -81,7 +82,9 @@ impl Syncer {
             Err(err) => Err(err),
         }
     }
+}
 
+impl Syncer {
     /// True if `job` has expired; if it will, looks again then.
     fn expired(&self, key: &str, job: &Job) -> bool {
         match time_left(job, Utc::now()) {

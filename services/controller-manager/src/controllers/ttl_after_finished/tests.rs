@@ -4,6 +4,7 @@ use k8s_openapi::chrono::{Duration as ChronoDuration, Utc};
 use serde_json::json;
 
 use super::sync::{time_left, Syncer};
+use crate::context::Reconciler;
 use crate::testkit::{context, eventually, object};
 
 fn job(name: &str, ttl: Option<i32>, finished_ago: Option<i64>) -> Job {
