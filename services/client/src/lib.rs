@@ -17,11 +17,15 @@
 //! 5. [`events`]: an [`events::EventRecorder`] writes what `kubectl describe` shows.
 //! 6. [`health`] and [`metrics`]: `/healthz`, `/readyz`, `/metrics`.
 //!
+//! [`embed`] runs a component on a thread and runtime of its own inside
+//! another process (the API server's, as k3s does).
+//!
 //! Unit tests use [`testing::FakeApi`] (feature `testing`), an in-memory
 //! Kubernetes API any `kube::Client` can be built on.
 #![deny(missing_docs)]
 
 pub mod connect;
+pub mod embed;
 pub mod error;
 pub mod events;
 pub mod health;

@@ -8,23 +8,16 @@
 //! `capstan-scheduler` exits instead, and is restarted by its supervisor).
 
 use std::path::Path;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use capstan_client::connect::{ClientSettings, Connection, InlineCredentials};
-use tokio::sync::oneshot;
+use capstan_client::embed::CancellationToken;
+pub use capstan_client::embed::Embedded;
 
 use crate::config::{self, FieldError, SchedulerConfig};
 use crate::core::profiles::Profiles;
 use crate::framework::StaticLister;
 use crate::wiring::RunError;
-
-/// A running embedded scheduler. Stopping it (or dropping it) gives up
-/// the Lease and ends its thread.
-pub struct Embedded {
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
 
 /// How the embedded scheduler reaches the API.
 pub enum Credentials {
@@ -50,31 +43,14 @@ pub fn load_config(path: Option<&Path>) -> Result<SchedulerConfig, String> {
     Ok(config)
 }
 
-/// Starts the scheduler on its own thread.
+/// Starts the scheduler on its own thread. Stopping it (or dropping it)
+/// gives up the Lease and ends the thread.
 pub fn start(credentials: Credentials, config: SchedulerConfig) -> std::io::Result<Embedded> {
-    let (stop, stopped) = oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("scheduler".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("scheduler")
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime,
-                Err(err) => return tracing::error!(%err, "scheduler runtime"),
-            };
-            runtime.block_on(run(credentials, config, stopped));
-        })?;
-    Ok(Embedded {
-        stop: Some(stop),
-        thread: Some(thread),
-    })
+    Embedded::start("scheduler", move |stop| run(credentials, config, stop))
 }
 
 /// Connects, then schedules while it holds the Lease, until stopped.
-async fn run(credentials: Credentials, config: SchedulerConfig, stopped: oneshot::Receiver<()>) {
+async fn run(credentials: Credentials, config: SchedulerConfig, stop: CancellationToken) {
     let settings = ClientSettings {
         kubeconfig: None,
         kube_api_qps: config.qps,
@@ -96,16 +72,8 @@ async fn run(credentials: Credentials, config: SchedulerConfig, stopped: oneshot
         Ok(connection) => connection,
         Err(err) => return tracing::error!(%err, "embedded scheduler: cannot connect; not started"),
     };
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        let _ = stopped.await;
-        let _ = stop_tx.send(true);
-    });
     loop {
-        let mut until = stop_rx.clone();
-        let shutdown = async move {
-            let _ = until.wait_for(|stop| *stop).await;
-        };
+        let shutdown = stop.clone().cancelled_owned();
         match crate::wiring::run(config.clone(), connection.client(), None, shutdown).await {
             Ok(()) => return,
             Err(RunError::LeadershipLost) => {
@@ -114,31 +82,9 @@ async fn run(credentials: Credentials, config: SchedulerConfig, stopped: oneshot
             }
             Err(err) => return tracing::error!(%err, "embedded scheduler stopped"),
         }
-        if *stop_rx.borrow() {
+        if stop.is_cancelled() {
             return;
         }
-    }
-}
-
-impl Embedded {
-    /// Stops scheduling (giving up the Lease) and waits for the thread.
-    pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Embedded {
-    fn drop(&mut self) {
-        self.shutdown();
     }
 }
 
