@@ -28,6 +28,7 @@ pub mod connect;
 pub mod embed;
 pub mod error;
 pub mod events;
+pub mod flags;
 pub mod health;
 pub mod informer;
 pub mod leader;

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use capstan_client::flags::{ConnectionFlags, LeaderElectionFlags};
 use clap::Parser;
 use serde::Deserialize;
 use thiserror::Error;
@@ -18,30 +19,13 @@ use crate::config::{self, ConfigError, SchedulerConfig};
     about = "kube-scheduler's default profile as an API client"
 )]
 pub struct Flags {
-    /// The kubeconfig to reach the API with.
-    #[arg(long)]
-    pub kubeconfig: Option<String>,
+    #[command(flatten)]
+    pub connection: ConnectionFlags,
+    #[command(flatten)]
+    pub election: LeaderElectionFlags,
     /// A KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Take the Lease before scheduling (kube's default: true).
-    #[arg(long)]
-    pub leader_elect: Option<bool>,
-    #[arg(long)]
-    pub leader_elect_lease_duration: Option<String>,
-    #[arg(long)]
-    pub leader_elect_renew_deadline: Option<String>,
-    #[arg(long)]
-    pub leader_elect_retry_period: Option<String>,
-    #[arg(long)]
-    pub leader_elect_resource_name: Option<String>,
-    #[arg(long)]
-    pub leader_elect_resource_namespace: Option<String>,
-    /// API requests per second (kube-scheduler's default 50; <= 0 unlimited).
-    #[arg(long)]
-    pub kube_api_qps: Option<f32>,
-    #[arg(long)]
-    pub kube_api_burst: Option<u32>,
     /// Port of /healthz, /readyz and /metrics.
     #[arg(long)]
     pub secure_port: Option<u16>,
@@ -83,42 +67,20 @@ impl Options {
             .set_default("secure_port", 10259)
             .and_then(|b| b.set_default("bind_address", "127.0.0.1"))
             .map_err(capstan_telemetry::settings::ConfigError::from)?;
-        let text = |v: &Option<String>| v.clone();
-        let overrides = [
-            ("kubeconfig", text(&flags.kubeconfig)),
+        let own = vec![
             (
                 "config",
                 flags.config.as_ref().map(|p| p.display().to_string()),
             ),
-            ("leader_elect", flags.leader_elect.map(|v| v.to_string())),
-            (
-                "leader_elect_lease_duration",
-                text(&flags.leader_elect_lease_duration),
-            ),
-            (
-                "leader_elect_renew_deadline",
-                text(&flags.leader_elect_renew_deadline),
-            ),
-            (
-                "leader_elect_retry_period",
-                text(&flags.leader_elect_retry_period),
-            ),
-            (
-                "leader_elect_resource_name",
-                text(&flags.leader_elect_resource_name),
-            ),
-            (
-                "leader_elect_resource_namespace",
-                text(&flags.leader_elect_resource_namespace),
-            ),
-            ("kube_api_qps", flags.kube_api_qps.map(|v| v.to_string())),
-            (
-                "kube_api_burst",
-                flags.kube_api_burst.map(|v| v.to_string()),
-            ),
             ("secure_port", flags.secure_port.map(|v| v.to_string())),
-            ("bind_address", text(&flags.bind_address)),
+            ("bind_address", flags.bind_address.clone()),
         ];
+        let overrides = [
+            flags.connection.overrides(),
+            flags.election.overrides(),
+            own,
+        ]
+        .concat();
         Ok(capstan_telemetry::settings::load_layered(
             defaults, None, &overrides,
         )?)
