@@ -46,20 +46,6 @@ pub struct ControlPlane {
 }
 
 impl ControlPlane {
-    pub fn start(shape: &Shape) -> Result<ControlPlane, String> {
-        let dir = tempfile::Builder::new()
-            .prefix("capstan-bench-density-")
-            .tempdir()
-            .map_err(|e| format!("temporary folder: {e}"))?;
-        let scheduler_config = dir.path().join("scheduler.yaml");
-        std::fs::write(&scheduler_config, scheduler_configuration(shape.client_qps))
-            .map_err(|e| format!("write {}: {e}", scheduler_config.display()))?;
-        match shape.cluster {
-            false => start_single(shape, dir, &scheduler_config),
-            true => super::cluster::start(shape, dir, &scheduler_config),
-        }
-    }
-
     /// `capstan-nodes` with `nodes` nodes in three zones, as the admin
     /// (its nodes act as `system:node:<name>`); returns once it serves
     /// its health endpoint (the nodes register in the background).
@@ -111,14 +97,6 @@ impl ControlPlane {
     }
 }
 
-/// kube-scheduler's configuration with density-sized client limits.
-fn scheduler_configuration(qps: u32) -> String {
-    format!(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
-         clientConnection:\n  qps: {qps}\n  burst: {qps}\n"
-    )
-}
-
 /// The controller manager's client limits, as its environment settings.
 pub fn controller_rates(command: &mut Command, qps: u32) {
     command
@@ -126,40 +104,8 @@ pub fn controller_rates(command: &mut Command, qps: u32) {
         .env("CAPSTAN_KUBE_API_BURST", qps.to_string());
 }
 
-fn start_single(
-    shape: &Shape,
-    dir: TempDir,
-    scheduler_config: &Path,
-) -> Result<ControlPlane, String> {
-    let ports = free_ports(4).map_err(|e| format!("free ports: {e}"))?;
-    let data = dir.path().join("data");
-    let mut command = Command::new(binary("capstan")?);
-    command
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["--secure-port", &ports[0].to_string()])
-        .args(["--insecure-port", &ports[1].to_string()])
-        .args(["--store-port", &ports[2].to_string()])
-        .args(["--peer-port", &ports[3].to_string()])
-        .args(["--simulated-nodes", "0", "--log-level", "warn"])
-        .arg("--scheduler-config")
-        .arg(scheduler_config);
-    controller_rates(&mut command, shape.client_qps);
-    let log = dir.path().join("capstan.log");
-    let mut process = Process::spawn("capstan", &mut command, log)?;
-    process.wait_ready(ports[1], shape.startup_timeout)?;
-    Ok(ControlPlane {
-        processes: vec![process],
-        port: ports[1],
-        metrics_ports: vec![ports[1]],
-        kubeconfig: data.join("kubeconfig"),
-        store_dirs: vec![data.join("store")],
-        dir,
-    })
-}
-
 impl ControlPlane {
-    /// A control plane of processes started elsewhere in this module.
+    /// A control plane of processes started by `start.rs` or `cluster.rs`.
     pub(super) fn assemble(
         processes: Vec<Process>,
         port: u16,

@@ -26,6 +26,7 @@ mod plot;
 mod probe;
 mod report;
 mod sampler;
+mod start;
 mod watch;
 
 use std::path::PathBuf;
