@@ -12,87 +12,20 @@
 //! --test nodes heartbeat_cost -- --ignored --nocapture`) prints the API
 //! server's CPU while N nodes hold their Leases.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use capstan_tests::apiserver::{ApiCluster, Backend, Embedded, Kubectl};
 use capstan_tests::poll::wait_for;
-use capstan_tests::{binary, free_port, watchdog};
+use capstan_tests::sim_nodes::SimNodes;
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// A running `capstan-nodes`, killed when dropped.
-struct Nodes {
-    child: Child,
-    admin_port: u16,
-    log: PathBuf,
-    _watchdog: watchdog::Watchdog,
-}
-
-impl Nodes {
-    fn start(capstan: &Embedded, args: &[&str]) -> Nodes {
-        Nodes::start_on(capstan.dir.path(), &capstan.kubectl, args)
-    }
-
-    /// Against the API server `kubectl` reaches, logging into `dir`.
-    fn start_on(dir: &Path, kubectl: &Kubectl, args: &[&str]) -> Nodes {
-        let admin_port = free_port();
-        let log = dir.join(format!("nodes-{admin_port}.log"));
-        let file = std::fs::File::create(&log).expect("create the nodes log");
-        let child = Command::new(binary("capstan-nodes"))
-            .arg("--kubeconfig")
-            .arg(&kubectl.kubeconfig)
-            .args([
-                "--kubelet-port",
-                "0",
-                "--healthz-port",
-                &admin_port.to_string(),
-            ])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("start capstan-nodes");
-        watchdog::track(child.id());
-        Nodes {
-            child,
-            admin_port,
-            log,
-            _watchdog: watchdog::arm(),
-        }
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        watchdog::untrack(self.child.id());
-    }
-
-    fn admin(&self, method: &str, path: &str) -> String {
-        let url = format!("http://127.0.0.1:{}{path}", self.admin_port);
-        let output = Command::new("curl")
-            .args(["-sS", "-X", method, &url])
-            .output()
-            .expect("run curl");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).to_string()
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Nodes {
-    fn drop(&mut self) {
-        self.kill();
-    }
+/// `capstan-nodes` with `args` against `capstan`, logging into its folder.
+fn start_nodes(capstan: &Embedded, args: &[&str]) -> SimNodes {
+    SimNodes::start_serving_metrics(capstan.dir.path(), &capstan.kubectl, args)
 }
 
 fn json(kubectl: &Kubectl, args: &[&str]) -> Value {
@@ -118,7 +51,7 @@ fn ready_nodes(kubectl: &Kubectl) -> Vec<Value> {
         .collect()
 }
 
-fn wait_ready_nodes(kubectl: &Kubectl, count: usize, nodes: &Nodes) -> Vec<Value> {
+fn wait_ready_nodes(kubectl: &Kubectl, count: usize, nodes: &SimNodes) -> Vec<Value> {
     let what = format!("{count} Ready nodes");
     let deadline = Instant::now() + WAIT;
     loop {
@@ -129,7 +62,7 @@ fn wait_ready_nodes(kubectl: &Kubectl, count: usize, nodes: &Nodes) -> Vec<Value
         assert!(
             Instant::now() < deadline,
             "no {what}; log:\n{}",
-            nodes.log()
+            nodes.log_text()
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -176,7 +109,7 @@ fn renew_time(kubectl: &Kubectl, node: &str) -> String {
 fn three_nodes_register_heartbeat_and_run_pods() {
     let capstan = Embedded::start();
     let kubectl = &capstan.kubectl;
-    let nodes = Nodes::start(
+    let nodes = start_nodes(
         &capstan,
         &[
             "--nodes",
@@ -236,7 +169,7 @@ fn three_nodes_run_pods_on_etcd() {
         "--register-metrics-api",
         "false",
     ];
-    let nodes = Nodes::start_on(cluster.dir.path(), kubectl, &args);
+    let nodes = SimNodes::start_serving_metrics(cluster.dir.path(), kubectl, &args);
     nodes_run_pods(kubectl, &nodes);
     kubectl.ok(&["delete", "pod", "web", "--timeout=60s"]);
     assert!(!kubectl.run(&["get", "pod", "web"]).status.success());
@@ -244,7 +177,7 @@ fn three_nodes_run_pods_on_etcd() {
 
 /// Nodes sim-0..2 Ready across three zones; pods run, finish, are
 /// refused; Leases renew. Returns the running pod `web` (on sim-1).
-fn nodes_run_pods(kubectl: &Kubectl, nodes: &Nodes) -> Value {
+fn nodes_run_pods(kubectl: &Kubectl, nodes: &SimNodes) -> Value {
     let ready = wait_ready_nodes(kubectl, 3, nodes);
     let mut zones: Vec<&str> = ready
         .iter()
@@ -368,7 +301,7 @@ fn kubelet_log(capstan: &Embedded, pod: &Value, path: &str) -> String {
 fn a_stopped_node_lets_its_lease_lapse_and_renews_when_started() {
     let capstan = Embedded::start();
     let kubectl = &capstan.kubectl;
-    let nodes = Nodes::start(&capstan, &["--nodes", "2", "--name-prefix", "stop-"]);
+    let nodes = start_nodes(&capstan, &["--nodes", "2", "--name-prefix", "stop-"]);
     wait_ready_nodes(kubectl, 2, &nodes);
     // Both Leases: the nodes write theirs independently, so one existing
     // says nothing about the other.
@@ -419,13 +352,13 @@ fn pods_outlive_a_killed_nodes_process_and_a_new_one_takes_over() {
     let capstan = Embedded::start();
     let kubectl = &capstan.kubectl;
     let args = ["--nodes", "1", "--name-prefix", "keep-", "--pods", "2"];
-    let mut nodes = Nodes::start(&capstan, &args);
+    let mut nodes = start_nodes(&capstan, &args);
     wait_ready_nodes(kubectl, 1, &nodes);
     create(kubectl, "apiVersion: v1\nkind: Pod\nmetadata: {name: long}\nspec:\n  nodeName: keep-0\n  containers: [{name: app, image: nginx}]\n");
     let before = wait_phase(kubectl, "long", "Running");
     nodes.kill();
     let cidr = json(kubectl, &["get", "node", "keep-0"])["spec"]["podCIDR"].clone();
-    let nodes = Nodes::start(&capstan, &args);
+    let nodes = start_nodes(&capstan, &args);
     wait_ready_nodes(kubectl, 1, &nodes);
     assert_eq!(
         json(kubectl, &["get", "node", "keep-0"])["spec"]["podCIDR"],
@@ -469,7 +402,7 @@ fn heartbeat_cost() {
         .unwrap_or(60);
     let capstan = Embedded::start();
     let kubectl = &capstan.kubectl;
-    let nodes = Nodes::start(
+    let nodes = start_nodes(
         &capstan,
         &[
             "--nodes",
@@ -490,7 +423,7 @@ fn heartbeat_cost() {
         assert!(
             Instant::now() < deadline,
             "not every node holds a Lease; log:\n{}",
-            nodes.log()
+            nodes.log_text()
         );
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -500,12 +433,12 @@ fn heartbeat_cost() {
     );
     // Let the start-up writes settle, then measure a steady window.
     std::thread::sleep(Duration::from_secs(15));
-    let (api_before, nodes_before) = (cpu_seconds(capstan.pid()), cpu_seconds(nodes.child.id()));
+    let (api_before, nodes_before) = (cpu_seconds(capstan.pid()), cpu_seconds(nodes.process.pid()));
     let window = Instant::now();
     std::thread::sleep(Duration::from_secs(seconds));
     let elapsed = window.elapsed().as_secs_f64();
     let api = (cpu_seconds(capstan.pid()) - api_before) / elapsed;
-    let sim = (cpu_seconds(nodes.child.id()) - nodes_before) / elapsed;
+    let sim = (cpu_seconds(nodes.process.pid()) - nodes_before) / elapsed;
     println!(
         "heartbeats of {count} nodes over {elapsed:.0} s: capstan (API server + store) {:.1}% of a core, capstan-nodes {:.1}% of a core",
         api * 100.0,

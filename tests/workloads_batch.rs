@@ -7,97 +7,46 @@
 //! CronJob starts a Job on schedule and, with Forbid, no second one while
 //! the first runs.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use capstan_tests::apiserver::{Embedded, Kubectl};
+use capstan_tests::component::Component;
+use capstan_tests::free_port;
 use capstan_tests::poll::wait_for;
-use capstan_tests::{binary, free_port, watchdog};
+use capstan_tests::sim_nodes::SimNodes;
 
 const WAIT: Duration = Duration::from_secs(90);
 
 /// `capstan`, one `capstan-scheduler` and one `capstan-nodes` with two
 /// nodes; the helpers are killed when dropped.
 struct Workloads {
+    // Fields drop in order: the helpers go before the API server.
+    _scheduler: Component,
+    _nodes: SimNodes,
     capstan: Embedded,
-    helpers: Vec<Child>,
-    _watchdog: watchdog::Watchdog,
 }
 
 impl Workloads {
     fn start() -> Workloads {
         let capstan = Embedded::start();
-        let kubeconfig = capstan.kubectl.kubeconfig.clone();
-        let dir = capstan.dir.path().to_path_buf();
-        let scheduler = spawn(
-            &dir,
-            "capstan-scheduler",
-            &[
-                "--kubeconfig",
-                kubeconfig.to_str().unwrap(),
-                "--secure-port",
-                &free_port().to_string(),
-            ],
-        );
-        let nodes = spawn(
-            &dir,
-            "capstan-nodes",
-            &[
-                "--kubeconfig",
-                kubeconfig.to_str().unwrap(),
-                "--nodes",
-                "2",
-                "--kubelet-port",
-                "0",
-                "--healthz-port",
-                &free_port().to_string(),
-                "--pod-run-duration",
-                "1s",
-            ],
-        );
+        let (dir, kubectl) = (capstan.dir.path(), &capstan.kubectl);
+        let port = free_port().to_string();
+        let scheduler =
+            Component::start(dir, kubectl, "capstan-scheduler", &["--secure-port", &port]);
+        let node_args = ["--nodes", "2", "--pod-run-duration", "1s"];
+        let nodes = SimNodes::start(dir, kubectl, &node_args);
         let workloads = Workloads {
             capstan,
-            helpers: vec![scheduler, nodes],
-            _watchdog: watchdog::arm(),
+            _scheduler: scheduler,
+            _nodes: nodes,
         };
-        wait_for(WAIT, "two Ready nodes", || {
-            let ready = workloads.kubectl().ok(&[
-                "get",
-                "nodes",
-                "-o",
-                "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
-            ]);
-            (ready.lines().filter(|l| *l == "True").count() == 2).then_some(())
-        });
+        workloads.kubectl().wait_ready_nodes(2, WAIT);
         workloads
     }
 
     fn kubectl(&self) -> &Kubectl {
         &self.capstan.kubectl
     }
-}
-
-impl Drop for Workloads {
-    fn drop(&mut self) {
-        for child in &mut self.helpers {
-            let _ = child.kill();
-            let _ = child.wait();
-            watchdog::untrack(child.id());
-        }
-    }
-}
-
-fn spawn(dir: &Path, name: &str, args: &[&str]) -> Child {
-    let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("create a log");
-    let child = Command::new(binary(name))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {name}: {e}"));
-    watchdog::track(child.id());
-    child
 }
 
 fn jsonpath(kubectl: &Kubectl, object: &str, path: &str) -> String {

@@ -9,36 +9,33 @@
 //! other nodes while `patient`'s stay; started again, the node is Ready
 //! and untainted and finishes the evicted pods' deletion.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use capstan_tests::apiserver::{Embedded, Kubectl};
+use capstan_tests::component::Component;
 use capstan_tests::poll::wait_for;
-use capstan_tests::{binary, free_port, watchdog};
+use capstan_tests::sim_nodes::SimNodes;
 
 const WAIT: Duration = Duration::from_secs(120);
 const NODES: [&str; 3] = ["fail-0", "fail-1", "fail-2"];
 
 struct Cluster {
+    // Fields drop in order: the helpers go before the API server.
+    manager: Component,
+    nodes: SimNodes,
     capstan: Embedded,
-    helpers: Vec<Child>,
-    admin_port: u16,
-    _watchdog: watchdog::Watchdog,
 }
 
 impl Cluster {
     fn start() -> Cluster {
         let capstan =
             Embedded::start_with(&["--simulated-nodes", "0", "--disable-controller-manager"]);
-        let kubeconfig = capstan.kubectl.kubeconfig.to_str().unwrap().to_string();
-        let dir = capstan.dir.path().to_path_buf();
-        let manager = spawn(
-            &dir,
+        let (dir, kubectl) = (capstan.dir.path(), &capstan.kubectl);
+        let manager = Component::start(
+            dir,
+            kubectl,
             "capstan-controller-manager",
             &[
-                "--kubeconfig",
-                &kubeconfig,
                 "--secure-port",
                 "0",
                 "--node-monitor-grace-period",
@@ -47,30 +44,11 @@ impl Cluster {
                 "1s",
             ],
         );
-        let admin_port = free_port();
-        let nodes = spawn(
-            &dir,
-            "capstan-nodes",
-            &[
-                "--kubeconfig",
-                &kubeconfig,
-                "--nodes",
-                "3",
-                "--name-prefix",
-                "fail-",
-                "--kubelet-port",
-                "0",
-                "--healthz-port",
-                &admin_port.to_string(),
-                "--register-metrics-api",
-                "false",
-            ],
-        );
+        let nodes = SimNodes::start(dir, kubectl, &["--nodes", "3", "--name-prefix", "fail-"]);
         let cluster = Cluster {
             capstan,
-            helpers: vec![manager, nodes],
-            admin_port,
-            _watchdog: watchdog::arm(),
+            manager,
+            nodes,
         };
         // The controller manager makes the `default` ServiceAccount pods need.
         cluster.kubectl().wait_for_default_account();
@@ -88,16 +66,9 @@ impl Cluster {
 
     /// Stops or starts one simulated node through `capstan-nodes`' admin routes.
     fn node(&self, name: &str, action: &str) {
-        let url = format!("http://127.0.0.1:{}/nodes/{name}/{action}", self.admin_port);
-        let output = Command::new("curl")
-            .args(["-sS", "--fail", "-X", "POST", &url])
-            .output()
-            .expect("run curl");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let answer = self.nodes.admin("POST", &format!("/nodes/{name}/{action}"));
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap_or_default();
+        assert_eq!(answer["changed"], true, "{action} {name}: {answer}");
     }
 
     /// Waits until `node`'s Ready status and NoExecute taints satisfy
@@ -112,44 +83,16 @@ impl Cluster {
                 return;
             }
             if std::time::Instant::now() > deadline {
-                let tail = |name: &str| {
-                    let path = self.capstan.dir.path().join(format!("{name}.log"));
-                    let text = std::fs::read_to_string(path).unwrap_or_default();
-                    let lines: Vec<&str> = text.lines().collect();
-                    lines[lines.len().saturating_sub(20)..].join("\n")
-                };
                 panic!(
                     "{node} not {what} after {WAIT:?}: Ready={status:?}, NoExecute taints={taints:?}\n\
                      controller manager:\n{}\nnodes:\n{}",
-                    tail("capstan-controller-manager"),
-                    tail("capstan-nodes")
+                    self.manager.log_tail(20),
+                    self.nodes.process.log_tail(20)
                 );
             }
             std::thread::sleep(Duration::from_millis(500));
         }
     }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for child in &mut self.helpers {
-            let _ = child.kill();
-            let _ = child.wait();
-            watchdog::untrack(child.id());
-        }
-    }
-}
-
-fn spawn(dir: &Path, name: &str, args: &[&str]) -> Child {
-    let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("create a log");
-    let child = Command::new(binary(name))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {name}: {e}"));
-    watchdog::track(child.id());
-    child
 }
 
 fn jsonpath(kubectl: &Kubectl, args: &[&str], path: &str) -> String {

@@ -17,15 +17,7 @@ const WAIT: Duration = Duration::from_secs(120);
 
 fn start() -> Embedded {
     let capstan = Embedded::start_with(&["--simulated-nodes", "2"]);
-    wait_for(WAIT, "two Ready nodes", || {
-        let ready = capstan.kubectl.ok(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
-        ]);
-        (ready.lines().filter(|l| *l == "True").count() == 2).then_some(())
-    });
+    capstan.kubectl.wait_ready_nodes(2, WAIT);
     capstan
 }
 
@@ -37,6 +29,20 @@ fn json(kubectl: &Kubectl, args: &[&str]) -> Value {
 
 fn items(list: &Value) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// `kubectl create deployment web` of three nginx:1.25 pods (and
+/// `extra` flags), rolled out.
+fn create_web(kubectl: &Kubectl, extra: &[&str]) {
+    let create = [
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.25",
+        "--replicas=3",
+    ];
+    kubectl.ok(&[&create[..], extra].concat());
+    rollout_status(kubectl);
 }
 
 /// `kubectl rollout status` until it says the rollout is done.
@@ -103,14 +109,7 @@ fn deployment_image(kubectl: &Kubectl) -> String {
 fn a_deployment_rolls_out_back_scales_pauses_restarts_and_goes() {
     let capstan = start();
     let kubectl = &capstan.kubectl;
-    kubectl.ok(&[
-        "create",
-        "deployment",
-        "web",
-        "--image=nginx:1.25",
-        "--replicas=3",
-    ]);
-    rollout_status(kubectl);
+    create_web(kubectl, &[]);
     wait_pods(kubectl, 3, "nginx:1.25");
     let ready = kubectl.ok(&[
         "get",
@@ -228,18 +227,16 @@ fn endpoint_addresses(kubectl: &Kubectl) -> (usize, usize) {
     (count("addresses"), count("notReadyAddresses"))
 }
 
+/// The EndpointSlices of the Service `web`.
+fn web_slices(kubectl: &Kubectl) -> Vec<Value> {
+    let selector = "kubernetes.io/service-name=web";
+    items(&json(kubectl, &["get", "endpointslices", "-l", selector]))
+}
+
 /// The EndpointSlices' endpoints: (ready, not ready).
 fn slice_endpoints(kubectl: &Kubectl) -> (usize, usize) {
-    let slices = json(
-        kubectl,
-        &[
-            "get",
-            "endpointslices",
-            "-l",
-            "kubernetes.io/service-name=web",
-        ],
-    );
-    let endpoints: Vec<Value> = items(&slices)
+    let slices = web_slices(kubectl);
+    let endpoints: Vec<Value> = slices
         .iter()
         .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
         .collect();
@@ -254,15 +251,7 @@ fn slice_endpoints(kubectl: &Kubectl) -> (usize, usize) {
 fn an_exposed_deployment_has_endpoints_that_follow_readiness() {
     let capstan = start();
     let kubectl = &capstan.kubectl;
-    kubectl.ok(&[
-        "create",
-        "deployment",
-        "web",
-        "--image=nginx:1.25",
-        "--replicas=3",
-        "--port=80",
-    ]);
-    rollout_status(kubectl);
+    create_web(kubectl, &["--port=80"]);
     kubectl.ok(&[
         "expose",
         "deployment",
@@ -273,16 +262,8 @@ fn an_exposed_deployment_has_endpoints_that_follow_readiness() {
     wait_for(WAIT, "three ready endpoints and slice endpoints", || {
         (endpoint_addresses(kubectl) == (3, 0) && slice_endpoints(kubectl) == (3, 0)).then_some(())
     });
-    let slices = json(
-        kubectl,
-        &[
-            "get",
-            "endpointslices",
-            "-l",
-            "kubernetes.io/service-name=web",
-        ],
-    );
-    let slice = &items(&slices)[0];
+    let slices = web_slices(kubectl);
+    let slice = &slices[0];
     assert_eq!(slice["ports"][0]["port"], 80, "{slice}");
     assert_eq!(slice["addressType"], "IPv4", "{slice}");
 

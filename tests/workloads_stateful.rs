@@ -18,15 +18,7 @@ const WAIT: Duration = Duration::from_secs(120);
 fn start() -> (Embedded, watchdog::Watchdog) {
     let capstan = Embedded::start_with(&["--simulated-nodes", "3"]);
     let guard = watchdog::arm();
-    wait_for(WAIT, "3 Ready nodes", || {
-        let nodes = get(&capstan.kubectl, &["get", "nodes"]);
-        let ready = nodes["items"]
-            .as_array()?
-            .iter()
-            .filter(|n| condition(n, "Ready") == Some("True"))
-            .count();
-        (ready == 3).then_some(())
-    });
+    capstan.kubectl.wait_ready_nodes(3, WAIT);
     (capstan, guard)
 }
 

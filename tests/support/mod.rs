@@ -9,6 +9,7 @@ pub mod certs;
 pub mod checker;
 pub mod client;
 pub mod cluster;
+pub mod component;
 pub mod etcdctl;
 pub mod etcdctl_watch;
 pub mod faults;
