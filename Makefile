@@ -56,7 +56,7 @@ FUZZ_SEED ?= $(shell date +%s)
 fuzz: deps
 	$(CARGO) build --bins
 	CAPSTAN_FUZZ_SEED=$(FUZZ_SEED) CAPSTAN_FUZZ_REQUESTS=20000 CAPSTAN_FUZZ_CONNECTIONS=3000 \
-	CAPSTAN_TEST_BUDGET_SECS=7200 $(CARGO) test -p capstan-tests --test fuzz -- --nocapture
+	CAPSTAN_TEST_BUDGET_SECS=7200 $(CARGO) test -p capstan-tests --test fuzz --test fuzz_grpc -- --nocapture
 
 ## Throughput and latency of capstan-store next to a real etcd, in one run:
 ## single members at 1, 64 and 256 clients with every other workload, then

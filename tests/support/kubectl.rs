@@ -109,6 +109,15 @@ contexts:\n- name: t\n  context: {{cluster: t, user: t, namespace: default}}\ncu
         }
     }
 
+    /// Waits until exactly `count` nodes are Ready.
+    pub fn wait_ready_nodes(&self, count: usize, timeout: std::time::Duration) {
+        let ready = "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}";
+        crate::poll::wait_for(timeout, &format!("{count} Ready nodes"), || {
+            let statuses = self.ok(&["get", "nodes", "-o", ready]);
+            (statuses.lines().filter(|l| *l == "True").count() == count).then_some(())
+        });
+    }
+
     /// stderr of a command that must fail.
     pub fn fails(&self, args: &[&str]) -> String {
         let output = self.run(args);
@@ -198,4 +207,14 @@ pub fn without_age(row: &str, age_index: usize) -> String {
     let mut words: Vec<&str> = row.split(' ').collect();
     words.remove(age_index);
     words.join(" ")
+}
+
+/// `-o name` lines without `kube-root-ca.crt`, which the root CA publisher
+/// keeps in every namespace (and makes again after `delete cm --all`).
+pub fn without_root_ca(names: &str) -> String {
+    names
+        .lines()
+        .filter(|line| !line.contains("kube-root-ca.crt"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

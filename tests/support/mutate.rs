@@ -8,6 +8,18 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
+/// A fuzz run's knob from the environment (`CAPSTAN_FUZZ_SEED`,
+/// `CAPSTAN_FUZZ_REQUESTS`, ...), or `default`.
+pub fn fuzz_setting(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}={v} is not a number"))
+        })
+        .unwrap_or(default)
+}
+
 /// One request to send: method, path, content type and body bytes.
 #[derive(Clone)]
 pub struct FuzzRequest {
@@ -271,6 +283,26 @@ fn put_bytes(out: &mut Vec<u8>, tag: u32, bytes: &[u8]) {
     encode_key(tag, WireType::LengthDelimited, out);
     encode_varint(bytes.len() as u64, out);
     out.extend_from_slice(bytes);
+}
+
+/// One seeded change to raw bytes: bits flipped, cut short, random bytes
+/// appended, or replaced by random bytes.
+pub fn mutate_bytes(rng: &mut StdRng, message: &mut Vec<u8>) {
+    match rng.random_range(0..4) {
+        0 if !message.is_empty() => {
+            for _ in 0..rng.random_range(1..6) {
+                let at = rng.random_range(0..message.len());
+                message[at] ^= 1 << rng.random_range(0..8);
+            }
+        }
+        1 if !message.is_empty() => message.truncate(rng.random_range(0..message.len())),
+        2 => message.extend((0..rng.random_range(1..64)).map(|_| rng.random::<u8>())),
+        _ => {
+            *message = (0..rng.random_range(0..256))
+                .map(|_| rng.random())
+                .collect()
+        }
+    }
 }
 
 #[cfg(test)]
