@@ -55,6 +55,7 @@ mod servers;
 mod store_runs;
 mod txn;
 mod verify;
+mod watch_stream;
 mod workload;
 
 use std::process::ExitCode;

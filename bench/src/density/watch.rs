@@ -8,13 +8,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::{Bytes, BytesMut};
 use hdrhistogram::Histogram;
-use http_body_util::{BodyExt, Empty};
-use hyper::header::{ACCEPT, HOST};
-use hyper_util::rt::TokioIo;
+use http_body_util::BodyExt;
 use serde::Deserialize;
-use tokio::net::TcpStream;
+
+use crate::watch_stream::{self, EventLines};
 
 /// What the watch knows, shared with the phases that read it.
 pub type Shared = Arc<Mutex<Tracker>>;
@@ -310,34 +308,14 @@ pub async fn follow(
     Ok(())
 }
 
+/// Every pod's watch from `version` (the start when empty), with bookmarks.
 async fn open(port: u16, version: &str) -> Result<hyper::body::Incoming, String> {
-    let stream = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| format!("connect the pods watch: {e}"))?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("pods watch handshake: {e}"))?;
-    tokio::spawn(connection);
     let from = match version {
         "" => String::new(),
         version => format!("&resourceVersion={version}"),
     };
-    let request = hyper::Request::get(format!(
-        "/api/v1/pods?watch=true&allowWatchBookmarks=true{from}"
-    ))
-    .header(HOST, format!("127.0.0.1:{port}"))
-    .header(ACCEPT, "application/json")
-    .body(Empty::<Bytes>::new())
-    .map_err(|e| e.to_string())?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| format!("open the pods watch: {e}"))?;
-    if !response.status().is_success() {
-        return Err(format!("the pods watch answered {}", response.status()));
-    }
-    // The connection task ends with the body; the sender may go.
-    Ok(response.into_body())
+    let path = format!("/api/v1/pods?watch=true&allowWatchBookmarks=true{from}");
+    watch_stream::open(port, &path).await
 }
 
 async fn read(
@@ -345,7 +323,7 @@ async fn read(
     tracker: &Shared,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<(), String> {
-    let mut buffer = BytesMut::new();
+    let mut lines = EventLines::default();
     while let Some(frame) = body.frame().await {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(());
@@ -355,25 +333,17 @@ async fn read(
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        buffer.extend_from_slice(&data);
-        let mut events = Vec::new();
-        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-            let line = buffer.split_to(end + 1);
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let event: Event = serde_json::from_slice(&line)
-                .map_err(|e| format!("a pods watch event that is not JSON: {e}"))?;
-            events.push(event);
-        }
+        let events = lines
+            .push(&data)?
+            .iter()
+            .map(|line| serde_json::from_slice::<Event>(line))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("a pods watch event that is not JSON: {e}"))?;
         let mut tracker = tracker.lock().expect("tracker");
         for event in events {
             tracker.apply(event)?;
         }
         drop(tracker);
-        if buffer.len() > 64 << 20 {
-            return Err("a pods watch event larger than 64 MiB".into());
-        }
     }
     Ok(())
 }

@@ -5,13 +5,11 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
-use http_body_util::{BodyExt, Empty};
-use hyper::header::{ACCEPT, HOST};
-use hyper_util::rt::TokioIo;
+use http_body_util::BodyExt;
 use serde_json::Value;
-use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+
+use crate::watch_stream::{self, EventLines};
 
 /// The watch, started; `bound` resolves with when the pods were bound.
 pub struct BindWatch {
@@ -33,29 +31,9 @@ pub async fn start(
     count: usize,
     timeout: Duration,
 ) -> Result<BindWatch, String> {
-    let stream = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| format!("connect the watch: {e}"))?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("watch handshake: {e}"))?;
-    tokio::spawn(connection);
-    let request = hyper::Request::get(format!(
-        "/api/v1/namespaces/{namespace}/pods?watch=true&allowWatchBookmarks=false"
-    ))
-    .header(HOST, format!("127.0.0.1:{port}"))
-    .header(ACCEPT, "application/json")
-    .body(Empty::<Bytes>::new())
-    .map_err(|e| e.to_string())?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| format!("open the watch: {e}"))?;
-    if !response.status().is_success() {
-        return Err(format!("the watch answered {}", response.status()));
-    }
+    let path = format!("/api/v1/namespaces/{namespace}/pods?watch=true&allowWatchBookmarks=false");
+    let body = watch_stream::open(port, &path).await?;
     let (done, bound) = oneshot::channel();
-    let body = response.into_body();
     tokio::spawn(async move {
         let counted = tokio::time::timeout(timeout, count_bound(body, count)).await;
         let result = match counted {
@@ -63,13 +41,12 @@ pub async fn start(
             Err(_) => Err(format!("not all {count} pods bound within {timeout:?}")),
         };
         let _ = done.send(result);
-        drop(sender);
     });
     Ok(BindWatch { bound })
 }
 
 async fn count_bound(mut body: hyper::body::Incoming, count: usize) -> Result<BindTimes, String> {
-    let mut buffer = BytesMut::new();
+    let mut lines = EventLines::default();
     let mut bound: HashSet<String> = HashSet::with_capacity(count);
     let mut first = None;
     while let Some(frame) = body.frame().await {
@@ -77,9 +54,7 @@ async fn count_bound(mut body: hyper::body::Incoming, count: usize) -> Result<Bi
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        buffer.extend_from_slice(&data);
-        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-            let line = buffer.split_to(end + 1);
+        for line in lines.push(&data)? {
             let Some(name) = bound_pod(&line)? else {
                 continue;
             };
@@ -92,9 +67,6 @@ async fn count_bound(mut body: hyper::body::Incoming, count: usize) -> Result<Bi
                     last: Instant::now(),
                 });
             }
-        }
-        if buffer.remaining() > 64 << 20 {
-            return Err("a watch event larger than 64 MiB".into());
         }
     }
     Err(format!(
