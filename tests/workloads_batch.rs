@@ -62,18 +62,6 @@ fn wait_condition(kubectl: &Kubectl, job: &str, condition: &str) {
     });
 }
 
-fn events_of(kubectl: &Kubectl, name: &str) -> String {
-    let selector = format!("involvedObject.name={name}");
-    kubectl.ok(&[
-        "get",
-        "events",
-        "--field-selector",
-        &selector,
-        "-o",
-        "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}",
-    ])
-}
-
 #[test]
 fn jobs_complete_fail_an_index_and_go_with_their_pods() {
     let cluster = Workloads::start();
@@ -95,7 +83,7 @@ fn jobs_complete_fail_an_index_and_go_with_their_pods() {
         jsonpath(kubectl, "job/hello", "{.status.succeeded}/{.status.failed}"),
         "1/"
     );
-    let events = events_of(kubectl, "hello");
+    let events = kubectl.events_of("hello");
     assert!(
         events.contains("SuccessfulCreate: Created pod: hello-")
             && events.contains("Completed: Job completed"),
@@ -211,12 +199,12 @@ fn a_cronjob_starts_a_job_on_schedule_and_honours_forbid() {
     // The next minute comes while the first Job still runs: Forbid
     // starts nothing and says why.
     wait_for(minute_wait, "JobAlreadyActive", || {
-        let events = events_of(kubectl, "every-minute");
+        let events = kubectl.events_of("every-minute");
         events.contains("JobAlreadyActive: Not starting job because prior execution is running and concurrency policy is Forbid").then_some(())
     });
     let jobs = kubectl.ok(&["get", "jobs", "-o", "name"]);
     assert_eq!(jobs.trim(), first, "one Job only");
-    let events = events_of(kubectl, "every-minute");
+    let events = kubectl.events_of("every-minute");
     assert!(
         events.contains("SuccessfulCreate: Created job every-minute-"),
         "{events}"

@@ -51,18 +51,6 @@ fn image(pod: &Value) -> &str {
         .unwrap_or_default()
 }
 
-fn events_of(kubectl: &Kubectl, name: &str) -> String {
-    let selector = format!("involvedObject.name={name}");
-    kubectl.ok(&[
-        "get",
-        "events",
-        "--field-selector",
-        &selector,
-        "-o",
-        "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}",
-    ])
-}
-
 const STATEFUL_SET: &str = r#"
 apiVersion: v1
 kind: Service
@@ -149,7 +137,7 @@ fn a_stateful_set_comes_up_in_order_rolls_back_and_scales_down_from_the_top() {
     assert!(status.contains("roll out complete"), "{status}");
     let claims = kubectl.ok(&["get", "pvc", "-o", "jsonpath={.items[*].metadata.name}"]);
     assert_eq!(claims, "www-web-0 www-web-1 www-web-2");
-    let events = events_of(kubectl, "web");
+    let events = kubectl.events_of("web");
     assert!(
         events.contains("SuccessfulCreate: create Pod web-0 in StatefulSet web successful"),
         "{events}"
@@ -190,7 +178,7 @@ fn a_stateful_set_comes_up_in_order_rolls_back_and_scales_down_from_the_top() {
         );
         (pods.len() == 1 && name(&pods[0]) == "web-0").then_some(())
     });
-    let events = events_of(kubectl, "web");
+    let events = kubectl.events_of("web");
     assert!(
         events.contains("SuccessfulDelete: delete Pod web-2 in StatefulSet web successful"),
         "{events}"
@@ -243,7 +231,7 @@ fn a_daemon_set_runs_on_every_untainted_node_and_rolls_out_a_new_image() {
         kubectl.ok(&["get", "daemonset", "agent", "-o", path]),
         "2 2 0"
     );
-    let events = events_of(kubectl, "agent");
+    let events = kubectl.events_of("agent");
     assert!(
         events.contains("SuccessfulCreate: Created pod: agent-"),
         "{events}"
@@ -265,7 +253,7 @@ fn a_daemon_set_runs_on_every_untainted_node_and_rolls_out_a_new_image() {
         "name",
     ]);
     assert_eq!(revisions.lines().count(), 2, "{revisions}");
-    let events = events_of(kubectl, "agent");
+    let events = kubectl.events_of("agent");
     assert!(
         events.contains("SuccessfulDelete: Deleted pod: agent-"),
         "{events}"

@@ -109,6 +109,13 @@ contexts:\n- name: t\n  context: {{cluster: t, user: t, namespace: default}}\ncu
         }
     }
 
+    /// The Events about objects named `name`, one `reason: message` a line.
+    pub fn events_of(&self, name: &str) -> String {
+        let selector = format!("involvedObject.name={name}");
+        let lines = "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}";
+        self.ok(&["get", "events", "--field-selector", &selector, "-o", lines])
+    }
+
     /// Waits until exactly `count` nodes are Ready.
     pub fn wait_ready_nodes(&self, count: usize, timeout: std::time::Duration) {
         let ready = "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}";
