@@ -7,9 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{
-    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Taint, Toleration,
-};
+use capstan_component_helpers::node_affinity;
+use capstan_component_helpers::tolerations::tolerates;
+use k8s_openapi::api::core::v1::{Pod, PodSpec, Taint};
 
 use crate::quantity::Amounts;
 
@@ -94,7 +94,7 @@ pub fn admit(
         message: "the pod has no spec".into(),
     })?;
     fits(requests, node.allocatable, used)?;
-    if !matches_node_selector(spec, node) {
+    if !node_affinity::matches(spec, node.name, node.labels) {
         return Err(Rejection::predicate(
             "NodeAffinity",
             "node(s) didn't match Pod's node affinity/selector",
@@ -158,89 +158,6 @@ fn fits(requests: &Amounts, allocatable: &Amounts, used: &Usage) -> Result<(), R
         }
     }
     Ok(())
-}
-
-fn matches_node_selector(spec: &PodSpec, node: &NodeFacts) -> bool {
-    let selector_ok = spec
-        .node_selector
-        .iter()
-        .flatten()
-        .all(|(k, v)| node.labels.get(k) == Some(v));
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    // Terms are ORed; an empty list of terms matches nothing, as in kube.
-    let affinity_ok = required.is_none_or(|r| {
-        r.node_selector_terms
-            .iter()
-            .any(|term| term_matches(term, node))
-    });
-    selector_ok && affinity_ok
-}
-
-fn term_matches(term: &NodeSelectorTerm, node: &NodeFacts) -> bool {
-    let expressions = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if expressions.is_empty() && fields.is_empty() {
-        return false;
-    }
-    let name_field = BTreeMap::from([("metadata.name".to_string(), node.name.to_string())]);
-    expressions
-        .iter()
-        .all(|r| requirement_matches(r, node.labels))
-        && fields.iter().all(|r| requirement_matches(r, &name_field))
-}
-
-fn requirement_matches(r: &NodeSelectorRequirement, labels: &BTreeMap<String, String>) -> bool {
-    let values = r.values.as_deref().unwrap_or_default();
-    let have = labels.get(&r.key);
-    let number = |text: &str| text.parse::<i64>().ok();
-    match r.operator.as_str() {
-        "In" => have.is_some_and(|v| values.contains(v)),
-        "NotIn" => have.is_none_or(|v| !values.contains(v)),
-        "Exists" => have.is_some(),
-        "DoesNotExist" => have.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(have), Some(bound)) = (
-                have.and_then(|v| number(v)),
-                values.first().and_then(|v| number(v)),
-            ) else {
-                return false;
-            };
-            if r.operator == "Gt" {
-                have > bound
-            } else {
-                have < bound
-            }
-        }
-        _ => false,
-    }
-}
-
-/// Whether `toleration` tolerates `taint` (kube's `ToleratesTaint`).
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect_ok = toleration
-        .effect
-        .as_deref()
-        .is_none_or(|e| e.is_empty() || e == taint.effect);
-    let key = toleration.key.as_deref().unwrap_or_default();
-    let key_ok = key.is_empty() || key == taint.key;
-    let value_ok = match toleration.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => true,
-        "Equal" => {
-            toleration.value.as_deref().unwrap_or_default()
-                == taint.value.as_deref().unwrap_or_default()
-        }
-        _ => false,
-    };
-    // An empty key tolerates every taint only with operator Exists.
-    let empty_key_ok = !key.is_empty() || toleration.operator.as_deref() == Some("Exists");
-    effect_ok && key_ok && value_ok && empty_key_ok
 }
 
 #[cfg(test)]

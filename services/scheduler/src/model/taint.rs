@@ -9,27 +9,7 @@ pub const NO_EXECUTE: &str = "NoExecute";
 /// The taint a cordoned node carries (`kubectl cordon`).
 pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
 
-/// Whether `toleration` tolerates `taint`: same effect (or any), same key (or
-/// any, with Exists), and for `Equal` (the default operator) the same value.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    if let Some(effect) = toleration.effect.as_deref().filter(|e| !e.is_empty()) {
-        if effect != taint.effect {
-            return false;
-        }
-    }
-    if let Some(key) = toleration.key.as_deref().filter(|k| !k.is_empty()) {
-        if key != taint.key {
-            return false;
-        }
-    }
-    match toleration.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => true,
-        "Equal" | "" => {
-            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
-        _ => false,
-    }
-}
+pub use capstan_component_helpers::tolerations::tolerates;
 
 /// Whether any of `tolerations` tolerates `taint`.
 pub fn tolerated_by(taint: &Taint, tolerations: &[Toleration]) -> bool {

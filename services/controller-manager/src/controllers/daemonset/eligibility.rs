@@ -7,11 +7,11 @@
 //! placed by the scheduler, through a required node affinity on the
 //! node's `metadata.name`.
 
-use std::collections::BTreeMap;
-
+use capstan_component_helpers::node_affinity;
+use capstan_component_helpers::tolerations::tolerates;
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodSpec, PodTemplateSpec, Taint, Toleration,
+    PodSpec, PodTemplateSpec, Toleration,
 };
 
 /// Whether a pod should be made on the node, and whether one there may stay.
@@ -121,8 +121,7 @@ pub fn fit(node: &Node, template: &PodTemplateSpec) -> Fit {
         .node_name
         .as_deref()
         .is_some_and(|n| !n.is_empty() && n != name);
-    if named_elsewhere || !selector_matches(spec, &labels) || !affinity_matches(spec, name, &labels)
-    {
+    if named_elsewhere || !node_affinity::matches(spec, name, &labels) {
         return nowhere;
     }
     let taints = node
@@ -141,84 +140,4 @@ pub fn fit(node: &Node, template: &PodTemplateSpec) -> Fit {
         should_run: !untolerated(&["NoSchedule", "NoExecute"]),
         should_continue_running: !untolerated(&["NoExecute"]),
     }
-}
-
-fn selector_matches(spec: &PodSpec, labels: &BTreeMap<String, String>) -> bool {
-    spec.node_selector
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v))
-}
-
-fn affinity_matches(spec: &PodSpec, name: &str, labels: &BTreeMap<String, String>) -> bool {
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    let Some(required) = required else {
-        return true;
-    };
-    required.node_selector_terms.iter().any(|term| {
-        let expressions = term.match_expressions.iter().flatten();
-        let fields = term.match_fields.iter().flatten();
-        let has_any = term
-            .match_expressions
-            .as_ref()
-            .is_some_and(|e| !e.is_empty())
-            || term.match_fields.as_ref().is_some_and(|f| !f.is_empty());
-        has_any
-            && expressions
-                .clone()
-                .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-            && fields.clone().all(|r| {
-                let value = (r.key == "metadata.name").then_some(name);
-                requirement_matches(r, value)
-            })
-    })
-}
-
-/// One node selector requirement against the value it names (if any).
-fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = requirement.values.as_deref().unwrap_or_default();
-    let number = |text: &str| text.parse::<i64>().ok();
-    match requirement.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(have), Some(bound)) = (
-                value.and_then(number),
-                values.first().and_then(|b| number(b)),
-            ) else {
-                return false;
-            };
-            if requirement.operator == "Gt" {
-                have > bound
-            } else {
-                have < bound
-            }
-        }
-        _ => false,
-    }
-}
-
-/// kube's `Toleration.ToleratesTaint`.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect_ok = toleration
-        .effect
-        .as_deref()
-        .is_none_or(|e| e.is_empty() || e == taint.effect);
-    let key = toleration.key.as_deref().unwrap_or_default();
-    let exists = toleration.operator.as_deref() == Some("Exists");
-    if !effect_ok || (!key.is_empty() && key != taint.key) || (key.is_empty() && !exists) {
-        return false;
-    }
-    exists
-        || toleration.value.as_deref().unwrap_or_default()
-            == taint.value.as_deref().unwrap_or_default()
 }

@@ -8,7 +8,7 @@ use k8s_openapi::chrono::Utc;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-use super::eligibility::{daemon_template, fit, target_node, tolerates, Fit};
+use super::eligibility::{daemon_template, fit, target_node, Fit};
 use super::plan::{NodePods, Planner, Rolling};
 use super::sync::Syncer;
 use crate::context::Reconciler;
@@ -16,6 +16,7 @@ use crate::expectations::Expectations;
 use crate::history::{History, CONTROLLER_REVISION_HASH};
 use crate::pod_control::PodControl;
 use crate::testkit::{context, eventually, object};
+use capstan_component_helpers::tolerations::tolerates;
 
 fn node(name: &str, labels: serde_json::Value, taints: serde_json::Value) -> Node {
     object(json!({"metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}}))

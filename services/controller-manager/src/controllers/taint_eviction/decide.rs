@@ -7,6 +7,7 @@
 //! when this process first saw it: a controller that takes over from
 //! another keeps the same deadline instead of starting it afresh.
 
+use capstan_component_helpers::tolerations::tolerates;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 use k8s_openapi::chrono::{DateTime, Duration, Utc};
 
@@ -19,25 +20,6 @@ pub enum Decision {
     Stay,
     /// It goes at this time (at once if it has passed).
     EvictAt(DateTime<Utc>),
-}
-
-/// kube's `Toleration.ToleratesTaint`.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or("");
-    if !effect.is_empty() && effect != taint.effect {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or("");
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => true,
-        "Equal" | "" => {
-            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
-        _ => false,
-    }
 }
 
 /// The node's NoExecute taints.
@@ -120,38 +102,6 @@ mod tests {
         object(json!({"metadata": {"name": "p", "namespace": "default",
             "creationTimestamp": "2020-01-01T00:00:00Z"},
             "spec": {"nodeName": "n1", "containers": [], "tolerations": tolerations}}))
-    }
-
-    #[test]
-    fn toleration_matching_is_kubes() {
-        let taint: Taint = object(json!({"key": "k", "value": "v", "effect": "NoExecute"}));
-        let t = |v: serde_json::Value| -> Toleration { object(v) };
-        assert!(tolerates(
-            &t(json!({"key": "k", "operator": "Equal", "value": "v"})),
-            &taint
-        ));
-        assert!(tolerates(&t(json!({"key": "k", "value": "v"})), &taint));
-        assert!(!tolerates(&t(json!({"key": "k", "value": "w"})), &taint));
-        assert!(!tolerates(
-            &t(json!({"key": "j", "operator": "Exists"})),
-            &taint
-        ));
-        assert!(tolerates(
-            &t(json!({"key": "k", "operator": "Exists"})),
-            &taint
-        ));
-        assert!(
-            tolerates(&t(json!({"operator": "Exists"})), &taint),
-            "tolerates everything"
-        );
-        assert!(!tolerates(
-            &t(json!({"key": "k", "operator": "Exists", "effect": "NoSchedule"})),
-            &taint
-        ));
-        assert!(!tolerates(
-            &t(json!({"key": "k", "operator": "Lt", "value": "v"})),
-            &taint
-        ));
     }
 
     #[test]
