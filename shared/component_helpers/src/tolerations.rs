@@ -4,8 +4,9 @@ use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 /// Whether `toleration` tolerates `taint`: the same effect (or any), the
 /// same key (or any), and for `Equal` (an empty operator is `Equal`) the
-/// same value; `Exists` takes any value. API validation already refuses
-/// an empty key without `Exists`.
+/// same value; `Exists` takes any value. (kube's validation refuses an
+/// empty key without `Exists`, so such a toleration never reaches here
+/// in a kube cluster.)
 pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     let effect = toleration.effect.as_deref().unwrap_or_default();
     if !effect.is_empty() && effect != taint.effect {
