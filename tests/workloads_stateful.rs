@@ -221,11 +221,12 @@ fn a_daemon_set_runs_on_every_untainted_node_and_rolls_out_a_new_image() {
         placed.sort();
         placed
     };
-    assert_eq!(
-        on_nodes(kubectl),
-        [nodes[0], nodes[1]],
-        "one pod on each untainted node"
-    );
+    // The taint and the DaemonSet are written back to back: a pod made
+    // before the controller's node cache held the taint is deleted once it
+    // does (it was never bound), so the placement is waited for.
+    wait_for(WAIT, "one pod on each untainted node", || {
+        (on_nodes(kubectl) == [nodes[0], nodes[1]]).then_some(())
+    });
     let path = "jsonpath={.status.desiredNumberScheduled} {.status.numberReady} {.status.numberMisscheduled}";
     assert_eq!(
         kubectl.ok(&["get", "daemonset", "agent", "-o", path]),

@@ -105,6 +105,17 @@ impl Planner {
         let (failed, mut running): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) =
             live.into_iter().partition(|p| pods::phase(p) == "Failed");
         plan.delete.extend(failed);
+        if !node.fit.should_run {
+            // A pod made before the controller saw the node's new taint
+            // and not bound yet has never run, so "continue running" does
+            // not apply: the scheduler will refuse it and it would stay
+            // Pending forever.
+            let (unbound, bound): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) = running
+                .into_iter()
+                .partition(|p| pods::node_name(p).is_empty());
+            plan.delete.extend(unbound);
+            running = bound;
+        }
         if node.fit.should_run
             && running.is_empty()
             && node

@@ -433,3 +433,29 @@ async fn one_pinned_pod_per_fitting_node_then_a_rollout_node_by_node() {
     assert_eq!(status["updatedNumberScheduled"], 2);
     assert_eq!(status["numberAvailable"], 2);
 }
+
+#[test]
+fn a_pending_pod_on_a_node_newly_tainted_goes_and_a_running_one_stays() {
+    let tainted = Fit {
+        should_run: false,
+        should_continue_running: true,
+    };
+    let mut pending = (*pod_on("n0", "new", false, 1)).clone();
+    pending.spec.as_mut().unwrap().node_name = None;
+    pending.status.as_mut().unwrap().phase = Some("Pending".into());
+    let nodes = vec![
+        NodePods {
+            node: "n0".into(),
+            fit: tainted.clone(),
+            pods: vec![Arc::new(pending)],
+        },
+        NodePods {
+            node: "n1".into(),
+            fit: tainted,
+            pods: vec![pod_on("n1", "new", true, 9)],
+        },
+    ];
+    let plan = planner(0, 1).plan(&nodes);
+    assert_eq!(names(&plan.delete), ["agent-n0-new"]);
+    assert!(plan.create_on.is_empty());
+}
