@@ -2,7 +2,8 @@
 //! and messages: container names unique across all container lists,
 //! container ports in range and unique by name, a known restartPolicy,
 //! volume names unique and every volume mount naming a volume, env var
-//! names present.
+//! names present, tolerations whose operator, value, effect and seconds
+//! agree (every node component matches them by those rules).
 
 use std::collections::HashSet;
 
@@ -62,6 +63,9 @@ pub fn validate(spec: &Value, path: &str) -> Vec<Cause> {
             env(container, &here, &mut causes);
         }
     }
+    for (i, toleration) in items(&spec["tolerations"]) {
+        tolerations(toleration, &format!("{path}.tolerations[{i}]"), &mut causes);
+    }
     if let Some(policy) = spec["restartPolicy"].as_str() {
         let allowed = ["Always", "OnFailure", "Never"];
         if !allowed.contains(&policy) {
@@ -73,6 +77,39 @@ pub fn validate(spec: &Value, path: &str) -> Vec<Cause> {
         }
     }
     causes
+}
+
+/// kube's rules for one toleration.
+fn tolerations(toleration: &Value, here: &str, causes: &mut Vec<Cause>) {
+    let text = |field: &str| toleration[field].as_str().unwrap_or_default();
+    let (key, operator, value, effect) =
+        (text("key"), text("operator"), text("value"), text("effect"));
+    match operator {
+        "Exists" if !value.is_empty() => causes.push(Cause::invalid(
+            format!("{here}.operator"),
+            toleration["operator"].as_str().unwrap_or_default(),
+            "value must be empty when `operator` is 'Exists'",
+        )),
+        "Exists" => {}
+        _ if key.is_empty() => causes.push(Cause::invalid(
+            format!("{here}.operator"),
+            operator,
+            "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+        )),
+        "" | "Equal" => {}
+        other => causes.push(unsupported(format!("{here}.operator"), other, &["Equal", "Exists"])),
+    }
+    let effects = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+    if !effect.is_empty() && !effects.contains(&effect) {
+        causes.push(unsupported(format!("{here}.effect"), effect, &effects));
+    }
+    if !toleration["tolerationSeconds"].is_null() && effect != "NoExecute" {
+        causes.push(Cause::invalid(
+            format!("{here}.effect"),
+            effect,
+            "effect must be 'NoExecute' when `tolerationSeconds` is set",
+        ));
+    }
 }
 
 fn volume_names<'a>(spec: &'a Value, path: &str, causes: &mut Vec<Cause>) -> HashSet<&'a str> {
@@ -177,6 +214,28 @@ mod tests {
                 "spec.containers[0].volumeMounts[0].mountPath FieldValueRequired",
                 "spec.containers[0].env[0].name FieldValueRequired",
                 "spec.restartPolicy FieldValueNotSupported",
+            ]
+        );
+    }
+
+    #[test]
+    fn tolerations_follow_kubes_rules() {
+        let spec = json!({"containers": [{"name": "a"}], "tolerations": [
+            {"operator": "Exists"},
+            {"key": "k", "value": "v", "effect": "NoExecute", "tolerationSeconds": 30},
+            {"value": "v"},
+            {"key": "k", "operator": "Exists", "value": "v"},
+            {"key": "k", "operator": "Above"},
+            {"key": "k", "effect": "Sometimes"},
+            {"key": "k", "effect": "NoSchedule", "tolerationSeconds": 5}]});
+        assert_eq!(
+            fields(spec),
+            [
+                "spec.tolerations[2].operator FieldValueInvalid",
+                "spec.tolerations[3].operator FieldValueInvalid",
+                "spec.tolerations[4].operator FieldValueNotSupported",
+                "spec.tolerations[5].effect FieldValueNotSupported",
+                "spec.tolerations[6].effect FieldValueInvalid",
             ]
         );
     }
