@@ -5,8 +5,9 @@
 //! a pod too big for its node is refused (OutOfcpu); `kubectl top`
 //! answers through the aggregator; the kubelet API serves a container's
 //! log; a deleted pod goes away; a stopped node's Lease lapses and
-//! renews once it starts again; `kill -9` of the nodes process keeps the
-//! pods, and a new process takes its nodes back.
+//! renews once it starts again; a Ready condition set Unknown by another
+//! writer is reported True again; `kill -9` of the nodes process keeps
+//! the pods, and a new process takes its nodes back.
 //!
 //! `heartbeat_cost` (ignored; `NODES=5000 cargo test -p capstan-tests
 //! --test nodes heartbeat_cost -- --ignored --nocapture`) prints the API
@@ -345,6 +346,41 @@ fn a_stopped_node_lets_its_lease_lapse_and_renews_when_started() {
     assert!(nodes
         .admin("POST", "/nodes/none/stop")
         .contains("no node \"none\""));
+}
+
+/// The node lifecycle controller sets a node's Ready condition Unknown
+/// while the node cannot reach the API; once it can, the node reports
+/// Ready again at its next status check instead of trusting what it
+/// last sent (which still says Ready).
+#[test]
+fn a_node_whose_ready_condition_someone_else_changed_reports_it_again() {
+    let capstan = Embedded::start();
+    let kubectl = &capstan.kubectl;
+    let nodes = start_nodes(&capstan, &["--nodes", "1", "--name-prefix", "outage-"]);
+    wait_ready_nodes(kubectl, 1, &nodes);
+    let unknown = r#"{"status":{"conditions":[{"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown","message":"Kubelet stopped posting node status."}]}}"#;
+    kubectl.ok(&[
+        "patch",
+        "node",
+        "outage-0",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        unknown,
+    ]);
+    let ready = || {
+        kubectl.ok(&[
+            "get",
+            "node",
+            "outage-0",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+        ])
+    };
+    assert_eq!(ready(), "Unknown");
+    wait_for(Duration::from_secs(40), "outage-0 Ready again", || {
+        (ready() == "True").then_some(())
+    });
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::routing::get;
 use capstan_client::informer::{InformerOptions, Informers};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod};
 use tokio::net::TcpListener;
 
 use crate::error::Error;
@@ -125,7 +125,29 @@ fn follow_own_nodes(nodes: &Informer<Node>, fleet: SharedFleet) {
         let node = event.object();
         let name = node.metadata.name.as_deref().unwrap_or_default();
         if let Some(simulated) = fleet.get(name) {
-            simulated.state.lock().node = Some(node.clone());
+            let mut state = simulated.state.lock();
+            // Someone else wrote the Ready condition (the node lifecycle
+            // controller's Unknown while the API was out of reach): the
+            // next check reports in full, as a kubelet comparing with the
+            // server's copy would, instead of trusting what it last sent.
+            let reported = state
+                .status
+                .as_ref()
+                .and_then(|s| ready(s.conditions.as_deref()));
+            let served = node
+                .status
+                .as_ref()
+                .and_then(|s| ready(s.conditions.as_deref()));
+            if reported.is_some() && served != reported {
+                state.status = None;
+            }
+            state.node = Some(node.clone());
         }
     });
+}
+
+/// The status of the Ready condition among `conditions`.
+fn ready(conditions: Option<&[NodeCondition]>) -> Option<String> {
+    let ready = conditions?.iter().find(|c| c.type_ == "Ready")?;
+    Some(ready.status.clone())
 }
