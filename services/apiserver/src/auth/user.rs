@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::{json, Value};
+
 pub const ANONYMOUS: &str = "system:anonymous";
 pub const UNAUTHENTICATED: &str = "system:unauthenticated";
 pub const AUTHENTICATED: &str = "system:authenticated";
@@ -39,10 +41,32 @@ impl UserInfo {
         }
     }
 
+    /// authentication.k8s.io/v1 UserInfo, as reviews, webhooks and
+    /// admission policies see it (uid and extra only when set).
+    pub fn to_json(&self) -> Value {
+        let mut info = json!({"username": self.name, "groups": self.groups});
+        if !self.uid.is_empty() {
+            info["uid"] = json!(self.uid);
+        }
+        if !self.extra.is_empty() {
+            info["extra"] = json!(self.extra);
+        }
+        info
+    }
+
     /// A member of `group`.
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == group)
     }
+}
+
+/// The group every node's (kubelet's) user is in.
+pub const NODES_GROUP: &str = "system:nodes";
+
+/// The node a user is (`system:node:<name>` in `system:nodes`), if any.
+pub fn node_name(user: &UserInfo) -> Option<&str> {
+    let name = user.name.strip_prefix("system:node:")?;
+    (!name.is_empty() && user.in_group(NODES_GROUP)).then_some(name)
 }
 
 /// The user name of a service account.

@@ -112,6 +112,8 @@ pub struct Call<'a> {
     /// Deletes an object of the kind through the generic flow (graceful
     /// deletion, finalizers, admission), as a DELETE request would.
     pub deleter: &'a dyn Deleter,
+    /// The admission chain of the object's kind, for a handler that writes.
+    pub admission: &'a dyn Admission,
 }
 
 /// The generic flow's delete, for subresources that end in one (a pod's
@@ -122,6 +124,45 @@ pub trait Deleter: Send + Sync {
         namespace: &'a str,
         name: &'a str,
         options: DeleteOptions,
+    ) -> BoxFuture<'a, Result<(), ApiError>>;
+}
+
+impl Call<'_> {
+    /// Admits `object` (the request's body, such as a Binding) as a
+    /// CREATE of `subresource` on the named object, as kube admits every
+    /// `rest.Creater`: webhooks, policies and plugins see it and may
+    /// change or refuse it.
+    pub async fn admit_create(
+        &self,
+        subresource: &str,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        let write = SubresourceWrite {
+            namespace: self.namespace,
+            name: self.name,
+            subresource,
+            options: &self.options,
+        };
+        self.admission.admit_create(write, object).await
+    }
+}
+
+/// Who writes which subresource of which object.
+pub struct SubresourceWrite<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub subresource: &'a str,
+    pub options: &'a WriteOptions,
+}
+
+/// Admission for the kind's own subresource code (the generic flow's
+/// chain, behind a trait so this table knows nothing of the flow).
+pub trait Admission: Send + Sync {
+    /// Every mutating then every validating step on `object`.
+    fn admit_create<'a>(
+        &'a self,
+        write: SubresourceWrite<'a>,
+        object: &'a mut Value,
     ) -> BoxFuture<'a, Result<(), ApiError>>;
 }
 

@@ -34,21 +34,9 @@ pub async fn answer(
     let mut answered = reviews::answer(review, info, body, &user, authorizer)?;
     answered["status"] = match review.kind {
         "TokenReview" => token_review(state, &body["spec"]).await?,
-        _ => json!({"userInfo": user_info(&user)}),
+        _ => json!({"userInfo": user.to_json()}),
     };
     Ok(answered)
-}
-
-/// authentication.k8s.io/v1 UserInfo.
-fn user_info(user: &UserInfo) -> Value {
-    let mut info = json!({"username": user.name, "groups": user.groups});
-    if !user.uid.is_empty() {
-        info["uid"] = json!(user.uid);
-    }
-    if !user.extra.is_empty() {
-        info["extra"] = json!(user.extra);
-    }
-    info
 }
 
 async fn token_review(state: &AppState, spec: &Value) -> Result<Value, ApiError> {
@@ -70,7 +58,7 @@ async fn token_review(state: &AppState, spec: &Value) -> Result<Value, ApiError>
     Ok(
         match state.chain.authenticator.authenticate(&credentials).await {
             Ok(Some(found)) if found.user != UserInfo::anonymous() => json!({
-            "authenticated": true, "user": user_info(&found.user), "audiences": found.audiences}),
+            "authenticated": true, "user": found.user.to_json(), "audiences": found.audiences}),
             _ => {
                 json!({"authenticated": false, "error": "the token is not valid for these audiences, or not at all"})
             }

@@ -409,7 +409,7 @@ pub fn request(a: &Attributes<'_>, object: Option<&Value>) -> Value {
         "subResource": a.subresource, "requestSubResource": a.subresource,
         "name": a.name, "namespace": a.namespace,
         "operation": a.operation.as_str(),
-        "userInfo": {"username": a.user.name, "groups": a.user.groups},
+        "userInfo": a.user.to_json(),
         "dryRun": a.dry_run,
     })
 }

@@ -29,7 +29,7 @@ pub fn request(
         "requestKind": kind, "requestResource": resource,
         "name": a.name, "namespace": a.namespace,
         "operation": a.operation.as_str(),
-        "userInfo": {"username": a.user.name, "groups": a.user.groups},
+        "userInfo": a.user.to_json(),
         "object": object, "oldObject": a.old_object,
         "dryRun": a.dry_run,
         "options": options(a.operation, a.dry_run),
@@ -210,7 +210,9 @@ mod tests {
 
     #[test]
     fn the_request_carries_what_kube_sends() {
-        let user = UserInfo::anonymous();
+        let mut user = UserInfo::anonymous();
+        user.uid = "u-1".into();
+        user.extra.insert("scopes".into(), vec!["a".into()]);
         let object =
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}});
         let (uid, review) = request("v1", &attributes(&user), Some(&object));
@@ -231,6 +233,8 @@ mod tests {
             (Some("CREATE"), Some("ns"))
         );
         assert_eq!(r["userInfo"]["username"], "system:anonymous");
+        assert_eq!(r["userInfo"]["uid"], "u-1");
+        assert_eq!(r["userInfo"]["extra"], json!({"scopes": ["a"]}));
         assert_eq!(r["object"], object);
         assert_eq!(r["oldObject"], Value::Null);
         assert_eq!(r["dryRun"], true);

@@ -152,6 +152,7 @@ impl Handler<Serve> for ResourceActor {
                 target: h.def().target(&m.name),
                 services: &m.services,
                 deleter: &h,
+                admission: &h,
             };
             m.handler.serve(call).await
         })

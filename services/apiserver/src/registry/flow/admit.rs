@@ -2,6 +2,7 @@
 //! attributes of a write through a [`Handle`], and a denial as the
 //! Kubernetes Status kube-apiserver answers with.
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::handle::{Handle, Part, Reply};
@@ -9,6 +10,7 @@ use crate::admission::{AdmissionError, Attributes, Feedback, Operation};
 use crate::auth::UserInfo;
 use crate::error::{ApiError, Cause, Refusal, Target};
 use crate::object::meta;
+use crate::registry::subresource::{Admission, SubresourceWrite};
 
 /// One write as admission sees it.
 pub(crate) struct Admitted<'a> {
@@ -89,6 +91,40 @@ impl Handle {
         admitted.map_err(|refusal| self.refused(name, refusal))
     }
 
+    /// A CREATE of a subresource served by the kind's own code (a pod's
+    /// binding): mutating steps, then validating ones, on its body.
+    async fn admit_subresource(
+        &self,
+        write: SubresourceWrite<'_>,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        if self.admission.is_empty() {
+            return Ok(());
+        }
+        let def = self.def();
+        let feedback = Feedback::default();
+        let attributes = Attributes {
+            operation: Operation::Create,
+            old_object: None,
+            namespace: write.namespace,
+            name: write.name,
+            group: def.group,
+            version: def.version,
+            resource: def.resource,
+            subresource: write.subresource,
+            dry_run: write.options.dry_run,
+            user: &write.options.user,
+            feedback: &feedback,
+        };
+        let refused = |refusal| self.refused(write.name, refusal);
+        self.admission
+            .mutate(&attributes, object)
+            .await
+            .map_err(refused)?;
+        let validated = self.admission.validate(&attributes, Some(object)).await;
+        validated.map_err(refused)
+    }
+
     /// kube's forms: a denial is `configmaps "a" is forbidden: <why>`; a
     /// missing object the write needs is its 404; a webhook's refusal
     /// keeps the code and reason it gave.
@@ -133,5 +169,15 @@ impl Handle {
                 ApiError::Internal(format!("Internal error occurred: {why}"))
             }
         }
+    }
+}
+
+impl Admission for Handle {
+    fn admit_create<'a>(
+        &'a self,
+        write: SubresourceWrite<'a>,
+        object: &'a mut Value,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.admit_subresource(write, object))
     }
 }
