@@ -20,6 +20,7 @@ pub mod non_resource;
 pub mod panic_recovery;
 mod steps;
 pub mod token_file;
+pub mod watch_quota;
 
 pub use steps::Chain;
 
@@ -58,6 +59,7 @@ pub async fn handle(
         path = %req.path(),
         code = tracing::field::Empty,
     );
+    let served = is_served(&state, &info);
     let audit_id = audit::request_id(&req);
     let steps = steps(&req, payload, &state, info, &query, &audit_id);
     let mut response = panic_recovery::guard(steps)
@@ -69,8 +71,24 @@ pub async fn handle(
     let seconds = started.elapsed().as_secs_f64();
     span.record("code", code);
     tracing::debug!(parent: &span, elapsed_ms = seconds * 1000.0, "served");
-    state.metrics.observe(verb, &resource, code, seconds);
+    let labelled = if served { resource.as_str() } else { "" };
+    state.metrics.observe(verb, labelled, code, seconds);
     response
+}
+
+/// Whether the request names a resource this server serves: only those
+/// label its metrics, so made-up paths, answered 404 or 401, add no
+/// series (kube labels by the route that matched).
+fn is_served(state: &AppState, info: &Result<RequestInfo, ApiError>) -> bool {
+    let Ok(info) = info else {
+        return false;
+    };
+    let (group, version) = (info.group.as_str(), info.version.as_str());
+    !info.resource.is_empty()
+        && state
+            .catalog
+            .find_any(group, version, &info.resource)
+            .is_some()
 }
 
 /// Every step after request info, in order.
