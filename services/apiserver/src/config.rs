@@ -135,6 +135,9 @@ pub struct Flags {
     /// Writes served at once before 429s (200; 0: no limit).
     #[arg(long)]
     pub max_mutating_requests_inflight: Option<usize>,
+    /// Watches one user may hold open before 429s (1000; 0: no limit).
+    #[arg(long)]
+    pub max_watches_per_user: Option<usize>,
     /// kube's EncryptionConfiguration (YAML or JSON): which resources are
     /// encrypted at rest, and with which providers and keys.
     #[arg(long)]
@@ -146,7 +149,7 @@ pub struct Flags {
 }
 
 /// kube-apiserver's usual mode; `AlwaysAllow` is for development only.
-pub const DEFAULT_AUTHORIZATION_MODE: &str = "RBAC";
+pub const DEFAULT_AUTHORIZATION_MODE: &str = "Node,RBAC";
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ApiserverConfig {
@@ -186,6 +189,7 @@ pub struct ApiserverConfig {
     pub audit_log_maxage: u64,
     pub max_requests_inflight: usize,
     pub max_mutating_requests_inflight: usize,
+    pub max_watches_per_user: usize,
     pub encryption_provider_config: String,
     /// The front-proxy and requestheader flags (`crate::aggregator`).
     #[serde(skip)]
@@ -382,6 +386,7 @@ fn defaults() -> Result<config::ConfigBuilder<config::builder::DefaultState>, Co
         .set_default("audit_log_maxage", 0)?
         .set_default("max_requests_inflight", 400)?
         .set_default("max_mutating_requests_inflight", 200)?
+        .set_default("max_watches_per_user", 1000)?
         .set_default("encryption_provider_config", "")?)
 }
 
@@ -456,6 +461,7 @@ impl Flags {
                 "max_mutating_requests_inflight",
                 text(&self.max_mutating_requests_inflight),
             ),
+            ("max_watches_per_user", text(&self.max_watches_per_user)),
             (
                 "encryption_provider_config",
                 text(&self.encryption_provider_config),

@@ -217,6 +217,11 @@ async fn watch(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
     let options = call.list_options()?;
     let timeout = options.timeout;
     let namespace = call.info.namespace.clone();
+    let slot = call
+        .state
+        .chain
+        .watch_quota
+        .acquire(&user_of(call.req).name)?;
     let receiver = call
         .entry
         .actor
@@ -231,7 +236,7 @@ async fn watch(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
     };
     let (strategy, metrics) = (call.entry.strategy.clone(), call.state.metrics.clone());
     Ok(super::watch::respond(
-        receiver, strategy, call.form, timeout, metrics,
+        receiver, strategy, call.form, timeout, metrics, slot,
     ))
 }
 

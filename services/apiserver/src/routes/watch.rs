@@ -11,6 +11,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::chain::watch_quota::WatchSlot;
 use super::render::{self, Form};
 use crate::cache::{EventType, WatchItem};
 use crate::error::ApiError;
@@ -21,8 +22,9 @@ use crate::registry::Strategy;
 /// kube-apiserver's min-request-timeout makes it (clients re-watch).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
-/// Keeps the open-watch gauge right however the stream ends.
-struct Open(Arc<Metrics>);
+/// Keeps the open-watch gauge and the user's watch count right however
+/// the stream ends.
+struct Open(Arc<Metrics>, WatchSlot);
 
 impl Drop for Open {
     fn drop(&mut self) {
@@ -36,6 +38,7 @@ pub fn respond(
     form: Form,
     timeout: Option<Duration>,
     metrics: Arc<Metrics>,
+    slot: WatchSlot,
 ) -> HttpResponse {
     let receiver = match receiver {
         Ok(receiver) => receiver,
@@ -48,7 +51,7 @@ pub fn respond(
         }
     };
     metrics.watches.inc();
-    let open = Open(metrics);
+    let open = Open(metrics, slot);
     let state = (receiver, true, open);
     let events = futures::stream::unfold(state, move |(mut receiver, first, open)| {
         let strategy = strategy.clone();

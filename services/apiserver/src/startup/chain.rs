@@ -22,6 +22,7 @@ use crate::routes::chain::authentication::x509::X509;
 use crate::routes::chain::authentication::{self as authn, Authenticator, Insecure};
 use crate::routes::chain::flow_control::FlowControlStep;
 use crate::routes::chain::token_file::TokenFile;
+use crate::routes::chain::watch_quota::WatchQuota;
 use crate::routes::chain::{audit, Chain};
 use crate::serviceaccount::Issuer;
 
@@ -40,6 +41,7 @@ pub async fn assemble(
         audiences: config.audiences(),
         audit: audit::Audit::new(auditor),
         authorizer: authorizer(config, catalog).await?,
+        watch_quota: WatchQuota::new(config.max_watches_per_user),
     })
 }
 
@@ -125,6 +127,7 @@ async fn authorizer(
         authorizers.push(match mode {
             Mode::AlwaysAllow => Arc::new(AlwaysAllow),
             Mode::AlwaysDeny => Arc::new(AlwaysDeny),
+            Mode::Node => Arc::new(crate::node_authorizer::start(catalog).await?),
             Mode::Rbac => Arc::new(crate::rbac::start::authorizer(catalog).await?),
         });
     }

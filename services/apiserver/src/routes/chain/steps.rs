@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
+use super::watch_quota::WatchQuota;
 use super::{audit, authentication, flow_control};
 use crate::auth::{AlwaysAllow, Authorizer};
 
@@ -16,6 +17,8 @@ pub struct Chain {
     pub audit: audit::Audit,
     /// The `--authorization-mode` union.
     pub authorizer: Arc<dyn Authorizer>,
+    /// Open watches per user (`--max-watches-per-user`).
+    pub watch_quota: Arc<WatchQuota>,
 }
 
 impl Chain {
@@ -34,6 +37,7 @@ impl Chain {
             audiences: Vec::new(),
             audit: audit::Audit::default(),
             authorizer: Arc::new(AlwaysAllow),
+            watch_quota: WatchQuota::new(0),
         }
     }
 }
