@@ -27,6 +27,7 @@ pub mod error;
 pub mod expression;
 pub mod flowcontrol;
 pub mod metrics;
+pub mod node_authorizer;
 pub mod object;
 pub mod pki;
 pub mod rbac;

@@ -30,6 +30,6 @@ pub use authorizer::{
 pub use modes::{parse_modes, Mode};
 pub use rule::{url_covers, PolicyRule};
 pub use user::{
-    service_account_groups, service_account_user, UserInfo, ANONYMOUS, AUTHENTICATED, MASTERS,
-    UNAUTHENTICATED,
+    node_name, service_account_groups, service_account_user, UserInfo, ANONYMOUS, AUTHENTICATED,
+    MASTERS, NODES_GROUP, UNAUTHENTICATED,
 };

@@ -5,11 +5,12 @@
 pub enum Mode {
     AlwaysAllow,
     AlwaysDeny,
+    Node,
     Rbac,
 }
 
-/// A comma list of kube's mode names; `Node`, `ABAC` and `Webhook` are
-/// kube's too but not served here.
+/// A comma list of kube's mode names; `ABAC` and `Webhook` are kube's
+/// too but not served here.
 pub fn parse_modes(text: &str) -> Result<Vec<Mode>, String> {
     let mut modes = Vec::new();
     for name in text.split(',').map(str::trim).filter(|m| !m.is_empty()) {
@@ -17,7 +18,8 @@ pub fn parse_modes(text: &str) -> Result<Vec<Mode>, String> {
             "AlwaysAllow" => Mode::AlwaysAllow,
             "AlwaysDeny" => Mode::AlwaysDeny,
             "RBAC" => Mode::Rbac,
-            "Node" | "ABAC" | "Webhook" => {
+            "Node" => Mode::Node,
+            "ABAC" | "Webhook" => {
                 return Err(format!(
                     "authorization mode {name:?} is not supported by capstan"
                 ))
@@ -45,7 +47,8 @@ mod tests {
             parse_modes("RBAC, AlwaysAllow").unwrap(),
             [Mode::Rbac, Mode::AlwaysAllow]
         );
-        assert!(parse_modes("Node,RBAC")
+        assert_eq!(parse_modes("Node,RBAC").unwrap(), [Mode::Node, Mode::Rbac]);
+        assert!(parse_modes("Webhook")
             .unwrap_err()
             .contains("not supported"));
         assert!(parse_modes("").is_err());

@@ -5,10 +5,9 @@
 //! server itself needs from kubelets (`system:kubelet-api-admin`); plus
 //! the identity of Capstan's simulated nodes (`system:capstan-nodes`).
 //!
-//! One difference from kube: kube binds `system:node` to nobody and lets
-//! its Node authorizer admit kubelets. Capstan has no Node authorizer, so
-//! RBAC alone must admit them, as kube did before that authorizer: the
-//! role is bound to the group `system:nodes`.
+//! As in kube, `system:node` is bound to nobody: the Node authorizer
+//! admits kubelets (with these rules, narrowed by its graph), and the
+//! NodeRestriction admission plugin keeps each to its own objects.
 
 use serde_json::{json, Value};
 
@@ -94,7 +93,9 @@ fn volume_scheduler() -> Value {
     )
 }
 
-fn node() -> Value {
+/// kube's `system:node` ClusterRole: what the Node authorizer allows a
+/// node beyond what it decides from its graph.
+pub fn node() -> Value {
     let mut rules = reviews();
     rules.extend([
         rule(READ, &[CORE], &["services"]),
@@ -259,7 +260,7 @@ pub fn cluster_role_bindings() -> Vec<Value> {
             "system:volume-scheduler",
             vec![subject("User", SCHEDULER_USER)],
         ),
-        binding("system:node", vec![subject("Group", NODES_GROUP)]),
+        binding("system:node", vec![]),
         binding(
             "system:node-proxier",
             vec![subject("User", "system:kube-proxy")],

@@ -137,18 +137,19 @@ fn change_of(kind: Kind, item: WatchItem, revision: &mut i64) -> Result<Option<C
     }
 }
 
-fn entry(catalog: &Catalog, kind: Kind) -> Result<&crate::registry::catalog::Entry, ApiError> {
-    catalog
-        .find(GROUP, VERSION, kind.resource())
-        .ok_or_else(|| ApiError::Internal(format!("{} are not served", kind.resource())))
-}
-
-async fn list(catalog: &Catalog, kind: Kind) -> Result<(Vec<Arc<Value>>, i64), ApiError> {
+/// Every object of a served resource across namespaces, and the revision
+/// of the list (from the resource's watch cache).
+pub async fn list_resource(
+    catalog: &Catalog,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> Result<(Vec<Arc<Value>>, i64), ApiError> {
     let message = actor::List {
         namespace: None,
         options: ListOptions::default(),
     };
-    let page = entry(catalog, kind)?
+    let page = entry(catalog, group, version, resource)?
         .actor
         .send(message)
         .await
@@ -157,9 +158,12 @@ async fn list(catalog: &Catalog, kind: Kind) -> Result<(Vec<Arc<Value>>, i64), A
     Ok((items, page.revision))
 }
 
-async fn open(
+/// The changes to a served resource across namespaces after `revision`.
+pub async fn watch_resource(
     catalog: &Catalog,
-    kind: Kind,
+    group: &str,
+    version: &str,
+    resource: &str,
     revision: i64,
 ) -> Result<mpsc::Receiver<WatchItem>, ApiError> {
     let options = ListOptions {
@@ -171,9 +175,32 @@ async fn open(
         namespace: None,
         options,
     };
-    entry(catalog, kind)?
+    entry(catalog, group, version, resource)?
         .actor
         .send(message)
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?
+}
+
+fn entry<'a>(
+    catalog: &'a Catalog,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> Result<&'a crate::registry::catalog::Entry, ApiError> {
+    catalog
+        .find(group, version, resource)
+        .ok_or_else(|| ApiError::Internal(format!("{resource} are not served")))
+}
+
+async fn list(catalog: &Catalog, kind: Kind) -> Result<(Vec<Arc<Value>>, i64), ApiError> {
+    list_resource(catalog, GROUP, VERSION, kind.resource()).await
+}
+
+async fn open(
+    catalog: &Catalog,
+    kind: Kind,
+    revision: i64,
+) -> Result<mpsc::Receiver<WatchItem>, ApiError> {
+    watch_resource(catalog, GROUP, VERSION, kind.resource(), revision).await
 }

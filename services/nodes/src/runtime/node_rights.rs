@@ -24,7 +24,9 @@ pub const ROLE: &str = "system:node";
 pub const BINDING: &str = "capstan:simulated-nodes";
 const MANAGER: &str = "capstan-nodes";
 
-/// The writes a node makes, as (verb, group, resource, subresource, namespace).
+/// The writes a node makes, as (verb, group, resource, subresource,
+/// namespace); those on nodes and leases name the node's own object, as
+/// a Node authorizer allows only those.
 const NEEDED: [(&str, &str, &str, &str, &str); 4] = [
     ("create", "", "nodes", "", ""),
     ("patch", "", "nodes", "status", ""),
@@ -64,6 +66,7 @@ pub async fn ensure(client: &kube::Client, node: &str) -> Result<(), Error> {
 async fn allowed(client: &kube::Client, node: &str) -> Result<bool, Error> {
     let api = Api::<SubjectAccessReview>::all(client.clone());
     for (verb, group, resource, subresource, namespace) in NEEDED {
+        let own = matches!(resource, "nodes" | "leases") && verb != "create";
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: Some(node_user(node)),
@@ -74,6 +77,7 @@ async fn allowed(client: &kube::Client, node: &str) -> Result<bool, Error> {
                     resource: Some(resource.into()),
                     subresource: Some(subresource.into()),
                     namespace: Some(namespace.into()),
+                    name: own.then(|| node.to_string()),
                     ..ResourceAttributes::default()
                 }),
                 ..SubjectAccessReviewSpec::default()

@@ -7,6 +7,7 @@ mod default_storage_class;
 mod default_toleration_seconds;
 mod limit_ranger;
 mod namespace_lifecycle;
+mod node_restriction;
 mod priority;
 mod resource_quota;
 mod service_account;
@@ -18,6 +19,7 @@ pub use default_storage_class::DefaultStorageClass;
 pub use default_toleration_seconds::DefaultTolerationSeconds;
 pub use limit_ranger::LimitRanger;
 pub use namespace_lifecycle::{NamespaceLifecycle, IMMORTAL_NAMESPACES};
+pub use node_restriction::NodeRestriction;
 pub use priority::{Priority, SYSTEM_CLASSES};
 pub use resource_quota::ResourceQuota;
 pub use service_account::{ServiceAccount, TOKEN_MOUNT_PATH};
@@ -71,6 +73,10 @@ pub const KUBE_ORDER: &[&str] = &[
     "AlwaysDeny",
 ];
 
+/// Plugins kube leaves off but every cluster that runs the Node
+/// authorizer turns on (kubeadm, k3s), so Capstan runs them by default.
+pub const ALSO_ON_BY_DEFAULT: &[&str] = &["NodeRestriction"];
+
 /// kube-apiserver's default set (`DefaultOffAdmissionPlugins`' complement).
 pub const KUBE_DEFAULTS: &[&str] = &[
     "NamespaceLifecycle",
@@ -100,6 +106,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "NamespaceLifecycle",
     "LimitRanger",
     "ServiceAccount",
+    "NodeRestriction",
     "PodSecurity",
     "Priority",
     "DefaultTolerationSeconds",
@@ -138,7 +145,8 @@ pub fn select(enable: &[String], disable: &[String]) -> Result<Vec<&'static str>
     }
     let wanted = |name: &&str| {
         let enabled = enable.iter().any(|n| n == name)
-            || (KUBE_DEFAULTS.contains(name) && IMPLEMENTED.contains(name));
+            || (KUBE_DEFAULTS.contains(name) && IMPLEMENTED.contains(name))
+            || ALSO_ON_BY_DEFAULT.contains(name);
         enabled && !disable.iter().any(|n| n == name)
     };
     Ok(KUBE_ORDER.iter().copied().filter(wanted).collect())
@@ -162,6 +170,7 @@ pub fn build(
                 "NamespaceLifecycle" => Some(Arc::new(NamespaceLifecycle::new(objects.clone()))),
                 "LimitRanger" => Some(Arc::new(LimitRanger::new(objects.clone()))),
                 "ServiceAccount" => Some(Arc::new(ServiceAccount::new(objects.clone()))),
+                "NodeRestriction" => Some(Arc::new(NodeRestriction)),
                 "PodSecurity" => Some(Arc::new(PodSecurity::configured(
                     objects.clone(),
                     configurations.pod_security.clone(),
@@ -208,6 +217,7 @@ mod tests {
                 "NamespaceLifecycle",
                 "LimitRanger",
                 "ServiceAccount",
+                "NodeRestriction",
                 "PodSecurity",
                 "Priority",
                 "DefaultTolerationSeconds",
@@ -224,6 +234,7 @@ mod tests {
             [
                 "NamespaceLifecycle",
                 "LimitRanger",
+                "NodeRestriction",
                 "PodSecurity",
                 "Priority",
                 "DefaultTolerationSeconds",
