@@ -13,13 +13,12 @@ use serde_json::{json, Value};
 
 use super::bootstrap_objects::{cluster_role, events, metadata, named, rule};
 use super::objects::GROUP;
+use crate::auth::NODES_GROUP;
 
 /// The user kube-scheduler authenticates as.
 pub const SCHEDULER_USER: &str = "system:kube-scheduler";
 /// The user of the process that runs simulated nodes and impersonates them.
 pub const NODE_SIMULATOR_USER: &str = "system:capstan-nodes";
-/// The group every kubelet is in.
-pub const NODES_GROUP: &str = "system:nodes";
 
 const READ: &[&str] = &["get", "list", "watch"];
 const CREATE: &[&str] = &["create"];

@@ -24,11 +24,15 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// Keeps the open-watch gauge and the user's watch count right however
 /// the stream ends.
-struct Open(Arc<Metrics>, WatchSlot);
+struct Open {
+    metrics: Arc<Metrics>,
+    /// Held, not read: dropping it frees the user's slot.
+    _slot: WatchSlot,
+}
 
 impl Drop for Open {
     fn drop(&mut self) {
-        self.0.watches.dec();
+        self.metrics.watches.dec();
     }
 }
 
@@ -51,7 +55,10 @@ pub fn respond(
         }
     };
     metrics.watches.inc();
-    let open = Open(metrics, slot);
+    let open = Open {
+        metrics,
+        _slot: slot,
+    };
     let state = (receiver, true, open);
     let events = futures::stream::unfold(state, move |(mut receiver, first, open)| {
         let strategy = strategy.clone();
