@@ -14,23 +14,14 @@ use std::time::Duration;
 
 use capstan_tests::apiserver::Embedded;
 use capstan_tests::http::{Connection, Response};
-use capstan_tests::poll::wait_for;
-use capstan_tests::tls::Identity;
+use capstan_tests::tokens;
 use serde_json::{json, Value};
-
-const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "team";
 
-/// A request as the admin; panics unless it answers `want`.
 fn admin(server: &Embedded, method: &str, path: &str, body: &Value, want: u16) -> Value {
-    let (status, answer) = Connection::connect(server.port)
-        .and_then(|mut c| c.json(method, path, Some(body)))
-        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    assert_eq!(status, want, "{method} {path}: {answer}");
-    answer
+    tokens::admin(server.port, method, path, body, want)
 }
 
-/// A request presenting `token`.
 fn as_token(
     server: &Embedded,
     token: &str,
@@ -39,66 +30,19 @@ fn as_token(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Response {
-    let identity = Identity::Token(token.to_string());
-    Connection::connect_as(server.port, &identity)
-        .and_then(|mut c| c.send(method, path, headers, body))
-        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+    tokens::as_token(server.port, token, method, path, headers, body)
 }
 
 fn get(server: &Embedded, token: &str, path: &str) -> Response {
-    as_token(
-        server,
-        token,
-        "GET",
-        path,
-        &[("Accept", "application/json")],
-        &[],
-    )
+    tokens::get(server.port, token, path)
 }
 
-/// A ServiceAccount in `team` bound to a Role with `rules`, and a token
-/// for it.
 fn service_account(server: &Embedded, name: &str, rules: Value) -> String {
-    let base = format!("/api/v1/namespaces/{NS}");
-    let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}});
-    admin(
-        server,
-        "POST",
-        &format!("{base}/serviceaccounts"),
-        &account,
-        201,
-    );
-    let rbac = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}");
-    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": name}, "rules": rules});
-    admin(server, "POST", &format!("{rbac}/roles"), &role, 201);
-    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NS}]});
-    admin(
-        server,
-        "POST",
-        &format!("{rbac}/rolebindings"),
-        &binding,
-        201,
-    );
-    let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {}});
-    let path = format!("{base}/serviceaccounts/{name}/token");
-    let answer = admin(server, "POST", &path, &request, 201);
-    answer["status"]["token"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no token in {answer}"))
-        .to_string()
+    tokens::service_account(server.port, NS, name, rules)
 }
 
-/// Waits until `token` is allowed `path` (RBAC's index follows the grant
-/// by a watch).
 fn wait_allowed(server: &Embedded, token: &str, path: &str) {
-    wait_for(WAIT, &format!("the grant to allow GET {path}"), || {
-        (get(server, token, path).status == 200).then_some(())
-    });
+    tokens::wait_allowed(server.port, token, path)
 }
 
 /// The names in a watch's events (a 200 whose stream the server ends at

@@ -7,10 +7,13 @@
 //! ValidatingAdmissionPolicy and in a webhook's `matchConditions`. Each is
 //! answered with a 4xx naming the reason, changes nothing, and leaves the
 //! server's peak memory (VmHWM, reset before the attack) within a small
-//! bound.
+//! bound. Also: made-up paths add no request-metric series, and one
+//! user holds at most `--max-watches-per-user` watches open (then 429).
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
+use capstan_tests::api_requests::WatchEvents;
 use capstan_tests::apiserver::Embedded;
 use capstan_tests::http::{Connection, Response};
 use capstan_tests::poll::wait_for;
@@ -349,5 +352,145 @@ webhooks:
         "matchCondition 'doubling' resulted in error: operation cancelled: actual cost limit exceeded",
     );
     assert!(growth < GROWTH_LIMIT_KIB, "the peak grew {growth} KiB");
+    assert_alive(&server);
+}
+
+/// Every resource the server's discovery lists, and the empty one.
+fn served_resources(server: &Embedded) -> BTreeSet<String> {
+    let discovery = |path: &str| json_request(server, "GET", path, &Value::Null).1;
+    let mut versions = vec!["/api/v1".to_string()];
+    for group in discovery("/apis")["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        for version in group["versions"].as_array().into_iter().flatten() {
+            versions.push(format!(
+                "/apis/{}",
+                version["groupVersion"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    let mut served = BTreeSet::from([String::new()]);
+    for path in versions {
+        for resource in discovery(&path)["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let name = resource["name"].as_str().unwrap_or("");
+            served.insert(name.split('/').next().unwrap_or(name).to_string());
+        }
+    }
+    served
+}
+
+/// The request metrics' series, as `/metrics` lists them.
+fn request_series(server: &Embedded) -> Vec<String> {
+    let metrics = send(server, "GET", "/metrics", "text/plain", &[]);
+    assert_eq!(metrics.status, 200, "{}", metrics.text());
+    metrics
+        .text()
+        .lines()
+        .filter(|line| line.starts_with("apiserver_request"))
+        .map(|line| {
+            line.rsplit_once(' ')
+                .map_or(line, |(series, _)| series)
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn made_up_paths_add_no_metric_series() {
+    let server = Embedded::start();
+    let before = request_series(&server);
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for i in 0..1000 {
+        let word = format!("madeup{:x}", next());
+        let path = match i % 4 {
+            0 => format!("/api/v1/{word}"),
+            1 => format!("/apis/{word}.example.com/v1/namespaces/default/{word}/x"),
+            2 => format!("/apis/apps/v1/{word}?watch=1"),
+            _ => format!("/{word}/{word}"),
+        };
+        let method = ["GET", "POST", "DELETE", "PUT"][i % 4];
+        let identity = capstan_tests::tls::Identity::Anonymous;
+        let answer = Connection::connect_as(server.port, &identity)
+            .and_then(|mut c| c.send(method, &path, &[("Connection", "close")], b"{}"))
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        assert!(
+            (400..500).contains(&answer.status),
+            "{method} {path}: {}",
+            answer.status
+        );
+    }
+    let after = request_series(&server);
+    let leaked: Vec<&String> = after.iter().filter(|s| s.contains("madeup")).collect();
+    assert!(
+        leaked.is_empty(),
+        "made-up resources label series: {leaked:?}"
+    );
+    let resources = |series: &[String]| -> BTreeSet<String> {
+        series
+            .iter()
+            .filter_map(|s| s.split("resource=\"").nth(1)?.split('"').next())
+            .map(str::to_string)
+            .collect()
+    };
+    let served = served_resources(&server);
+    let unserved: Vec<String> = resources(&after).difference(&served).cloned().collect();
+    assert!(
+        unserved.is_empty(),
+        "unserved resources label series: {unserved:?}"
+    );
+    // The made-up paths share the empty resource: a verb and a code per
+    // kind of answer (401 or 403, 404, 405) may be new; a thousand may not.
+    let unlabelled = |series: &[String]| {
+        series
+            .iter()
+            .filter(|s| s.starts_with("apiserver_request_total") && s.contains("resource=\"\""))
+            .count()
+    };
+    let added = unlabelled(&after).saturating_sub(unlabelled(&before));
+    assert!(added < 30, "{added} new request series: {after:?}");
+}
+
+#[test]
+fn one_user_holds_at_most_its_bound_of_open_watches() {
+    let server = Embedded::start_with(&["--simulated-nodes", "0", "--max-watches-per-user", "3"]);
+    let path = "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=300";
+    let watches: Vec<WatchEvents> = (0..3)
+        .map(|_| WatchEvents::open(server.port, path))
+        .collect();
+    let refused = send(&server, "GET", path, "application/json", &[]);
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert_eq!(
+        refused.header("retry-after"),
+        ["1"],
+        "{:?}",
+        refused.headers
+    );
+    assert_refused(&refused, "");
+    drop(watches);
+    wait_for(WAIT, "a closed watch to free its slot", || {
+        let again = Connection::connect(server.port)
+            .and_then(|mut c| {
+                c.send(
+                    "GET",
+                    &path.replace("300", "1"),
+                    &[("Accept", "application/json")],
+                    &[],
+                )
+            })
+            .ok()?;
+        (again.status == 200).then_some(())
+    });
     assert_alive(&server);
 }

@@ -28,6 +28,7 @@ pub mod python;
 pub mod sim_nodes;
 pub mod store;
 pub mod tls;
+pub mod tokens;
 pub mod watch;
 pub mod watchdog;
 pub mod webhook;
