@@ -59,11 +59,9 @@ fn as_node(
 
 fn refused(response: &Response, what: &str, message: &str) {
     assert_eq!(response.status, 403, "{what}: {}", response.text());
-    assert!(
-        response.text().contains(message),
-        "{what}: {}",
-        response.text()
-    );
+    let status = response.json().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let said = status["message"].as_str().unwrap_or_default();
+    assert!(said.contains(message), "{what}: {said}");
 }
 
 /// A Secret and a pod on `node` that mounts it.
@@ -252,8 +250,11 @@ fn a_node_writes_only_its_own_objects() {
         Some(&renewal),
     );
     refused(&lease, "B's Lease", "forbidden");
-    let mine = as_node(&server, NODE_A, "GET", &format!("{leases}/{NODE_A}"), None);
-    assert_eq!(mine.status, 200, "its own Lease: {}", mine.text());
+    wait_for(WAIT, "node A to read its own Lease", || {
+        let mine = as_node(&server, NODE_A, "GET", &format!("{leases}/{NODE_A}"), None);
+        assert_ne!(mine.status, 403, "its own Lease: {}", mine.text());
+        (mine.status == 200).then_some(())
+    });
 
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sneaky"},
         "spec": {"nodeName": NODE_A, "containers": [{"name": "c", "image": "nginx"}]}});
