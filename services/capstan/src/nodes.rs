@@ -13,10 +13,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use capstan_apiserver::auth::NODES_GROUP;
 use capstan_apiserver::pki::Pki;
-use capstan_apiserver::rbac::component_policy::{
-    impersonate_nodes, NODES_GROUP, NODE_SIMULATOR_USER,
-};
+use capstan_apiserver::rbac::component_policy::{impersonate_nodes, NODE_SIMULATOR_USER};
 use capstan_client::connect::{ClientSettings, Connection, InlineCredentials};
 use capstan_nodes::config::{Flags as NodesFlags, NodesConfig};
 use capstan_nodes::settings::Settings;
