@@ -23,6 +23,7 @@ pub mod endpoints;
 pub mod endpointslice;
 pub mod endpointslice_mirroring;
 pub mod garbage_collector;
+pub mod horizontal_pod_autoscaler;
 pub mod job;
 pub mod namespace;
 pub mod node_lifecycle;
@@ -112,6 +113,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["garbagecollector"],
             enabled_by_default: true,
             start: |ctx| Box::pin(garbage_collector::run(ctx)),
+        },
+        Descriptor {
+            name: "horizontal-pod-autoscaler-controller",
+            aliases: &["horizontalpodautoscaling"],
+            enabled_by_default: true,
+            start: |ctx| Box::pin(horizontal_pod_autoscaler::run(ctx)),
         },
         Descriptor {
             name: "job-controller",
