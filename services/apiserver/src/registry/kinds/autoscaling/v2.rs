@@ -61,12 +61,16 @@ fn hpa_defaults(obj: &mut Value) {
     let up = json!([{"type": "Pods", "value": 4, "periodSeconds": 15},
                     {"type": "Percent", "value": 100, "periodSeconds": 15}]);
     let down = json!([{"type": "Percent", "value": 100, "periodSeconds": 15}]);
-    for (rules, window, policies) in [("scaleUp", 0, up), ("scaleDown", 300, down)] {
+    for (rules, policies) in [("scaleUp", up), ("scaleDown", down)] {
         let path = |field| ["spec", "behavior", rules, field];
-        default_at(obj, &path("stabilizationWindowSeconds"), json!(window));
         default_at(obj, &path("selectPolicy"), json!("Max"));
         default_at(obj, &path("policies"), policies);
     }
+    // Scaling down keeps no window of its own unless given one: the
+    // controller's --horizontal-pod-autoscaler-downscale-stabilization
+    // applies, as in kube.
+    let up_window = ["spec", "behavior", "scaleUp", "stabilizationWindowSeconds"];
+    default_at(obj, &up_window, json!(0));
 }
 
 pub(super) fn validate_hpa(obj: &Value) -> Vec<Cause> {
@@ -289,6 +293,17 @@ mod tests {
             60
         );
         assert_eq!(obj["spec"]["behavior"]["scaleUp"]["selectPolicy"], "Max");
+        assert_eq!(
+            obj["spec"]["behavior"]["scaleUp"]["stabilizationWindowSeconds"],
+            0
+        );
+        let obj = hpa(
+            json!({"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 5,
+                             "behavior": {}}),
+        );
+        let down = &obj["spec"]["behavior"]["scaleDown"];
+        assert!(down["stabilizationWindowSeconds"].is_null(), "{down}");
+        assert_eq!(down["policies"][0]["type"], "Percent");
     }
 
     #[test]
