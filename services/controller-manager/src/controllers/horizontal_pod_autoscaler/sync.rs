@@ -129,7 +129,7 @@ impl Syncer {
                 Vec::new(),
             )
         } else {
-            match self.from_metrics(key, hpa, &scale, current).await? {
+            match self.decide_from_metrics(key, hpa, &scale, current).await? {
                 Some(found) => found,
                 None => return Ok(()),
             }
@@ -144,7 +144,7 @@ impl Syncer {
 
     /// The count the metrics ask for, normalized; None when the metrics
     /// cannot be acted on (the status then says why).
-    async fn from_metrics(
+    async fn decide_from_metrics(
         &self,
         key: &str,
         hpa: &mut HorizontalPodAutoscaler,
