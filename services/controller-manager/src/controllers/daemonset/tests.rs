@@ -446,7 +446,7 @@ fn a_pending_pod_on_a_node_newly_tainted_goes_and_a_running_one_stays() {
     let nodes = vec![
         NodePods {
             node: "n0".into(),
-            fit: tainted.clone(),
+            fit: tainted,
             pods: vec![Arc::new(pending)],
         },
         NodePods {

@@ -105,10 +105,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<()> {
         }
     };
     let workers = ctx.settings.concurrent_horizontal_pod_autoscaler_syncs;
-    let run = ctx.run_workers(QUEUE, queue, workers, move |key| {
-        let syncer = syncer.clone();
-        async move { syncer.sync(&key).await }
-    });
+    let run = ctx.serve(QUEUE, queue, workers, syncer);
     tokio::select! {
         _ = run => {}
         _ = resync => {}

@@ -18,6 +18,7 @@ use super::behavior::{self, Counts, History, Normalized};
 use super::compute::{compute, Source};
 use super::conditions::{self, ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED};
 use super::replicas::Calculator;
+use crate::context::Reconciler;
 use crate::error::{Error, Result};
 use crate::scale::Scales;
 use crate::status::update_status;
@@ -41,8 +42,8 @@ struct Decision {
     rescale_reason: String,
 }
 
-impl Syncer {
-    pub async fn sync(&self, key: &str) -> Result<()> {
+impl Reconciler for Syncer {
+    async fn sync(&self, key: &str) -> Result<()> {
         let Some(cached) = self.autoscalers.get_by_key(key) else {
             self.histories.lock().remove(key);
             return Ok(());
@@ -58,7 +59,9 @@ impl Syncer {
         }
         outcome
     }
+}
 
+impl Syncer {
     fn warn(&self, hpa: &HorizontalPodAutoscaler, reason: &str, message: &str) {
         self.recorder
             .record(hpa, EventType::Warning, reason, message);
