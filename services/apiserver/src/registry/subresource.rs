@@ -128,6 +128,23 @@ pub trait Deleter: Send + Sync {
 }
 
 impl Call<'_> {
+    /// `body` as admission sees it: typed `api_version`/`kind` and named
+    /// and placed like the object the request names, whatever the client
+    /// left out.
+    pub fn admissible(&self, mut body: Value, api_version: &str, kind: &str) -> Value {
+        if !body.is_object() {
+            body = Value::Object(Default::default());
+        }
+        body["apiVersion"] = api_version.into();
+        body["kind"] = kind.into();
+        let metadata = crate::object::meta::metadata_mut(&mut body);
+        metadata.insert("name".into(), self.name.into());
+        if !self.namespace.is_empty() {
+            metadata.insert("namespace".into(), self.namespace.into());
+        }
+        body
+    }
+
     /// Admits `object` (the request's body, such as a Binding) as a
     /// CREATE of `subresource` on the named object, as kube admits every
     /// `rest.Creater`: webhooks, policies and plugins see it and may

@@ -170,7 +170,7 @@ pub fn build(
                 "NamespaceLifecycle" => Some(Arc::new(NamespaceLifecycle::new(objects.clone()))),
                 "LimitRanger" => Some(Arc::new(LimitRanger::new(objects.clone()))),
                 "ServiceAccount" => Some(Arc::new(ServiceAccount::new(objects.clone()))),
-                "NodeRestriction" => Some(Arc::new(NodeRestriction)),
+                "NodeRestriction" => Some(Arc::new(NodeRestriction::new(objects.clone()))),
                 "PodSecurity" => Some(Arc::new(PodSecurity::configured(
                     objects.clone(),
                     configurations.pod_security.clone(),

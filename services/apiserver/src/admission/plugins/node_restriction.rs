@@ -3,11 +3,16 @@
 //! (not its taints once registered, and no label in the
 //! `node-restriction.kubernetes.io/` namespace nor another
 //! `kubernetes.io`/`k8s.io` label kubelets may not set), its own Lease
-//! and CSINode, the status and deletion of pods bound to it, and mirror
-//! pods of its own that reference no other object. Other users pass.
+//! and CSINode, the status, eviction and deletion of pods bound to it,
+//! mirror pods of its own that reference no other object, and tokens
+//! only when bound to a pod of its own (by name and uid). Other users
+//! pass.
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::admission::objects::{Freshness, Objects, PODS};
 use crate::admission::{AdmissionError, Admit, Attributes, Operation, Plugin};
 use crate::auth::node_name;
 use crate::object::meta;
@@ -32,9 +37,94 @@ const KUBELET_LABELS: &[&str] = &[
 /// Label namespaces a kubelet may use freely.
 const KUBELET_LABEL_NAMESPACES: &[&str] = &["kubelet.kubernetes.io", "node.kubernetes.io"];
 
-pub struct NodeRestriction;
+/// Reads the pods a node evicts or binds a token to (kube's live `Get`).
+pub struct NodeRestriction {
+    objects: Arc<dyn Objects>,
+}
 
 type Check = Result<(), String>;
+
+impl NodeRestriction {
+    pub fn new(objects: Arc<dyn Objects>) -> NodeRestriction {
+        NodeRestriction { objects }
+    }
+
+    /// The pod `name` of the request's namespace, as stored now; a 404
+    /// when there is none, as kube answers.
+    async fn pod(&self, a: &Attributes<'_>, name: &str) -> Result<Value, AdmissionError> {
+        let found = self
+            .objects
+            .get(PODS, a.namespace, name, Freshness::Current);
+        found.await?.ok_or_else(|| AdmissionError::NotFound {
+            resource: "pods".into(),
+            name: name.into(),
+        })
+    }
+
+    /// A node evicts only pods bound to it.
+    async fn eviction(&self, node: &str, a: &Attributes<'_>) -> Result<(), AdmissionError> {
+        let pod = self.pod(a, a.name).await?;
+        match bound_to(Some(&pod), node) {
+            true => Ok(()),
+            false => Err(denied(format!(
+                "node {node} can only evict pods with spec.nodeName set to itself"
+            ))),
+        }
+    }
+
+    /// A node asks tokens only bound to a pod of its own, named with its
+    /// uid, so a token never outlives the pod it was issued for.
+    async fn token(
+        &self,
+        node: &str,
+        a: &Attributes<'_>,
+        request: Option<&Value>,
+    ) -> Result<(), AdmissionError> {
+        let reference = &request.unwrap_or(&Value::Null)["spec"]["boundObjectRef"];
+        let name = reference["name"].as_str().unwrap_or("");
+        let is_pod = reference["kind"] == "Pod" && reference["apiVersion"] == "v1";
+        if !is_pod || name.is_empty() {
+            return Err(denied("node requested token not bound to a pod"));
+        }
+        let Some(uid) = reference["uid"].as_str().filter(|u| !u.is_empty()) else {
+            return Err(denied(
+                "node requested token with a pod binding without a uid",
+            ));
+        };
+        let pod = self.pod(a, name).await?;
+        if meta::uid(&pod) != uid {
+            return Err(denied(format!(
+                "the UID in the bound object reference ({uid}) does not match the UID in record. \
+                 The object might have been deleted and then recreated"
+            )));
+        }
+        match bound_to(Some(&pod), node) {
+            true => Ok(()),
+            false => Err(denied(
+                "node requested token bound to a pod scheduled on a different node",
+            )),
+        }
+    }
+
+    async fn admit(
+        &self,
+        node: &str,
+        a: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<(), AdmissionError> {
+        match (a.operation, a.group, a.resource, a.subresource) {
+            (Operation::Create, "", "pods", "eviction") => self.eviction(node, a).await,
+            (Operation::Create, "", "serviceaccounts", "token") => {
+                self.token(node, a, object).await
+            }
+            _ => check(node, a, object).map_err(denied),
+        }
+    }
+}
+
+fn denied(reason: impl Into<String>) -> AdmissionError {
+    AdmissionError::denied(NAME, reason)
+}
 
 impl Plugin for NodeRestriction {
     fn name(&self) -> &str {
@@ -42,13 +132,12 @@ impl Plugin for NodeRestriction {
     }
 
     fn validate<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a Value>) -> Admit<'a> {
-        let checked = match node_name(a.user) {
-            Some(node) => check(node, a, object),
-            None => Ok(()),
-        };
-        Box::pin(std::future::ready(
-            checked.map_err(|reason| AdmissionError::denied(NAME, reason)),
-        ))
+        Box::pin(async move {
+            match node_name(a.user) {
+                Some(node) => self.admit(node, a, object).await,
+                None => Ok(()),
+            }
+        })
     }
 }
 
@@ -83,7 +172,7 @@ fn pod(node: &str, a: &Attributes, object: Option<&Value>) -> Check {
             operation.as_str()
         )),
         (_, subresource) => Err(format!(
-            "unexpected subresource {subresource:?}, node \"{node}\" can only update pod status"
+            "unexpected pod subresource {subresource:?}, only 'status' and 'eviction' are allowed"
         )),
     }
 }
@@ -223,6 +312,7 @@ fn kubelet_may_set(key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::plugins::testing::Memory;
     use crate::admission::Feedback;
     use crate::auth::UserInfo;
     use serde_json::json;
@@ -314,8 +404,90 @@ mod tests {
             "q",
             Some(&theirs),
         );
-        let plugin = NodeRestriction;
+        let plugin = NodeRestriction::new(Arc::new(Memory::default()));
         let admitted = futures::executor::block_on(plugin.validate(&theirs_status, Some(&theirs)));
         assert_eq!(admitted, Ok(()));
+    }
+
+    /// Pod `p` on node a and `q` on node b, in namespace `team`.
+    fn plugin_with_pods() -> NodeRestriction {
+        let memory = Memory::default();
+        for (name, node) in [("p", "a"), ("q", "b")] {
+            let pod = json!({"metadata": {"name": name, "namespace": "team", "uid": format!("uid-{name}")},
+                "spec": {"nodeName": node}});
+            memory.put(PODS, pod);
+        }
+        NodeRestriction::new(Arc::new(memory))
+    }
+
+    fn in_team(mut a: Attributes<'_>) -> Attributes<'_> {
+        a.namespace = "team";
+        a
+    }
+
+    #[test]
+    fn a_node_evicts_only_its_own_pods() {
+        let (user, plugin) = (node_user(), plugin_with_pods());
+        let evict = |name| {
+            let a = in_team(attributes(
+                &user,
+                Operation::Create,
+                "pods",
+                "eviction",
+                name,
+                None,
+            ));
+            futures::executor::block_on(plugin.validate(&a, Some(&json!({"kind": "Eviction"}))))
+        };
+        assert_eq!(evict("p"), Ok(()));
+        let Err(AdmissionError::Denied(denial)) = evict("q") else {
+            panic!("another node's pod evicted")
+        };
+        assert!(denial.reason.contains("can only evict pods"), "{denial:?}");
+        assert!(matches!(
+            evict("gone"),
+            Err(AdmissionError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn a_node_asks_tokens_only_bound_to_its_own_pod_by_uid() {
+        let (user, plugin) = (node_user(), plugin_with_pods());
+        let ask = |reference: Value| {
+            let a = attributes(
+                &user,
+                Operation::Create,
+                "serviceaccounts",
+                "token",
+                "default",
+                None,
+            );
+            let request = json!({"kind": "TokenRequest", "spec": {"boundObjectRef": reference}});
+            match futures::executor::block_on(plugin.validate(&in_team(a), Some(&request))) {
+                Ok(()) => String::new(),
+                Err(AdmissionError::Denied(denial)) => denial.reason,
+                Err(other) => format!("{other:?}"),
+            }
+        };
+        let pod = |name: &str, uid: &str| json!({"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid});
+        assert_eq!(ask(pod("p", "uid-p")), "");
+        assert!(ask(Value::Null).contains("not bound to a pod"));
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "u"});
+        assert!(ask(secret).contains("not bound to a pod"));
+        assert!(ask(pod("p", "")).contains("without a uid"));
+        assert!(ask(pod("p", "uid-old")).contains("does not match the UID"));
+        assert!(ask(pod("q", "uid-q")).contains("scheduled on a different node"));
+        assert!(ask(pod("gone", "u")).contains("NotFound"));
+        let anyone = UserInfo::named("alice", &[]);
+        let a = attributes(
+            &anyone,
+            Operation::Create,
+            "serviceaccounts",
+            "token",
+            "default",
+            None,
+        );
+        let unbound = futures::executor::block_on(plugin.validate(&a, Some(&json!({}))));
+        assert_eq!(unbound, Ok(()), "only nodes are held to pods");
     }
 }

@@ -100,25 +100,13 @@ fn bound(pod: &Value, node: &str, binding: &Value) -> Value {
     pod
 }
 
-/// The Binding as admission sees it: typed, named and placed like the pod.
-fn admissible(mut binding: Value, namespace: &str, name: &str) -> Value {
-    binding["apiVersion"] = "v1".into();
-    binding["kind"] = "Binding".into();
-    let metadata = meta::metadata_mut(&mut binding);
-    metadata.insert("name".into(), name.into());
-    if !namespace.is_empty() {
-        metadata.insert("namespace".into(), namespace.into());
-    }
-    binding
-}
-
 /// Binds the pod `call` names to the node its body names; the answer is
 /// the Success Status kube-apiserver gives (201).
 async fn bind(call: Call<'_>) -> Result<Answer, ApiError> {
     let name = call.name;
     let binding = call.body.clone().unwrap_or_default();
     target_node(&binding, name)?;
-    let mut binding = admissible(binding, call.namespace, name);
+    let mut binding = call.admissible(binding, "v1", "Binding");
     call.admit_create(BINDING.name, &mut binding).await?;
     let node = target_node(&binding, name)?;
     let storage_error = |e| storage_errors::api_error(e, call.target.clone(), Reading::Plain);

@@ -6,6 +6,9 @@
 //! `disruptedPods` for the disruption controller) before the pod gets the
 //! `DisruptionTarget` condition and is deleted with the request's
 //! deleteOptions. A budget with none to spare is a 429 the client retries.
+//! The Eviction is admitted first, as a CREATE of `pods/eviction`
+//! (webhooks, policies, and NodeRestriction: a node evicts only its own
+//! pods), before any budget is spent or the pod marked.
 
 use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
@@ -119,6 +122,8 @@ fn is_ready(pod: &Value) -> bool {
 async fn evict(call: Call<'_>) -> Result<Answer, ApiError> {
     let body = call.body.clone().unwrap_or_default();
     checked_eviction(&body, call.name)?;
+    let mut body = call.admissible(body, "policy/v1", "Eviction");
+    call.admit_create(EVICTION.name, &mut body).await?;
     let options = delete_options(&call, &body)?;
     let pod = current_pod(&call).await?;
     if let Some(uid) = options.uid.as_deref() {

@@ -5,7 +5,9 @@
 //! and bound to a Pod or Secret when `boundObjectRef` names one: the
 //! token is valid only while that object exists (what
 //! `kubectl create token SA --duration --audience --bound-object-kind
-//! --bound-object-name` asks for).
+//! --bound-object-name` asks for). The TokenRequest is admitted first, as
+//! a CREATE of `serviceaccounts/token` (webhooks, policies and
+//! NodeRestriction see it, and the token is made from what they leave).
 
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
@@ -48,15 +50,18 @@ const MAX_SECONDS: i64 = 1 << 32;
 /// Answers a TokenRequest for the service account `call` names.
 async fn create(call: &Call<'_>) -> Result<Value, ApiError> {
     let (namespace, name) = (call.namespace, call.name);
-    let body = call.body.as_ref().unwrap_or(&Value::Null);
     let objects = call.services.objects.as_ref();
     let issuer = call
         .services
         .issuer
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable(TokenError::CannotSign.to_string()))?;
+    let body = call.body.clone().unwrap_or_default();
+    expiration(&body)?;
+    let mut body = call.admissible(body, API_VERSION, "TokenRequest");
+    call.admit_create(TOKEN.name, &mut body).await?;
     let spec = &body["spec"];
-    let seconds = expiration(body)?;
+    let seconds = expiration(&body)?;
     let audiences = asked_audiences(spec, &issuer.audiences);
     let account = current(objects, SERVICE_ACCOUNTS, namespace, name)
         .await?
