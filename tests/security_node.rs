@@ -284,3 +284,72 @@ fn a_node_writes_only_its_own_objects() {
     );
     assert_ne!(phase(&server, "b"), Value::Null, "B's pod is still there");
 }
+
+/// A pod's uid, as the admin reads it.
+fn uid(server: &Embedded, pod: &str) -> String {
+    let path = format!("/api/v1/namespaces/{NS}/pods/{pod}");
+    let found = admin(server.port, "GET", &path, &Value::Null, 200);
+    found["metadata"]["uid"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_node_evicts_and_asks_tokens_only_for_its_own_pods() {
+    let server = start();
+    let tokens = format!("/api/v1/namespaces/{NS}/serviceaccounts/default/token");
+    let ask = |reference: Value| {
+        let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"boundObjectRef": reference}});
+        as_node(&server, NODE_A, "POST", &tokens, Some(&request))
+    };
+    let pod = |name: &str, uid: &str| json!({"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid});
+    // The Node authorizer lets A ask tokens for `default` once its pod,
+    // which runs as `default`, is in its graph.
+    let own = wait_for(WAIT, "node A to get a token bound to its pod", || {
+        let answer = ask(pod("a", &uid(&server, "a")));
+        (answer.status == 201).then_some(answer)
+    });
+    assert!(own.json().unwrap()["status"]["token"].is_string());
+    refused(
+        &ask(Value::Null),
+        "an unbound token",
+        "node requested token not bound to a pod",
+    );
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "name": "a"});
+    refused(
+        &ask(secret),
+        "a token bound to a Secret",
+        "not bound to a pod",
+    );
+    refused(
+        &ask(pod("a", "")),
+        "a pod binding without a uid",
+        "without a uid",
+    );
+    refused(
+        &ask(pod("b", &uid(&server, "b"))),
+        "a token bound to B's pod",
+        "bound to a pod scheduled on a different node",
+    );
+
+    let eviction = |name: &str| {
+        let body =
+            json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}});
+        let path = format!("/api/v1/namespaces/{NS}/pods/{name}/eviction");
+        as_node(&server, NODE_A, "POST", &path, Some(&body))
+    };
+    refused(
+        &eviction("b"),
+        "B's pod evicted",
+        &format!("node {NODE_A} can only evict pods with spec.nodeName set to itself"),
+    );
+    let path = format!("/api/v1/namespaces/{NS}/pods/b");
+    let b = admin(server.port, "GET", &path, &Value::Null, 200);
+    assert!(b["metadata"]["deletionTimestamp"].is_null(), "{b}");
+    let marked = b["status"]["conditions"].as_array().into_iter().flatten();
+    assert!(
+        !marked.into_iter().any(|c| c["type"] == "DisruptionTarget"),
+        "B's pod is not marked for a refused eviction: {b}"
+    );
+    let evicted = eviction("a");
+    assert_eq!(evicted.status, 201, "its own pod: {}", evicted.text());
+}
