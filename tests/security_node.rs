@@ -353,3 +353,83 @@ fn a_node_evicts_and_asks_tokens_only_for_its_own_pods() {
     let evicted = eviction("a");
     assert_eq!(evicted.status, 201, "its own pod: {}", evicted.text());
 }
+
+/// A request with the identity `capstan` gives its simulated nodes
+/// (`system:capstan-nodes` in `system:nodes`), impersonating `node` if
+/// one is given, as the simulator's clients do.
+fn as_simulator(server: &Embedded, node: Option<&str>, path: &str, body: &Value) -> Response {
+    let pki = capstan_tests::tls::pki_of(server.port).expect("a TLS server");
+    let since = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let issued = pki
+        .client_authority()
+        .expect("the client CA")
+        .issue_client(
+            "system:capstan-nodes",
+            Some("system:nodes"),
+            since,
+            time::Duration::days(1),
+        )
+        .expect("a client certificate");
+    let identity = Identity::Certificate {
+        cert: issued.certificate,
+        key: issued.key,
+    };
+    let user = node.map(|n| format!("system:node:{n}"));
+    let mut headers = vec![
+        ("Accept", "application/json"),
+        ("Content-Type", "application/merge-patch+json"),
+    ];
+    if let Some(user) = user.as_deref() {
+        headers.extend([
+            ("Impersonate-User", user),
+            ("Impersonate-Group", "system:nodes"),
+        ]);
+    }
+    let body = body.to_string();
+    send_as(
+        server.port,
+        &identity,
+        "PATCH",
+        path,
+        &headers,
+        body.as_bytes(),
+    )
+}
+
+/// The simulator's own identity writes no node's status itself, may act
+/// only as the nodes it runs, and acting as node A is held to A's objects.
+#[test]
+fn the_simulators_identity_acts_only_as_each_of_its_nodes() {
+    let server = start();
+    let status = json!({"status": {"conditions": [{"type": "Ready", "status": "False",
+        "reason": "Forged", "message": "written by the simulator"}]}});
+    let b_status = format!("/api/v1/nodes/{NODE_B}/status");
+    refused(
+        &as_simulator(&server, None, &b_status, &status),
+        "B's status written as the simulator itself",
+        "forbidden",
+    );
+    refused(
+        &as_simulator(&server, Some(NODE_A), &b_status, &status),
+        "B's status written as node A",
+        &format!("node \"{NODE_A}\" is not allowed to modify node \"{NODE_B}\""),
+    );
+    refused(
+        &as_simulator(
+            &server,
+            Some("worker-9"),
+            "/api/v1/nodes/worker-9/status",
+            &status,
+        ),
+        "a node it does not run impersonated",
+        "cannot impersonate",
+    );
+    let relabel = json!({"metadata": {"labels": {"team": "a"}}});
+    let own = as_simulator(
+        &server,
+        Some(NODE_A),
+        &format!("/api/v1/nodes/{NODE_A}"),
+        &relabel,
+    );
+    assert_eq!(own.status, 200, "node A's own Node: {}", own.text());
+}
