@@ -57,6 +57,15 @@ for i in 1 2 3; do
     sleep 0.1
   done
 done
+# The aggregator's front proxy (kubeadm's flags): how metrics.k8s.io on
+# the simulated nodes learns who the caller of `kubectl top` is.
+front_proxy=(--proxy-client-cert-file "$PKI/front-proxy-client.crt"
+  --proxy-client-key-file "$PKI/front-proxy-client.key"
+  --requestheader-client-ca-file "$PKI/front-proxy-ca.crt"
+  --requestheader-allowed-names front-proxy-client
+  --requestheader-username-headers X-Remote-User
+  --requestheader-group-headers X-Remote-Group
+  --requestheader-extra-headers-prefix X-Remote-Extra-)
 for i in 1 2; do
   "$BIN/capstan-apiserver" --etcd-servers "$etcd_servers" --secure-port "${i}6443" \
     --bind-address 127.0.0.1 \
@@ -67,6 +76,7 @@ for i in 1 2; do
     --service-account-key-file "$PKI/service-account.key" \
     --service-account-signing-key-file "$PKI/service-account.key" \
     --encryption-provider-config "$PKI/encryption-config.yaml" \
+    "${front_proxy[@]}" \
     >"$DATA/apiserver$i.log" 2>&1 &
   pids+=($!)
 done
@@ -77,9 +87,15 @@ for i in 1 2; do
     sleep 0.1
   done
 done
+# The nodes run as their own identity (system:capstan-nodes, from
+# nodes.kubeconfig), not as the admin: the admin first lets that identity
+# impersonate exactly these nodes' users, then the Node authorizer and
+# NodeRestriction hold each node's writes to its own objects.
 "$BIN/capstan-nodes" --kubeconfig "$PKI/kubeconfig" --nodes "$NODES" \
+  --grant-impersonation-to system:capstan-nodes >>"$DATA/nodes.log" 2>&1
+"$BIN/capstan-nodes" --kubeconfig "$PKI/nodes.kubeconfig" --nodes "$NODES" \
   --zones zone-a,zone-b,zone-c --kubelet-port 10250 --healthz-port 10248 \
-  >"$DATA/nodes.log" 2>&1 &
+  >>"$DATA/nodes.log" 2>&1 &
 pids+=($!)
 
 cat <<INFO

@@ -10,13 +10,17 @@
 //!   selected by `spec.nodeName`;
 //! - node A cannot write B's Node status or Lease, cannot set a
 //!   `node-restriction.kubernetes.io/` label or change its taints, and
-//!   cannot create a pod that is not its own mirror pod.
+//!   cannot create a pod that is not its own mirror pod;
+//! - the simulator's own identity writes no node's objects itself, acts
+//!   only as the nodes it runs, and writes only its own Service,
+//!   Endpoints and APIService.
 
 use std::time::Duration;
 
-use capstan_tests::apiserver::Embedded;
+use capstan_tests::apiserver::{Embedded, Kubectl};
 use capstan_tests::http::Response;
 use capstan_tests::poll::wait_for;
+use capstan_tests::sim_nodes::SimNodes;
 use capstan_tests::tls::Identity;
 use capstan_tests::tokens::{admin, send_as};
 use serde_json::{json, Value};
@@ -354,10 +358,48 @@ fn a_node_evicts_and_asks_tokens_only_for_its_own_pods() {
     assert_eq!(evicted.status, 201, "its own pod: {}", evicted.text());
 }
 
-/// A request with the identity `capstan` gives its simulated nodes
+/// A merge patch with the identity `capstan` gives its simulated nodes
 /// (`system:capstan-nodes` in `system:nodes`), impersonating `node` if
 /// one is given, as the simulator's clients do.
 fn as_simulator(server: &Embedded, node: Option<&str>, path: &str, body: &Value) -> Response {
+    let patch = "application/merge-patch+json";
+    simulator_request(server, node, ("PATCH", path, patch), body)
+}
+
+/// `method` on `path` with a body of `content_type`, as the simulator
+/// (see [`as_simulator`]).
+fn simulator_request(
+    server: &Embedded,
+    node: Option<&str>,
+    (method, path, content_type): (&str, &str, &str),
+    body: &Value,
+) -> Response {
+    let identity = simulator_identity(server);
+    let user = node.map(|n| format!("system:node:{n}"));
+    let mut headers = vec![
+        ("Accept", "application/json"),
+        ("Content-Type", content_type),
+    ];
+    if let Some(user) = user.as_deref() {
+        headers.extend([
+            ("Impersonate-User", user),
+            ("Impersonate-Group", "system:nodes"),
+        ]);
+    }
+    let body = body.to_string();
+    send_as(
+        server.port,
+        &identity,
+        method,
+        path,
+        &headers,
+        body.as_bytes(),
+    )
+}
+
+/// A client certificate of `server`'s client CA for the simulator's own
+/// user, as `capstan` and `capstan certificates` issue it.
+fn simulator_identity(server: &Embedded) -> Identity {
     let pki = capstan_tests::tls::pki_of(server.port).expect("a TLS server");
     let since = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
     let issued = pki
@@ -370,30 +412,138 @@ fn as_simulator(server: &Embedded, node: Option<&str>, path: &str, body: &Value)
             time::Duration::days(1),
         )
         .expect("a client certificate");
-    let identity = Identity::Certificate {
+    Identity::Certificate {
         cert: issued.certificate,
         key: issued.key,
-    };
-    let user = node.map(|n| format!("system:node:{n}"));
-    let mut headers = vec![
-        ("Accept", "application/json"),
-        ("Content-Type", "application/merge-patch+json"),
-    ];
-    if let Some(user) = user.as_deref() {
-        headers.extend([
-            ("Impersonate-User", user),
-            ("Impersonate-Group", "system:nodes"),
-        ]);
     }
-    let body = body.to_string();
-    send_as(
+}
+
+/// `capstan-nodes --grant-impersonation-to system:capstan-nodes` for one
+/// node named `<prefix>0`, with `kubectl`'s credentials; its output.
+fn grant(kubectl: &Kubectl, prefix: &str) -> std::process::Output {
+    std::process::Command::new(capstan_tests::binary("capstan-nodes"))
+        .arg("--kubeconfig")
+        .arg(&kubectl.kubeconfig)
+        .args(["--nodes", "1", "--name-prefix", prefix])
+        .args(["--grant-impersonation-to", "system:capstan-nodes"])
+        .output()
+        .expect("run capstan-nodes")
+}
+
+/// A separate `capstan-nodes` (as `make cluster` and compose.yaml run it)
+/// works under its own identity, not the admin's, once an admin granted
+/// it the impersonation of its nodes; it cannot grant that to itself.
+#[test]
+fn a_separate_simulator_runs_as_itself_after_an_admins_grant() {
+    let server = start();
+    let dir = server.dir.path();
+    let own = Kubectl::as_identity(
+        dir,
         server.port,
-        &identity,
-        "PATCH",
-        path,
-        &headers,
-        body.as_bytes(),
-    )
+        &simulator_identity(&server),
+        "nodes.kubeconfig",
+    );
+    let refused = grant(&own, "apart-");
+    assert!(!refused.status.success(), "the simulator granted itself");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("forbidden"), "{said}");
+    let granted = grant(&server.kubectl, "apart-");
+    let said = String::from_utf8_lossy(&granted.stdout);
+    assert!(
+        granted.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&granted.stderr)
+    );
+    let nodes = SimNodes::start(dir, &own, &["--nodes", "1", "--name-prefix", "apart-"]);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "apart"},
+        "spec": {"nodeName": "apart-0", "containers": [{"name": "c", "image": "nginx"}]}});
+    admin(
+        server.port,
+        "POST",
+        &format!("/api/v1/namespaces/{NS}/pods"),
+        &pod,
+        201,
+    );
+    wait_for(
+        WAIT,
+        "the pod on the separate simulator's node to run",
+        || {
+            let path = format!("/api/v1/namespaces/{NS}/pods/apart");
+            let (status, body) = capstan_tests::http::Connection::connect(server.port)
+                .and_then(|mut c| c.json("GET", &path, None))
+                .ok()?;
+            (status == 200 && body["status"]["phase"] == "Running").then_some(())
+        },
+    );
+    assert!(!nodes.log_text().contains("ERROR"), "{}", nodes.log_text());
+}
+
+/// What the simulator registers for metrics.k8s.io it may write (its
+/// Service and Endpoints in kube-system, its APIService), by name and
+/// nowhere else: no other Service, no Service of that name in another
+/// namespace, no other APIService (which would let it take over an API
+/// group through the aggregator).
+#[test]
+fn the_simulators_identity_writes_only_its_own_service_and_apiservice() {
+    let server = start();
+    let apply = "application/apply-patch+yaml";
+    let service = |namespace: &str, name: &str| {
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"ports": [{"port": 443, "targetPort": 4443}]}})
+    };
+    let service_path = |namespace: &str, name: &str| {
+        format!("/api/v1/namespaces/{namespace}/services/{name}?fieldManager=probe")
+    };
+    let registered = "/api/v1/namespaces/kube-system/services/capstan-nodes";
+    wait_for(WAIT, "the simulator's Service", || {
+        let (status, _) = capstan_tests::http::Connection::connect(server.port)
+            .and_then(|mut c| c.json("GET", registered, None))
+            .ok()?;
+        (status == 200).then_some(())
+    });
+    let own = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "capstan-nodes", "namespace": "kube-system", "labels": {"probe": "yes"}}});
+    let path = service_path("kube-system", "capstan-nodes");
+    let applied = simulator_request(&server, None, ("PATCH", &path, apply), &own);
+    assert!(
+        [200, 201].contains(&applied.status),
+        "its own Service: {}",
+        applied.text()
+    );
+    for (namespace, name) in [("default", "capstan-nodes"), ("kube-system", "other")] {
+        let path = service_path(namespace, name);
+        let body = service(namespace, name);
+        let answer = simulator_request(&server, None, ("PATCH", &path, apply), &body);
+        refused(&answer, &format!("Service {namespace}/{name}"), "forbidden");
+    }
+    let kubernetes = json!({"metadata": {"labels": {"taken": "yes"}}});
+    refused(
+        &as_simulator(
+            &server,
+            None,
+            "/api/v1/namespaces/default/services/kubernetes",
+            &kubernetes,
+        ),
+        "the kubernetes Service",
+        "forbidden",
+    );
+    let path = "/api/v1/namespaces/kube-system/services";
+    let created = simulator_request(
+        &server,
+        None,
+        ("POST", path, "application/json"),
+        &service("kube-system", "x"),
+    );
+    refused(&created, "a new Service in kube-system", "forbidden");
+    let api_service = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1.example.com"},
+        "spec": {"group": "example.com", "version": "v1", "groupPriorityMinimum": 100,
+            "versionPriority": 100, "insecureSkipTLSVerify": true,
+            "service": {"namespace": "kube-system", "name": "capstan-nodes", "port": 443}}});
+    let path = "/apis/apiregistration.k8s.io/v1/apiservices/v1.example.com?fieldManager=probe";
+    let answer = simulator_request(&server, None, ("PATCH", path, apply), &api_service);
+    refused(&answer, "another APIService", "forbidden");
 }
 
 /// The simulator's own identity writes no node's status itself, may act

@@ -4,18 +4,20 @@
 //! `kubeadm init phase certs` does for a kubeadm cluster: the API
 //! servers' CAs, serving certificate and admin client certificate, the
 //! service-account key, the store's CA with one certificate per member and
-//! the store client certificate, an admin kubeconfig, and the
+//! the store client certificate, an admin kubeconfig, the simulated
+//! nodes' own kubeconfig (`nodes.kubeconfig`), and the
 //! EncryptionConfiguration every API server is given so that Secrets are
 //! encrypted at rest with one key (`encryption-config.yaml`, as `capstan`
 //! makes for itself). Files that exist are kept, so running it again is
 //! harmless.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use capstan_apiserver::pki::{self, Pki};
+use capstan_nodes::impersonation::SIMULATOR_USER as NODE_SIMULATOR_USER;
 use clap::Args;
 
-use crate::{encryption, kubeconfig};
+use crate::{encryption, kubeconfig, nodes};
 
 #[derive(Debug, Clone, Args)]
 pub struct CertificatesFlags {
@@ -44,6 +46,8 @@ pub enum CertificatesError {
     Pki(#[from] pki::PkiError),
     #[error("writing the kubeconfig: {0}")]
     Kubeconfig(#[source] std::io::Error),
+    #[error("the simulated nodes' certificate: {0}")]
+    Identity(String),
     #[error("writing the encryption configuration: {0}")]
     Encryption(#[source] std::io::Error),
 }
@@ -59,7 +63,26 @@ pub fn generate(flags: &CertificatesFlags) -> Result<PathBuf, CertificatesError>
     pki.ensure(&pki::serving_names(&flags.tls_san))?;
     pki.ensure_store(&members)?;
     encryption::ensure(&flags.dir).map_err(CertificatesError::Encryption)?;
+    write_nodes_kubeconfig(&flags.dir, &flags.server, &pki)?;
     kubeconfig::write(&flags.dir, &flags.server, &pki).map_err(CertificatesError::Kubeconfig)
+}
+
+/// `<dir>/nodes.kubeconfig`, the simulated nodes' process's own identity
+/// (`system:capstan-nodes`), so that `capstan-nodes` need not run as the
+/// admin; kept when it exists.
+fn write_nodes_kubeconfig(dir: &Path, server: &str, pki: &Pki) -> Result<(), CertificatesError> {
+    let path = dir.join("nodes.kubeconfig");
+    if path.exists() {
+        return Ok(());
+    }
+    let (cert_pem, key_pem) = nodes::issue_identity(pki).map_err(CertificatesError::Identity)?;
+    let identity = kubeconfig::Identity {
+        user: NODE_SIMULATOR_USER,
+        cert_pem: cert_pem.into_bytes(),
+        key_pem: key_pem.into_bytes(),
+    };
+    let ca = std::fs::read(pki.server_ca()).map_err(CertificatesError::Kubeconfig)?;
+    kubeconfig::write_to(&path, server, &ca, &identity).map_err(CertificatesError::Kubeconfig)
 }
 
 /// `NAME=SAN,SAN` into the name and its names.
@@ -113,6 +136,7 @@ mod tests {
             pki.admin_cert(),
             pki.serving_cert(),
             flags.dir.join("encryption-config.yaml"),
+            flags.dir.join("nodes.kubeconfig"),
         ] {
             assert!(file.exists(), "{}", file.display());
         }

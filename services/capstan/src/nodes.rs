@@ -15,18 +15,14 @@ use std::time::Duration;
 
 use capstan_apiserver::auth::NODES_GROUP;
 use capstan_apiserver::pki::Pki;
-use capstan_apiserver::rbac::component_policy::{impersonate_nodes, NODE_SIMULATOR_USER};
 use capstan_client::connect::{ClientSettings, Connection, InlineCredentials};
 use capstan_nodes::config::{Flags as NodesFlags, NodesConfig};
+use capstan_nodes::impersonation::{self, SIMULATOR_USER as NODE_SIMULATOR_USER};
 use capstan_nodes::settings::Settings;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::api::{Patch, PatchParams};
-use kube::Api;
 use time::OffsetDateTime;
 
 /// The ClusterRole (and binding) that lets this process impersonate its nodes.
 const IMPERSONATION_ROLE: &str = "capstan:simulated-nodes:impersonate";
-const MANAGER: &str = "capstan";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimulatedNodeFlags {
@@ -102,11 +98,7 @@ pub async fn run(
     let names: Vec<String> = (0..settings.nodes)
         .map(|i| format!("{}{i}", settings.template.name_prefix))
         .collect();
-    let granted = tokio::select! {
-        granted = allow_impersonation(&admin_kubeconfig, &names) => granted,
-        _ = tokio::time::sleep(Duration::from_secs(120)) => Err("the API did not answer in 2 minutes".into()),
-    };
-    if let Err(err) = granted {
+    if let Err(err) = allow_impersonation(&admin_kubeconfig, &names).await {
         return tracing::error!(%err, "simulated nodes: cannot grant their impersonation; not started");
     }
     let connection = match connect(&pki, &server, &settings.client).await {
@@ -120,11 +112,26 @@ pub async fn run(
 }
 
 async fn connect(pki: &Pki, server: &str, client: &ClientSettings) -> Result<Connection, String> {
+    let (cert_pem, key_pem) = issue_identity(pki)?;
+    let credentials = InlineCredentials {
+        server: server.to_string(),
+        ca_pem: read(&pki.server_ca())?,
+        cert_pem,
+        key_pem,
+    };
+    Connection::from_inline(&credentials, client, "capstan-nodes")
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// A client certificate and key (PEM) for the simulated nodes' process:
+/// `system:capstan-nodes` in `system:nodes`, signed with the client CA's
+/// key. In `system:nodes`, so that the process's own watches of its
+/// nodes' pods are node traffic to API Priority and Fairness (kube's
+/// `system-nodes` FlowSchema), as each kubelet's are.
+pub fn issue_identity(pki: &Pki) -> Result<(String, String), String> {
     let authority = pki.client_authority().map_err(|e| e.to_string())?;
     // Valid from an hour ago: clocks of the processes may differ a little.
-    // In `system:nodes`, so that the process's own watches of its nodes'
-    // pods are node traffic to API Priority and Fairness (kube's
-    // `system-nodes` FlowSchema), as each kubelet's are.
     let issued = authority
         .issue_client(
             NODE_SIMULATOR_USER,
@@ -133,15 +140,7 @@ async fn connect(pki: &Pki, server: &str, client: &ClientSettings) -> Result<Con
             time::Duration::days(365),
         )
         .map_err(|e| e.to_string())?;
-    let credentials = InlineCredentials {
-        server: server.to_string(),
-        ca_pem: read(&pki.server_ca())?,
-        cert_pem: issued.certificate,
-        key_pem: issued.key,
-    };
-    Connection::from_inline(&credentials, client, "capstan-nodes")
-        .await
-        .map_err(|e| e.to_string())
+    Ok((issued.certificate, issued.key))
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -149,7 +148,7 @@ fn read(path: &Path) -> Result<String, String> {
 }
 
 /// Applies the ClusterRole naming exactly these nodes' users, and its
-/// binding, retrying while the API server starts.
+/// binding, retrying while the API server starts (2 minutes at most).
 async fn allow_impersonation(admin_kubeconfig: &Path, names: &[String]) -> Result<(), String> {
     let settings = ClientSettings {
         kubeconfig: Some(admin_kubeconfig.to_path_buf()),
@@ -159,25 +158,14 @@ async fn allow_impersonation(admin_kubeconfig: &Path, names: &[String]) -> Resul
         .await
         .map_err(|e| e.to_string())?
         .client();
-    let (role, binding) = impersonate_nodes(IMPERSONATION_ROLE, names);
-    let params = PatchParams::apply(MANAGER).force();
-    let mut delay = Duration::from_millis(200);
-    loop {
-        let applied = async {
-            Api::<ClusterRole>::all(client.clone())
-                .patch(IMPERSONATION_ROLE, &params, &Patch::Apply(&role))
-                .await?;
-            Api::<ClusterRoleBinding>::all(client.clone())
-                .patch(IMPERSONATION_ROLE, &params, &Patch::Apply(&binding))
-                .await
-        };
-        match applied.await {
-            Ok(_) => return Ok(()),
-            Err(err) => {
-                tracing::debug!(%err, retry_in = ?delay, "simulated nodes: impersonation grant");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-        }
-    }
+    let within = Duration::from_secs(120);
+    impersonation::grant_when_ready(
+        &client,
+        IMPERSONATION_ROLE,
+        NODE_SIMULATOR_USER,
+        names,
+        within,
+    )
+    .await
+    .map_err(|e| e.to_string())
 }

@@ -107,6 +107,11 @@ pub struct Flags {
     /// Log filter (`info`, `capstan_nodes=debug`, ...).
     #[arg(long)]
     pub log_level: Option<String>,
+    /// Instead of running the nodes: let USER (the identity the nodes will
+    /// run as, e.g. `system:capstan-nodes`) impersonate exactly these
+    /// nodes' users, with the kubeconfig's credentials (an admin's), then exit.
+    #[arg(long, value_name = "USER")]
+    pub grant_impersonation_to: Option<String>,
 }
 
 /// The settled configuration, as text (the settings module parses it).

@@ -16,6 +16,11 @@ pub enum Error {
     },
     #[error("TLS: {0}")]
     Tls(String),
+    #[error("{what}: the API did not answer within {within:?}")]
+    Unanswered {
+        what: &'static str,
+        within: std::time::Duration,
+    },
     #[error("serve {what} on {address}: {source}")]
     Serve {
         what: &'static str,

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod heartbeat;
+pub mod impersonation;
 pub mod kubelet;
 pub mod metrics_api;
 pub mod node;

@@ -4,6 +4,7 @@ use clap::Parser;
 
 use capstan_client::connect::Connection;
 use capstan_nodes::config::{Flags, NodesConfig};
+use capstan_nodes::impersonation;
 use capstan_nodes::settings::Settings;
 
 #[tokio::main]
@@ -26,10 +27,35 @@ async fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(user) = &flags.grant_impersonation_to {
+        return grant(&settings, &connection, user).await;
+    }
     if let Err(err) =
         capstan_nodes::run(settings, connection, capstan_telemetry::shutdown_signal()).await
     {
         tracing::error!(%err, "capstan-nodes failed");
         std::process::exit(1);
+    }
+}
+
+/// `--grant-impersonation-to USER`: the one-off step an admin runs before
+/// the nodes start under their own identity.
+async fn grant(settings: &Settings, connection: &Connection, user: &str) {
+    let names: Vec<String> = (0..settings.nodes)
+        .map(|i| settings.template.name(i))
+        .collect();
+    let role = impersonation::role_name(&settings.template.name_prefix);
+    let within = std::time::Duration::from_secs(120);
+    let client = connection.client();
+    match impersonation::grant_when_ready(&client, &role, user, &names, within).await {
+        Ok(()) => println!(
+            "{user} may impersonate the users of {} nodes ({}..): ClusterRole and ClusterRoleBinding {role}",
+            names.len(),
+            names.first().map_or("", String::as_str)
+        ),
+        Err(err) => {
+            eprintln!("capstan-nodes: {err}");
+            std::process::exit(1);
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The shapes of the bootstrap policy's objects: rules, the labels and
-//! annotation every bootstrap object carries, ClusterRoles. Shared by the
-//! files that list the policy (`policy.rs`, `component_policy.rs`).
+//! annotation every bootstrap object carries, ClusterRoles, and the Roles
+//! of one namespace. Shared by the files that list the policy
+//! (`policy.rs`, `component_policy.rs`).
 
 use serde_json::{json, Value};
 
@@ -27,6 +28,25 @@ pub fn metadata(name: &str, extra_labels: &[(&str, &str)]) -> Value {
 pub fn cluster_role(name: &str, labels: &[(&str, &str)], rules: Vec<Value>) -> Value {
     json!({"apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole",
            "metadata": metadata(name, labels), "rules": rules})
+}
+
+/// A Role of `namespace` (kube's bootstrap policy keeps a few in
+/// `kube-system`, for rights that need not reach other namespaces).
+pub fn role(namespace: &str, name: &str, rules: Vec<Value>) -> Value {
+    let mut metadata = metadata(name, &[]);
+    metadata["namespace"] = json!(namespace);
+    json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Role",
+           "metadata": metadata, "rules": rules})
+}
+
+/// A RoleBinding of `namespace` granting its Role `role` to `subjects`.
+pub fn role_binding(namespace: &str, role: &str, subjects: Vec<Value>) -> Value {
+    let mut metadata = metadata(role, &[]);
+    metadata["namespace"] = json!(namespace);
+    json!({"apiVersion": format!("{GROUP}/v1"), "kind": "RoleBinding",
+           "metadata": metadata,
+           "roleRef": {"apiGroup": GROUP, "kind": "Role", "name": role},
+           "subjects": subjects})
 }
 
 /// A rule limited to the objects named.

@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use super::bootstrap_objects::{cluster_role, events, metadata, named, rule};
+use super::bootstrap_objects::{cluster_role, events, metadata, named, role, role_binding, rule};
 use super::objects::GROUP;
 use crate::auth::NODES_GROUP;
 
@@ -176,58 +176,70 @@ fn kubelet_api_admin() -> Value {
     )
 }
 
-/// What a simulated-nodes process does as itself: watch the pods bound
-/// to nodes and list nodes (its writes go as the nodes, impersonated),
-/// authorize callers of its kubelet API, read the client CA, and register
-/// metrics.k8s.io. Which node users it may impersonate is granted apart,
-/// by name (`impersonate_nodes`).
+/// What a simulated-nodes process does as itself, cluster-wide: watch
+/// the pods bound to nodes and list nodes (its writes go as the nodes,
+/// impersonated), authorize callers of its kubelet API, and register
+/// metrics.k8s.io's APIService (that one object, by name). What it writes
+/// in `kube-system` is a Role there (`namespaced_roles`); which node users
+/// it may impersonate is granted apart, by name, by whoever starts it
+/// (capstan-nodes's `impersonation` module).
 fn node_simulator() -> Value {
     let mut rules = reviews();
     rules.extend([
         named(&["impersonate"], &[CORE], &["groups"], &[NODES_GROUP]),
         rule(READ, &[CORE], &["pods", "nodes"]),
         named(
-            &["get"],
-            &[CORE],
-            &["configmaps"],
-            &["extension-apiserver-authentication"],
-        ),
-        rule(
-            &["create", "get", "patch", "update"],
-            &[CORE],
-            &["services", "endpoints"],
-        ),
-        rule(
             &["create", "get", "patch", "update"],
             &["apiregistration.k8s.io"],
             &["apiservices"],
+            &[METRICS_API_SERVICE],
         ),
         events(),
     ]);
     cluster_role(NODE_SIMULATOR_USER, &[], rules)
 }
 
-/// A ClusterRole that lets the node simulator impersonate exactly the
-/// node users named (`system:node:<name>`), and its binding: made by the
-/// process that knows the names, since RBAC matches names exactly.
-pub fn impersonate_nodes(role_name: &str, node_names: &[String]) -> (Value, Value) {
-    let users: Vec<String> = node_names
-        .iter()
-        .map(|name| format!("system:node:{name}"))
-        .collect();
-    let users: Vec<&str> = users.iter().map(String::as_str).collect();
-    let role = json!({
-        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole",
-        "metadata": {"name": role_name},
-        "rules": [named(&["impersonate"], &[CORE], &["users"], &users)],
-    });
-    let binding = json!({
-        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRoleBinding",
-        "metadata": {"name": role_name},
-        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role_name},
-        "subjects": [subject("User", NODE_SIMULATOR_USER)],
-    });
-    (role, binding)
+/// The APIService a simulated-nodes process registers (metrics.k8s.io).
+const METRICS_API_SERVICE: &str = "v1beta1.metrics.k8s.io";
+/// The Service (and Endpoints) in `kube-system` it points at.
+const NODE_SIMULATOR_SERVICE: &str = "capstan-nodes";
+const KUBE_SYSTEM: &str = "kube-system";
+
+/// What a simulated-nodes process may do in `kube-system` and nowhere
+/// else: its own Service and Endpoints (applied server-side, so even a
+/// create names them), and the client CA published for extension API
+/// servers (kube's `extension-apiserver-authentication` ConfigMap).
+fn node_simulator_in_kube_system() -> Value {
+    role(
+        KUBE_SYSTEM,
+        NODE_SIMULATOR_USER,
+        vec![
+            named(
+                &["create", "get", "patch", "update"],
+                &[CORE],
+                &["services", "endpoints"],
+                &[NODE_SIMULATOR_SERVICE],
+            ),
+            named(
+                &["get"],
+                &[CORE],
+                &["configmaps"],
+                &["extension-apiserver-authentication"],
+            ),
+        ],
+    )
+}
+
+pub fn namespaced_roles() -> Vec<Value> {
+    vec![node_simulator_in_kube_system()]
+}
+
+pub fn namespaced_role_bindings() -> Vec<Value> {
+    vec![role_binding(
+        KUBE_SYSTEM,
+        NODE_SIMULATOR_USER,
+        vec![subject("User", NODE_SIMULATOR_USER)],
+    )]
 }
 
 pub fn cluster_roles() -> Vec<Value> {
@@ -286,17 +298,13 @@ mod tests {
             let role = binding["roleRef"]["name"].as_str().unwrap();
             assert!(names.contains(&role), "{role} is bound but not defined");
         }
-    }
-
-    #[test]
-    fn the_node_simulator_may_impersonate_only_the_nodes_named() {
-        let (role, binding) = impersonate_nodes("r", &["a".into(), "b".into()]);
-        let rule = &role["rules"][0];
-        assert_eq!(rule["resources"], json!(["users"]));
-        assert_eq!(
-            rule["resourceNames"],
-            json!(["system:node:a", "system:node:b"])
-        );
-        assert_eq!(binding["subjects"][0]["name"], NODE_SIMULATOR_USER);
+        let roles = namespaced_roles();
+        for binding in namespaced_role_bindings() {
+            let defined = roles.iter().any(|r| {
+                r["metadata"]["namespace"] == binding["metadata"]["namespace"]
+                    && r["metadata"]["name"] == binding["roleRef"]["name"]
+            });
+            assert!(defined, "{binding} binds a Role not defined beside it");
+        }
     }
 }

@@ -321,6 +321,16 @@ pub fn cluster_role_bindings() -> Vec<Value> {
     bindings
 }
 
+/// The Roles the policy keeps in a namespace (kube's namespace roles).
+pub fn namespaced_roles() -> Vec<Value> {
+    super::component_policy::namespaced_roles()
+}
+
+/// The RoleBindings granting them.
+pub fn namespaced_role_bindings() -> Vec<Value> {
+    super::component_policy::namespaced_role_bindings()
+}
+
 fn user_facing_bindings() -> Vec<Value> {
     vec![
         binding("cluster-admin", &["system:masters"]),

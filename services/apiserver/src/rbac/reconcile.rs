@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::objects::Kind;
+use super::objects::{key_of, Kind};
 use super::policy::{self, AUTO_UPDATE};
 use super::store;
 use crate::auth::PolicyRule;
@@ -17,13 +17,19 @@ use crate::registry::Catalog;
 
 const MANAGER: &str = "rbac-bootstrap";
 
-/// Reconciles every bootstrap ClusterRole, then every ClusterRoleBinding.
+/// Reconciles every bootstrap role, then every binding: cluster-wide
+/// ones, then those of a namespace.
 pub async fn bootstrap(catalog: &Catalog) -> Result<(), ApiError> {
-    for role in policy::cluster_roles() {
-        reconcile(catalog, Kind::ClusterRole, role).await?;
-    }
-    for binding in policy::cluster_role_bindings() {
-        reconcile(catalog, Kind::ClusterRoleBinding, binding).await?;
+    let kinds = [
+        (Kind::ClusterRole, policy::cluster_roles()),
+        (Kind::Role, policy::namespaced_roles()),
+        (Kind::ClusterRoleBinding, policy::cluster_role_bindings()),
+        (Kind::RoleBinding, policy::namespaced_role_bindings()),
+    ];
+    for (kind, objects) in kinds {
+        for object in objects {
+            reconcile(catalog, kind, object).await?;
+        }
     }
     Ok(())
 }
@@ -56,24 +62,22 @@ fn lost_race(err: &ApiError) -> bool {
 }
 
 async fn reconcile_once(catalog: &Catalog, kind: Kind, expected: Value) -> Result<(), ApiError> {
-    let name = expected["metadata"]["name"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    let Some(existing) = store::get(catalog, kind, &name).await? else {
+    let (namespace, name) = key_of(&expected);
+    let Some(existing) = store::get(catalog, kind, &namespace, &name).await? else {
         return store::create(catalog, kind, expected, MANAGER).await;
     };
     if existing["metadata"]["annotations"][AUTO_UPDATE] == "false" {
         return Ok(());
     }
-    if kind == Kind::ClusterRoleBinding && existing["roleRef"] != expected["roleRef"] {
+    let binding = matches!(kind, Kind::ClusterRoleBinding | Kind::RoleBinding);
+    if binding && existing["roleRef"] != expected["roleRef"] {
         tracing::info!(name, "recreating a bootstrap binding whose roleRef changed");
-        store::delete(catalog, kind, &name).await?;
+        store::delete(catalog, kind, &namespace, &name).await?;
         return store::create(catalog, kind, expected, MANAGER).await;
     }
-    let reconciled = match kind {
-        Kind::ClusterRoleBinding => reconciled_binding(&existing, &expected),
-        _ => reconciled_role(&existing, &expected),
+    let reconciled = match binding {
+        true => reconciled_binding(&existing, &expected),
+        false => reconciled_role(&existing, &expected),
     };
     match reconciled {
         Some(updated) => {

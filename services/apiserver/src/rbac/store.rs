@@ -31,10 +31,16 @@ where
         .map_err(|e| ApiError::Internal(e.to_string()))
 }
 
-/// The cluster object `name`, or None.
-pub async fn get(catalog: &Catalog, kind: Kind, name: &str) -> Result<Option<Value>, ApiError> {
+/// The object `namespace/name` (an empty namespace for cluster objects),
+/// or None.
+pub async fn get(
+    catalog: &Catalog,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Value>, ApiError> {
     let message = actor::Get {
-        namespace: String::new(),
+        namespace: namespace.to_string(),
         name: name.to_string(),
         part: Part::Main,
         resource_version: None,
@@ -46,20 +52,21 @@ pub async fn get(catalog: &Catalog, kind: Kind, name: &str) -> Result<Option<Val
     }
 }
 
+/// Creates `body` in the namespace it names (none for cluster objects).
 pub async fn create(catalog: &Catalog, kind: Kind, body: Value, by: &str) -> Result<(), ApiError> {
     let message = actor::Create {
-        namespace: String::new(),
+        namespace: crate::object::meta::namespace(&body).to_string(),
         body,
         options: WriteOptions::by(by),
     };
     send(catalog, kind, message).await?.map(|_| ())
 }
 
-/// Replaces the cluster object `body` names, if it is still at the
+/// Replaces the object `body` names, if it is still at the
 /// resourceVersion `body` carries.
 pub async fn update(catalog: &Catalog, kind: Kind, body: Value, by: &str) -> Result<(), ApiError> {
     let message = actor::Update {
-        namespace: String::new(),
+        namespace: crate::object::meta::namespace(&body).to_string(),
         name: crate::object::meta::name(&body).to_string(),
         part: Part::Main,
         body,
@@ -68,9 +75,14 @@ pub async fn update(catalog: &Catalog, kind: Kind, body: Value, by: &str) -> Res
     send(catalog, kind, message).await?.map(|_| ())
 }
 
-pub async fn delete(catalog: &Catalog, kind: Kind, name: &str) -> Result<(), ApiError> {
+pub async fn delete(
+    catalog: &Catalog,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApiError> {
     let message = actor::Delete {
-        namespace: String::new(),
+        namespace: namespace.to_string(),
         name: name.to_string(),
         options: DeleteOptions::default(),
     };
