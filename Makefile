@@ -100,7 +100,10 @@ bench: deps
 ## pods/s, then everything deleted; per phase pods/s, pod startup latency,
 ## the SLO probe's latencies, RSS and CPU per process, the store's size and
 ## the queues, against the targets of a 2-core machine (reported, not
-## asserted). JSON and a picture per run under target/bench.
+## asserted). JSON and a picture per run under target/bench. Then 10,000
+## pods on 100 nodes with a noisy tenant listing every pod from 32 loops
+## during a minute of churn: what it got, and the SLO probe, the replaced
+## pods and the nodes' heartbeats meanwhile (fairness.json).
 density: deps
 	$(CARGO) build --release --bins
 	mkdir -p target/bench
@@ -108,6 +111,9 @@ density: deps
 		--json target/bench/density.json --plot target/bench/density.svg
 	./target/release/capstan-bench --workload density --density-targets --density-cluster \
 		--json target/bench/density-cluster.json --plot target/bench/density-cluster.svg
+	./target/release/capstan-bench --workload density --density-nodes 100 --density-deployments 100 \
+		--density-replicas 100 --density-churn 60s --density-noisy-tenant 32 \
+		--json target/bench/fairness.json --plot target/bench/fairness.svg
 
 ## 1, 2, 4, ... up to the cores this shell may use, and that count itself.
 BENCH_CORES ?= $(shell n=$$(nproc); c=1; l=1; while [ $$((c * 2)) -le $$n ]; do c=$$((c * 2)); l="$$l,$$c"; done; \
@@ -125,7 +131,7 @@ bench-short: deps
 	./target/debug/capstan-bench --workload scheduler --scheduler-nodes 30 --scheduler-pods 200 --quiet
 	./target/debug/capstan-bench --workload heartbeats --heartbeat-nodes 50 --heartbeat-window 11s --quiet
 	./target/debug/capstan-bench --workload density --density-nodes 100 --density-deployments 10 \
-		--density-replicas 100 --density-churn 10s --quiet \
+		--density-replicas 100 --density-churn 10s --density-noisy-tenant 4 --quiet \
 		--json target/bench/density-short.json --plot target/bench/density-short.svg
 
 ## Long fault-injection runs: the fault suites (kill -9, SIGSTOP, partitions,

@@ -189,6 +189,11 @@ pub struct Args {
     #[arg(long)]
     pub density_targets: bool,
 
+    /// `--workload density`: a noisy tenant lists every pod from this many
+    /// loops during the churn (API Priority and Fairness under load); 0: none.
+    #[arg(long, default_value_t = 0)]
+    pub density_noisy_tenant: usize,
+
     /// Which etcd-API workloads run, comma-separated: `put`, `txn`, `get`
     /// (e.g. `put,txn` to measure writes only).
     #[arg(long, default_value = "put,txn,get", value_parser = parse_store_workloads)]
@@ -357,6 +362,7 @@ impl Args {
             client_qps: self.density_client_qps,
             clients: self.api_clients.min(16),
             targets: self.density_targets,
+            noisy_tenant_loops: self.density_noisy_tenant,
             startup_timeout: self.startup_timeout,
             request_timeout: self.request_timeout,
             json: self.json.clone(),

@@ -89,3 +89,17 @@ pub async fn each(
     }
     Ok(())
 }
+
+/// How many nodes have the condition Ready True.
+pub async fn ready_nodes(connection: &mut Connection) -> Result<usize, String> {
+    let list = get_json(connection, "/api/v1/nodes").await?;
+    let ready = |node: &&Value| {
+        node["status"]["conditions"].as_array().is_some_and(|all| {
+            all.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+    };
+    Ok(list["items"]
+        .as_array()
+        .map_or(0, |items| items.iter().filter(ready).count()))
+}

@@ -12,6 +12,10 @@
 //!    as many), then until every Deployment is whole again;
 //! 4. delete: every Deployment deleted, until no pod is left.
 //!
+//! With `--density-noisy-tenant N`, a [`tenant`] lists every pod from N
+//! loops during the churn, and what everyone else got is read from the
+//! churn's figures.
+//!
 //! Throughout: a [`watch`] of every pod (Ready over time, startup
 //! latencies), the [`probe`] (the SLOs' API calls), and the [`sampler`]
 //! (RSS and CPU of each process, queue depths). [`report`] makes the
@@ -27,6 +31,7 @@ mod probe;
 mod report;
 mod sampler;
 mod start;
+mod tenant;
 mod watch;
 
 use std::path::PathBuf;
@@ -54,6 +59,8 @@ pub struct DensityConfig {
     pub clients: usize,
     /// Report the run against the targets of a 1,000-node run.
     pub targets: bool,
+    /// Loops of a noisy tenant listing every pod during the churn (0: none).
+    pub noisy_tenant_loops: usize,
     pub startup_timeout: Duration,
     pub request_timeout: Duration,
     pub json: Option<PathBuf>,

@@ -70,19 +70,23 @@ pub fn config_map(name: &str) -> Bytes {
 /// its namespace, pods listed anywhere) and its binding to `user`.
 pub fn probe_role(user: &str) -> (Bytes, Bytes) {
     let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": "density-probe"},
+        "metadata": {"name": PROBE_ROLE},
         "rules": [
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "delete"]},
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]});
+    (Bytes::from(role.to_string()), probe_binding(user))
+}
+
+const PROBE_ROLE: &str = "density-probe";
+
+/// A binding of the probe's ClusterRole to `user`, named after the user.
+pub fn probe_binding(user: &str) -> Bytes {
     let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding", "metadata": {"name": "density-probe"},
+        "kind": "ClusterRoleBinding", "metadata": {"name": user},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-            "name": "density-probe"},
+            "name": PROBE_ROLE},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]});
-    (
-        Bytes::from(role.to_string()),
-        Bytes::from(binding.to_string()),
-    )
+    Bytes::from(binding.to_string())
 }
 
 #[cfg(test)]

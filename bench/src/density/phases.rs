@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use super::api::{self, Call};
 use super::control_plane::{wait_until, ControlPlane, Shape};
 use super::probe::{Probe, ProbeLog};
+use super::tenant::{Tenant, TenantSummary};
 use super::{cluster, objects, sampler, watch, DensityConfig, PHASES};
 use crate::checks::Checks;
 
@@ -27,6 +28,8 @@ pub struct Measured {
     pub tracker: watch::Shared,
     pub probe: Arc<std::sync::Mutex<ProbeLog>>,
     pub samples: sampler::Shared,
+    /// What the noisy tenant got during the churn, if there was one.
+    pub tenant: Option<TenantSummary>,
 }
 
 /// The controllers' API server killed mid-ramp.
@@ -125,6 +128,7 @@ impl<'a> Run<'a> {
             tracker,
             probe: probe.log.clone(),
             samples,
+            tenant: None,
         };
         let run = Run {
             config,
@@ -182,7 +186,7 @@ impl<'a> Run<'a> {
         let waited = wait_until("every node Ready", timeout, || {
             ready = self
                 .runtime
-                .block_on(ready_nodes(&mut connection))
+                .block_on(api::ready_nodes(&mut connection))
                 .unwrap_or(ready);
             ready >= want
         });
@@ -313,6 +317,12 @@ impl<'a> Run<'a> {
 
     fn churn(&mut self, checks: &mut Checks) -> Result<(), String> {
         self.enter(3);
+        let loops = self.config.noisy_tenant_loops;
+        let (port, timeout) = (self.plane.port, self.config.request_timeout);
+        let tenant = match loops {
+            0 => None,
+            _ => Some(self.runtime.block_on(Tenant::start(port, timeout, loops))?),
+        };
         let end = Instant::now() + self.config.churn;
         let mut tick = Instant::now();
         let mut offset = 0;
@@ -342,6 +352,11 @@ impl<'a> Run<'a> {
             self.progress();
             tick += Duration::from_secs(1);
             std::thread::sleep(tick.saturating_duration_since(Instant::now()));
+        }
+        if let Some(tenant) = tenant {
+            let summary = self.runtime.block_on(tenant.stop(loops));
+            self.say(summary.line());
+            self.measured.tenant = Some(summary);
         }
         let total = self.config.pods();
         let settled = self.wait_ready(total, Duration::from_secs(300), false);
@@ -509,18 +524,4 @@ fn cpu_now(plane: &ControlPlane) -> BTreeMap<String, f64> {
         .into_iter()
         .filter_map(|(name, pid)| Some((name, crate::cpu::process_cpu_seconds(pid)?)))
         .collect()
-}
-
-/// How many nodes have the condition Ready True.
-async fn ready_nodes(connection: &mut crate::apiserver::http::Connection) -> Result<usize, String> {
-    let list = api::get_json(connection, "/api/v1/nodes").await?;
-    let ready = |node: &&serde_json::Value| {
-        node["status"]["conditions"].as_array().is_some_and(|all| {
-            all.iter()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True")
-        })
-    };
-    Ok(list["items"]
-        .as_array()
-        .map_or(0, |items| items.iter().filter(ready).count()))
 }

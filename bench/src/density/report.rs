@@ -89,6 +89,7 @@ pub struct Report {
     pub pods_per_s: Option<f64>,
     pub churn_deleted: usize,
     pub failover: Option<Failover>,
+    pub noisy_tenant: Option<super::tenant::TenantSummary>,
     pub phases: Vec<PhaseReport>,
     pub targets: Vec<Target>,
     pub ready_series: Vec<(f64, usize)>,
@@ -147,6 +148,7 @@ pub fn build(config: &DensityConfig, measured: &Measured) -> Report {
         pods_per_s: measured.pods_ready_s.map(|s| config.pods() as f64 / s),
         churn_deleted: measured.churn_deleted,
         failover,
+        noisy_tenant: measured.tenant.clone(),
         phases,
         targets: Vec::new(),
         ready_series: tracker.ready_series.clone(),
@@ -388,6 +390,9 @@ pub fn table(report: &Report) -> String {
                 .collect();
             out.push_str(&format!("        deepest queues: {}\n", queues.join(", ")));
         }
+    }
+    if let Some(tenant) = &report.noisy_tenant {
+        out.push_str(&tenant.line());
     }
     if let Some(failover) = &report.failover {
         out.push_str(&format!(
