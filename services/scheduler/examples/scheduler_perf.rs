@@ -1,7 +1,7 @@
 //! scheduler_perf-shaped benchmark of the scheduler against the in-memory API.
 //!
 //! cargo run --release -p capstan-scheduler --example scheduler-perf -- \
-//!     [basic|spread|affinity|all] [nodes] [init pods] [measured pods]
+//!     [basic|spread|affinity|default-spread|all] [nodes] [init pods] [measured pods]
 
 use std::time::Duration;
 
@@ -14,11 +14,14 @@ fn main() {
             Workload::Basic,
             Workload::TopologySpread,
             Workload::InterPodAffinity,
+            Workload::DefaultSpread,
         ],
         name => match Workload::parse(name) {
             Some(workload) => vec![workload],
             None => {
-                eprintln!("unknown workload {name:?}: basic, spread, affinity or all");
+                eprintln!(
+                    "unknown workload {name:?}: basic, spread, affinity, default-spread or all"
+                );
                 std::process::exit(2);
             }
         },

@@ -18,6 +18,7 @@ use crate::core::memory_api::MemoryApi;
 use crate::core::Scheduler;
 use crate::framework::StaticLister;
 use crate::model::testing::{NodeBuilder, PodBuilder};
+use crate::model::LabelMatcher;
 
 const ZONE: &str = "topology.kubernetes.io/zone";
 
@@ -29,7 +30,15 @@ pub enum Workload {
     TopologySpread,
     /// Pods with required affinity to each other by zone.
     InterPodAffinity,
+    /// Pods of 30 ReplicaSets, 100 consecutive pods each in turn, with no
+    /// constraint of their own: kube's default spreading (hostname and
+    /// zone, ScheduleAnyway) applies, as to a Deployment's pods.
+    DefaultSpread,
 }
+
+/// The ReplicaSets of [`Workload::DefaultSpread`], and the pods in a row of each.
+const REPLICA_SETS: usize = 30;
+const PODS_IN_A_ROW: usize = 100;
 
 impl Workload {
     pub fn parse(name: &str) -> Option<Workload> {
@@ -37,6 +46,7 @@ impl Workload {
             "basic" | "SchedulingBasic" => Some(Workload::Basic),
             "spread" | "TopologySpreading" => Some(Workload::TopologySpread),
             "affinity" | "InterPodAffinity" => Some(Workload::InterPodAffinity),
+            "default-spread" | "DefaultSpread" => Some(Workload::DefaultSpread),
             _ => None,
         }
     }
@@ -46,6 +56,7 @@ impl Workload {
             Workload::Basic => "SchedulingBasic",
             Workload::TopologySpread => "TopologySpreading",
             Workload::InterPodAffinity => "InterPodAffinity",
+            Workload::DefaultSpread => "DefaultSpread",
         }
     }
 }
@@ -95,7 +106,7 @@ fn node(i: usize) -> k8s_openapi::api::core::v1::Node {
         .build()
 }
 
-fn pod(workload: Workload, name: &str) -> Pod {
+fn pod(workload: Workload, name: &str, index: usize) -> Pod {
     let base = PodBuilder::new(name)
         .namespace("sched-test")
         .req("100m", "500Mi")
@@ -106,6 +117,7 @@ fn pod(workload: Workload, name: &str) -> Pod {
     };
     match workload {
         Workload::Basic => base.build(),
+        Workload::DefaultSpread => base.label("app", &replica_set_of(index)).build(),
         Workload::TopologySpread => base
             .label("foo", "bar")
             .spread(TopologySpreadConstraint {
@@ -133,6 +145,27 @@ fn pod(workload: Workload, name: &str) -> Pod {
                 ..Default::default()
             })
             .build(),
+    }
+}
+
+fn replica_set_of(pod_index: usize) -> String {
+    format!("rs-{}", (pod_index / PODS_IN_A_ROW) % REPLICA_SETS)
+}
+
+/// The ReplicaSets' selectors, for kube's default spreading.
+fn lister() -> StaticLister {
+    let selectors = (0..REPLICA_SETS)
+        .map(|i| {
+            let labels = BTreeMap::from([("app".to_string(), format!("rs-{i}"))]);
+            LabelMatcher::new(Some(&LabelSelector {
+                match_labels: Some(labels),
+                match_expressions: None,
+            }))
+        })
+        .collect();
+    StaticLister {
+        workloads: [("sched-test".to_string(), selectors)].into(),
+        ..StaticLister::default()
     }
 }
 
@@ -182,7 +215,7 @@ pub fn run(spec: PerfSpec, timeout: Duration) -> Result<PerfResult, String> {
     let api = MemoryApi::new();
     let scheduler = Scheduler::new(
         &SchedulerConfig::default(),
-        Arc::new(StaticLister::default()),
+        Arc::new(lister()),
         api.clone(),
         runtime.handle().clone(),
     )
@@ -193,13 +226,13 @@ pub fn run(spec: PerfSpec, timeout: Duration) -> Result<PerfResult, String> {
         api.add_node(node(i));
     }
     for i in 0..spec.init_pods {
-        api.create_pod(pod(spec.workload, &format!("init-{i}")));
+        api.create_pod(pod(spec.workload, &format!("init-{i}"), i));
     }
     wait_bound(&api, spec.init_pods, timeout)?;
     let cpu_before = process_cpu_time();
     let start = Instant::now();
     for i in 0..spec.measure_pods {
-        api.create_pod(pod(spec.workload, &format!("pod-{i}")));
+        api.create_pod(pod(spec.workload, &format!("pod-{i}"), i));
     }
     let outcome = wait_bound(&api, spec.init_pods + spec.measure_pods, timeout);
     let elapsed = start.elapsed();

@@ -222,10 +222,10 @@ impl PreScorePlugin for PodTopologySpread {
 }
 
 impl ScorePlugin for PodTopologySpread {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         Ok(state
             .read::<ScoreState>(SCORE_KEY)
-            .map_or(0, |s| s.score(pod, node)))
+            .map_or(0, |s| s.score(node)))
     }
 
     fn normalize(

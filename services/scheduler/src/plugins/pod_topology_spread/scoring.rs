@@ -15,7 +15,10 @@ pub struct ScoreState {
     pub constraints: Vec<Constraint>,
     /// Feasible nodes without every topology key: they score 0.
     pub ignored: HashSet<String>,
-    /// Per constraint (except hostname ones, counted at Score): value -> matching pods.
+    /// Per constraint: value -> matching pods; for a hostname constraint,
+    /// node name -> the node's own matching pods (as kube counts them at
+    /// Score, but from the memo, so a node's pods are not matched again on
+    /// every cycle while it is unchanged).
     pub counts: Vec<foldhash::HashMap<String, i64>>,
     pub weights: Vec<f64>,
 }
@@ -41,9 +44,8 @@ impl ScoreState {
             }
             for (i, constraint) in constraints.iter().enumerate() {
                 if constraint.topology_key == HOSTNAME_KEY {
-                    continue;
-                }
-                if let Some(value) = node.labels().get(&constraint.topology_key) {
+                    counts[i].insert(node.name.clone(), 0);
+                } else if let Some(value) = node.labels().get(&constraint.topology_key) {
                     counts[i].entry(value.clone()).or_insert(0);
                 }
             }
@@ -69,7 +71,7 @@ impl ScoreState {
         }
     }
 
-    pub fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
+    pub fn score(&self, node: &NodeInfo) -> i64 {
         if self.ignored.contains(&node.name) {
             return 0;
         }
@@ -78,11 +80,11 @@ impl ScoreState {
             let Some(value) = node.labels().get(&constraint.topology_key) else {
                 continue;
             };
-            let count = if constraint.topology_key == HOSTNAME_KEY {
-                count_matching(node, &constraint.selector, pod.namespace())
-            } else {
-                self.counts[i].get(value).copied().unwrap_or(0)
+            let domain = match constraint.topology_key == HOSTNAME_KEY {
+                true => &node.name,
+                false => value,
             };
+            let count = self.counts[i].get(domain).copied().unwrap_or(0);
             score += count as f64 * self.weights[i] + (constraint.max_skew - 1) as f64;
         }
         score.round() as i64
@@ -137,6 +139,13 @@ fn count_pods(
                 return;
             }
             for (i, constraint) in constraints.iter().enumerate() {
+                // A node's own pods, whatever the node inclusion policies.
+                if constraint.topology_key == HOSTNAME_KEY {
+                    if let Some(count) = counts[i].get_mut(&node.name) {
+                        *count = node_counts[i];
+                    }
+                    continue;
+                }
                 if !constraint.includes(pod, node, &affinity) {
                     continue;
                 }

@@ -42,7 +42,10 @@ fn cluster(pods: &[(&str, &str)]) -> Snapshot {
                     .filter(|(_, n)| n == name)
                     .map(|(p, n)| web(p, n))
                     .collect();
-                builder.info_with(&here)
+                let mut info = builder.info_with(&here);
+                // As the cache does: each pod added moves the generation.
+                info.generation = 1 + here.len() as u64;
+                info
             })
             .collect(),
     )
@@ -241,6 +244,26 @@ fn system_defaults_use_the_pods_workloads_and_spare_unlabelled_nodes() {
     // Without a workload selecting the pod there is nothing to spread.
     let lone = PodBuilder::new("q").label("app", "other").info();
     assert!(scores(&lone, &cluster(&[]), &plugin).is_empty());
+}
+
+/// Hostname spreading counts each node's own pods: remembered while the
+/// node is unchanged, counted again once its generation moves.
+#[test]
+fn hostname_counts_follow_each_nodes_pods_across_cycles() {
+    let plugin = plugin();
+    let pod = PodBuilder::new("p")
+        .label("app", "web")
+        .spread(spread("kubernetes.io/hostname", 1, "ScheduleAnyway"))
+        .info();
+    let got = scores(&pod, &cluster(&[("x", "n1")]), &plugin);
+    assert!(got[0] < got[1], "n1 holds a pod: {got:?}");
+    let got = scores(
+        &pod,
+        &cluster(&[("x", "n1"), ("y", "n2"), ("z", "n2")]),
+        &plugin,
+    );
+    assert!(got[1] < got[0], "n2 now holds two: {got:?}");
+    assert!(got[0] < got[2], "n3 holds none: {got:?}");
 }
 
 #[test]
