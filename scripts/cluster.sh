@@ -77,6 +77,8 @@ for i in 1 2; do
     --service-account-signing-key-file "$PKI/service-account.key" \
     --encryption-provider-config "$PKI/encryption-config.yaml" \
     "${front_proxy[@]}" \
+    --kubelet-client-certificate "$PKI/kubelet-client.crt" \
+    --kubelet-client-key "$PKI/kubelet-client.key" \
     >"$DATA/apiserver$i.log" 2>&1 &
   pids+=($!)
 done

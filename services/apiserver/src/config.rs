@@ -145,6 +145,8 @@ pub struct Flags {
     #[command(flatten)]
     pub aggregator: crate::aggregator::settings::AggregatorFlags,
     #[command(flatten)]
+    pub kubelet: crate::kubelet_client::settings::KubeletFlags,
+    #[command(flatten)]
     pub embedded: crate::embedded::settings::EmbeddedFlags,
 }
 
@@ -194,6 +196,9 @@ pub struct ApiserverConfig {
     /// The front-proxy and requestheader flags (`crate::aggregator`).
     #[serde(skip)]
     pub aggregator: crate::aggregator::settings::Settings,
+    /// How kubelets are reached (`crate::kubelet_client`).
+    #[serde(skip)]
+    pub kubelet: crate::kubelet_client::settings::Settings,
     /// What runs in this process besides the API (the `embedded` folder).
     #[serde(skip)]
     pub embedded: crate::embedded::settings::Settings,
@@ -211,6 +216,7 @@ impl ApiserverConfig {
             capstan_telemetry::settings::load_layered(defaults()?, file, &flags.overrides())?;
         config.aggregator = crate::aggregator::settings::Settings::load(&flags.aggregator, file)?;
         config.embedded = crate::embedded::settings::Settings::load(&flags.embedded, file)?;
+        config.kubelet = crate::kubelet_client::settings::Settings::load(&flags.kubelet, file)?;
         config.validate()?;
         config.etcd_tls()?;
         Ok(config)

@@ -26,6 +26,7 @@ pub mod embedded;
 pub mod error;
 pub mod expression;
 pub mod flowcontrol;
+pub mod kubelet_client;
 pub mod metrics;
 pub mod node_authorizer;
 pub mod object;

@@ -135,6 +135,7 @@ mod tests {
             pki.store_client_cert(),
             pki.admin_cert(),
             pki.serving_cert(),
+            pki.kubelet_client_cert(),
             flags.dir.join("encryption-config.yaml"),
             flags.dir.join("nodes.kubeconfig"),
         ] {

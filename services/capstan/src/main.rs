@@ -23,6 +23,7 @@ use tokio::sync::oneshot;
 
 use capstan_apiserver::aggregator::settings::AggregatorFlags;
 use capstan_apiserver::config::{ApiserverConfig, Flags as ApiFlags};
+use capstan_apiserver::kubelet_client::settings::KubeletFlags;
 use capstan_apiserver::pki::{self, Pki, PkiError};
 use capstan_store::config::{Flags as StoreFlags, StoreConfig};
 use capstan_store::tls::TlsFlags;
@@ -117,6 +118,7 @@ fn api_flags(
             .or(path(pki.service_account_key())),
         root_ca_file: given.root_ca_file.or(path(pki.server_ca())),
         aggregator: front_proxy_flags(given.aggregator.clone(), pki),
+        kubelet: kubelet_flags(given.kubelet.clone(), pki),
         ..given
     }
 }
@@ -148,6 +150,19 @@ fn front_proxy_flags(given: AggregatorFlags, pki: &Pki) -> AggregatorFlags {
         requestheader_allowed_names: given
             .requestheader_allowed_names
             .or(named(pki::FRONT_PROXY_CLIENT)),
+        ..given
+    }
+}
+
+/// The kubelet client's flags: the generated kubelet client certificate
+/// (bound to `system:kubelet-api-admin`), unless given.
+fn kubelet_flags(given: KubeletFlags, pki: &Pki) -> KubeletFlags {
+    let path = |p: PathBuf| Some(p.display().to_string());
+    KubeletFlags {
+        kubelet_client_certificate: given
+            .kubelet_client_certificate
+            .or(path(pki.kubelet_client_cert())),
+        kubelet_client_key: given.kubelet_client_key.or(path(pki.kubelet_client_key())),
         ..given
     }
 }

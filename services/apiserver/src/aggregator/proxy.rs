@@ -14,6 +14,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
 use super::resolve::Backend;
@@ -94,7 +95,14 @@ impl Proxy {
         Ok(self.answer(place, sender, response))
     }
 
-    async fn connect(&self, backend: &Backend, trust: &Trust) -> Result<Sender, ProxyError> {
+    /// A TLS connection to `backend`, its certificate checked as `trust`
+    /// says, this server's client certificate presented (a websocket to a
+    /// kubelet goes over one too).
+    pub async fn dial(
+        &self,
+        backend: &Backend,
+        trust: &Trust,
+    ) -> Result<TlsStream<TcpStream>, ProxyError> {
         let config = self.configs.get(trust).map_err(ProxyError::Tls)?;
         let tcp = TcpStream::connect(&backend.address)
             .await
@@ -105,10 +113,14 @@ impl Proxy {
         let _ = tcp.set_nodelay(true);
         let name = ServerName::try_from(backend.server_name.clone())
             .map_err(|e| ProxyError::Tls(e.to_string()))?;
-        let stream = TlsConnector::from(config)
+        TlsConnector::from(config)
             .connect(name, tcp)
             .await
-            .map_err(|e| ProxyError::Tls(e.to_string()))?;
+            .map_err(|e| ProxyError::Tls(e.to_string()))
+    }
+
+    async fn connect(&self, backend: &Backend, trust: &Trust) -> Result<Sender, ProxyError> {
+        let stream = self.dial(backend, trust).await?;
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(http)?;

@@ -38,13 +38,21 @@ pub enum Trust {
 /// The client configurations, one per trust, built once.
 pub struct Configs {
     identity: Option<ClientIdentity>,
+    /// The flag that named the identity, for errors.
+    flag: &'static str,
     built: Mutex<HashMap<Trust, Arc<ClientConfig>>>,
 }
 
 impl Configs {
     pub fn new(identity: Option<ClientIdentity>) -> Configs {
+        Configs::for_flag(identity, "--proxy-client-cert-file")
+    }
+
+    /// The configurations presenting `identity`, which `flag` named.
+    pub fn for_flag(identity: Option<ClientIdentity>, flag: &'static str) -> Configs {
         Configs {
             identity,
+            flag,
             built: Mutex::new(HashMap::new()),
         }
     }
@@ -73,7 +81,7 @@ impl Configs {
         match &self.identity {
             Some(id) => builder
                 .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
-                .map_err(|e| format!("--proxy-client-cert-file: {e}")),
+                .map_err(|e| format!("{}: {e}", self.flag)),
             None => Ok(builder.with_no_client_auth()),
         }
     }

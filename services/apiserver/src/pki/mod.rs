@@ -214,6 +214,14 @@ impl Pki {
     pub fn front_proxy_client_key(&self) -> PathBuf {
         self.dir.join("front-proxy-client.key")
     }
+    /// The API server's client certificate toward kubelets
+    /// (`--kubelet-client-certificate`), from the client CA.
+    pub fn kubelet_client_cert(&self) -> PathBuf {
+        self.dir.join("kubelet-client.crt")
+    }
+    pub fn kubelet_client_key(&self) -> PathBuf {
+        self.dir.join("kubelet-client.key")
+    }
 
     /// Makes whatever is missing; `names` are the serving certificate's
     /// names (used only when it is made).
@@ -233,6 +241,19 @@ impl Pki {
                 Duration::days(365 * LEAF_YEARS),
             )?;
             write_pair(&self.admin_cert(), &self.admin_key(), &admin)?;
+        }
+        if !self.kubelet_client_cert().exists() {
+            let kubelet_client = client_ca.issue_client(
+                crate::rbac::component_policy::KUBELET_CLIENT_USER,
+                None,
+                OffsetDateTime::now_utc() - Duration::hours(1),
+                Duration::days(365 * LEAF_YEARS),
+            )?;
+            write_pair(
+                &self.kubelet_client_cert(),
+                &self.kubelet_client_key(),
+                &kubelet_client,
+            )?;
         }
         // A CA of its own, as kubeadm makes: a certificate that may vouch
         // for any user in headers must not be any client's certificate.

@@ -57,9 +57,9 @@ pub enum Serve {
     /// binding, token, eviction).
     Create(&'static dyn Handler),
     /// The kind's code, given the request's query alone (kube's
-    /// `rest.Connecter`: log, exec, attach, portforward, proxy); the body
-    /// of such a request, if any, is a stream it may not wait for.
-    Connect(&'static dyn Handler),
+    /// `rest.Connecter`: log, exec, attach, portforward, proxy): it says
+    /// where the request goes, and the gateway carries the bytes there.
+    Connect(&'static dyn Connecter),
 }
 
 pub const STATUS: Subresource = Subresource {
@@ -89,6 +89,30 @@ pub trait Handler: Send + Sync {
     fn serve<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Answer, ApiError>>;
 }
 
+/// A subresource that another server answers (kube's `rest.Connecter`):
+/// the kind's code checks the request against the object, admits it, and
+/// says where it goes.
+pub trait Connecter: Send + Sync {
+    /// None: there is nothing to connect to, and the answer is empty (a
+    /// log of a pod no node has taken yet, as kube answers it).
+    fn locate<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Result<Option<Location>, ApiError>>;
+}
+
+/// Where a connect request goes: a path on the kubelet of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The node whose kubelet serves it.
+    pub node: String,
+    /// Path and query on the kubelet.
+    pub path: String,
+    /// An upgraded connection (exec, attach, portforward) rather than a
+    /// streamed answer (log).
+    pub upgrade: bool,
+    /// The request asked not to verify the kubelet's serving certificate
+    /// (`insecureSkipTLSVerifyBackend` of a log request).
+    pub insecure: bool,
+}
+
 /// One request to a subresource of one object, checked against the
 /// table (its verb is listed, it names the object).
 pub struct Call<'a> {
@@ -100,6 +124,9 @@ pub struct Call<'a> {
     /// [`Serve::Connect`].
     pub body: Option<Value>,
     pub query: &'a Query,
+    /// The query's pairs in their order, repeated keys kept (an exec's
+    /// `command`, one argument each).
+    pub pairs: &'a [(String, String)],
     /// Who asks, and whether it is a dry run.
     pub options: WriteOptions,
     /// The kind's storage (its watch cache in front of the store), and
@@ -162,6 +189,24 @@ impl Call<'_> {
         };
         self.admission.admit_create(write, object).await
     }
+
+    /// Admits `options` (a PodExecOptions, ...) as a CONNECT of
+    /// `subresource` on the named object, as kube admits every
+    /// `rest.Connecter`: webhooks and policies matching CONNECT see it
+    /// and may refuse it.
+    pub async fn admit_connect(
+        &self,
+        subresource: &str,
+        options: &mut Value,
+    ) -> Result<(), ApiError> {
+        let write = SubresourceWrite {
+            namespace: self.namespace,
+            name: self.name,
+            subresource,
+            options: &self.options,
+        };
+        self.admission.admit_connect(write, options).await
+    }
 }
 
 /// Who writes which subresource of which object.
@@ -180,6 +225,13 @@ pub trait Admission: Send + Sync {
         &'a self,
         write: SubresourceWrite<'a>,
         object: &'a mut Value,
+    ) -> BoxFuture<'a, Result<(), ApiError>>;
+
+    /// The same steps for a CONNECT, on the request's options object.
+    fn admit_connect<'a>(
+        &'a self,
+        write: SubresourceWrite<'a>,
+        options: &'a mut Value,
     ) -> BoxFuture<'a, Result<(), ApiError>>;
 }
 

@@ -81,7 +81,7 @@ pub async fn proxy(
 }
 
 /// The backend's answer as this server's response, its body streamed.
-fn respond(answer: Answer) -> HttpResponse {
+pub(super) fn respond(answer: Answer) -> HttpResponse {
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
     let mut response = HttpResponseBuilder::new(status);
     let mut length = None;

@@ -2,6 +2,7 @@
 
 pub mod aggregated;
 pub mod chain;
+pub mod connect;
 pub mod discovery;
 pub mod identity;
 pub mod issuer;

@@ -22,4 +22,6 @@ pub struct AppState {
     pub services: Arc<crate::registry::subresource::Services>,
     /// The APIServices: which group/versions other servers answer.
     pub aggregator: Arc<crate::aggregator::Aggregator>,
+    /// Reaches nodes' kubelets (pods/log, exec, attach).
+    pub kubelets: Arc<crate::kubelet_client::KubeletClient>,
 }

@@ -15,7 +15,7 @@ use super::request_info::RequestInfo;
 use super::AppState;
 use crate::error::ApiError;
 use crate::object::meta;
-use crate::registry::actor;
+use crate::registry::actor::{self, SubresourceRequest};
 use crate::registry::catalog::Entry;
 use crate::registry::options::{Query, WriteOptions};
 use crate::registry::subresource::{Serve, Subresource};
@@ -43,10 +43,6 @@ pub async fn serve(
     if info.name.is_none() || !scoped || !sub.verbs.contains(&verb) {
         return Err(ApiError::MethodNotAllowed);
     }
-    let body = match sub.serve {
-        Serve::Create(_) => Some(decode(req, read_body(payload).await?)?),
-        _ => None,
-    };
     let name = info.name.clone().unwrap_or_default();
     let asked = Asked {
         req,
@@ -54,7 +50,16 @@ pub async fn serve(
         info,
         query,
     };
-    call(&asked, entry, sub, name, body).await
+    match sub.serve {
+        Serve::Connect(connecter) => {
+            let request = asked.request(name, None)?;
+            super::connect::serve(req, payload, state, entry, connecter, sub.name, request).await
+        }
+        _ => {
+            let body = decode(req, read_body(payload).await?)?;
+            call(&asked, entry, sub, name, Some(body)).await
+        }
+    }
 }
 
 /// `POST` to an older collection that serves a kind's subresource, with
@@ -108,6 +113,29 @@ struct Asked<'a> {
     query: &'a Query,
 }
 
+impl Asked<'_> {
+    /// The request to the kind's own code, as `user_of` the request.
+    fn request(&self, name: String, body: Option<Value>) -> Result<SubresourceRequest, ApiError> {
+        let mut options = match body.is_some() {
+            true => WriteOptions::parse(self.query)?,
+            false => WriteOptions::default(),
+        };
+        options.authorizer = Some(self.state.chain.authorizer.clone());
+        Ok(SubresourceRequest {
+            namespace: self.info.namespace.clone().unwrap_or_default(),
+            name,
+            verb: self.info.verb.as_str(),
+            body,
+            query: self.query.clone(),
+            pairs: web::Query::<Vec<(String, String)>>::from_query(self.req.query_string())
+                .map(web::Query::into_inner)
+                .unwrap_or_default(),
+            options: options.with_user(user_of(self.req)),
+            services: self.state.services.clone(),
+        })
+    }
+}
+
 /// Runs the handler of `sub` for the object `name` on `entry`'s actor.
 async fn call(
     asked: &Asked<'_>,
@@ -116,31 +144,13 @@ async fn call(
     name: String,
     body: Option<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let handler = match sub.serve {
-        Serve::Create(handler) | Serve::Connect(handler) => handler,
-        Serve::Status | Serve::Scale => return Err(ApiError::UnknownPath),
+    let Serve::Create(handler) = sub.serve else {
+        return Err(ApiError::UnknownPath);
     };
-    let Asked {
-        req,
-        state,
-        info,
-        query,
-    } = asked;
-    let mut options = match body.is_some() {
-        true => WriteOptions::parse(query)?,
-        false => WriteOptions::default(),
-    };
-    options.authorizer = Some(state.chain.authorizer.clone());
-    let serve = actor::Serve {
-        handler,
-        namespace: info.namespace.clone().unwrap_or_default(),
-        name,
-        verb: info.verb.as_str(),
-        body,
-        query: (*query).clone(),
-        options: options.with_user(user_of(req)),
-        services: state.services.clone(),
-    };
-    let answer = entry.actor.send(serve).await??;
+    let request = asked.request(name, body)?;
+    let answer = entry
+        .actor
+        .send(actor::Serve { handler, request })
+        .await??;
     Ok(respond(answer.code, Form::Json, answer.body, &[]))
 }

@@ -25,6 +25,7 @@ use crate::aggregator::{authentication_configmap, autoregister, availability, Ag
 use crate::auth::AuthorizerSlot;
 use crate::config::ApiserverConfig;
 use crate::error::ApiError;
+use crate::kubelet_client::KubeletClient;
 use crate::metrics::Metrics;
 use crate::registry::lookup::CachedObjects;
 use crate::registry::options::WriteOptions;
@@ -65,6 +66,7 @@ pub async fn run(
     let chain = chain::assemble(&config, &catalog, issuer.clone(), &metrics).await?;
     let _ = authorizer.set(chain.authorizer.clone());
     start_flow_control(&catalog, &chain);
+    let kubelets = KubeletClient::new(&config.kubelet, objects.clone() as Arc<dyn Objects>)?;
     let services = Arc::new(Services {
         objects: objects.clone(),
         issuer: issuer.clone(),
@@ -78,6 +80,7 @@ pub async fn run(
         issuer,
         services,
         aggregator,
+        kubelets: Arc::new(kubelets),
     });
     let served = serve::serve(&config, state, shutdown).await;
     for arbiter in arbiters {

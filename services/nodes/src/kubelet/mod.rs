@@ -90,6 +90,16 @@ async fn pod_on_node(
         .ok_or_else(not_found)?;
     call.authorize(&Action::on_node(verb(&call.method), &node, "proxy"))
         .await?;
+    // A stopped node's kubelet would not answer at all; this listener
+    // serves every node, so it says so at once instead.
+    if !call.state.fleet.get(&node).is_some_and(|n| n.is_running()) {
+        let message = format!("node {node} is stopped: its kubelet does not answer");
+        return Err(status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            message,
+        ));
+    }
     Ok((found, node))
 }
 

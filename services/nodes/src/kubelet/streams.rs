@@ -3,7 +3,7 @@
 //! number (0 stdin, 1 stdout, 2 stderr, 3 error, 4 resize); v5 adds 255,
 //! with which a client closes one of its streams (stdin's end of input).
 
-use axum::extract::ws::{Message, WebSocket};
+use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::json;
 
@@ -65,5 +65,11 @@ pub async fn finish(mut socket: WebSocket, command: &[String], code: i32) {
         })
     };
     let _ = send(&mut socket, ERROR, status.to_string().as_bytes()).await;
-    let _ = socket.send(Message::Close(None)).await;
+    // A normal closure: clients (client-go) read code 1000 as the end
+    // of every stream, and a close without a code as an error.
+    let normal = CloseFrame {
+        code: close_code::NORMAL,
+        reason: "".into(),
+    };
+    let _ = socket.send(Message::Close(Some(normal))).await;
 }

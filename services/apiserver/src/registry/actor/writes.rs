@@ -119,43 +119,71 @@ impl Handler<DeleteCollection> for ResourceActor {
     }
 }
 
-/// A subresource its kind serves with its own code (see
-/// [`crate::registry::subresource`]), run on the actor's storage.
-#[derive(Message)]
-#[rtype(result = "Result<subresource::Answer, ApiError>")]
-pub struct Serve {
-    pub handler: &'static dyn subresource::Handler,
+/// A request to a subresource its kind serves with its own code (see
+/// [`crate::registry::subresource`]).
+pub struct SubresourceRequest {
     pub namespace: String,
     pub name: String,
     pub verb: &'static str,
     pub body: Option<Value>,
     pub query: Query,
+    /// The query's pairs in order, repeated keys kept.
+    pub pairs: Vec<(String, String)>,
     pub options: WriteOptions,
     pub services: Arc<subresource::Services>,
+}
+
+/// The kind's code's view of `m`, on the actor's storage.
+fn call<'a>(h: &'a flow::Handle, m: &'a mut SubresourceRequest) -> subresource::Call<'a> {
+    subresource::Call {
+        namespace: &m.namespace,
+        name: &m.name,
+        verb: m.verb,
+        body: m.body.take(),
+        query: &m.query,
+        pairs: &m.pairs,
+        options: std::mem::take(&mut m.options),
+        store: h.store.as_ref(),
+        key: h.key(&m.namespace, &m.name),
+        target: h.def().target(&m.name),
+        services: &m.services,
+        deleter: h,
+        admission: h,
+    }
+}
+
+/// A subresource its kind answers itself (a pod's binding).
+#[derive(Message)]
+#[rtype(result = "Result<subresource::Answer, ApiError>")]
+pub struct Serve {
+    pub handler: &'static dyn subresource::Handler,
+    pub request: SubresourceRequest,
 }
 
 impl Handler<Serve> for ResourceActor {
     type Result = Answer<subresource::Answer>;
 
-    fn handle(&mut self, m: Serve, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, mut m: Serve, _: &mut Context<Self>) -> Self::Result {
         let h = self.handle.clone();
-        Box::pin(async move {
-            let call = subresource::Call {
-                namespace: &m.namespace,
-                name: &m.name,
-                verb: m.verb,
-                body: m.body,
-                query: &m.query,
-                options: m.options,
-                store: h.store.as_ref(),
-                key: h.key(&m.namespace, &m.name),
-                target: h.def().target(&m.name),
-                services: &m.services,
-                deleter: &h,
-                admission: &h,
-            };
-            m.handler.serve(call).await
-        })
+        Box::pin(async move { m.handler.serve(call(&h, &mut m.request)).await })
+    }
+}
+
+/// A subresource another server answers (a pod's log, exec): where the
+/// request goes, once its kind's code has checked and admitted it.
+#[derive(Message)]
+#[rtype(result = "Result<Option<subresource::Location>, ApiError>")]
+pub struct Locate {
+    pub connecter: &'static dyn subresource::Connecter,
+    pub request: SubresourceRequest,
+}
+
+impl Handler<Locate> for ResourceActor {
+    type Result = Answer<Option<subresource::Location>>;
+
+    fn handle(&mut self, mut m: Locate, _: &mut Context<Self>) -> Self::Result {
+        let h = self.handle.clone();
+        Box::pin(async move { m.connecter.locate(call(&h, &mut m.request)).await })
     }
 }
 

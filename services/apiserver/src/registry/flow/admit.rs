@@ -92,9 +92,11 @@ impl Handle {
     }
 
     /// A CREATE of a subresource served by the kind's own code (a pod's
-    /// binding): mutating steps, then validating ones, on its body.
+    /// binding), or a CONNECT (a pod's exec): mutating steps, then
+    /// validating ones, on its body or options.
     async fn admit_subresource(
         &self,
+        operation: Operation,
         write: SubresourceWrite<'_>,
         object: &mut Value,
     ) -> Result<(), ApiError> {
@@ -104,7 +106,7 @@ impl Handle {
         let def = self.def();
         let feedback = Feedback::default();
         let attributes = Attributes {
-            operation: Operation::Create,
+            operation,
             old_object: None,
             namespace: write.namespace,
             name: write.name,
@@ -178,6 +180,14 @@ impl Admission for Handle {
         write: SubresourceWrite<'a>,
         object: &'a mut Value,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(self.admit_subresource(write, object))
+        Box::pin(self.admit_subresource(Operation::Create, write, object))
+    }
+
+    fn admit_connect<'a>(
+        &'a self,
+        write: SubresourceWrite<'a>,
+        options: &'a mut Value,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.admit_subresource(Operation::Connect, write, options))
     }
 }

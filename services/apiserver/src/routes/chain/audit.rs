@@ -139,7 +139,10 @@ impl Record {
         req: &HttpRequest,
         payload: web::Payload,
     ) -> Result<web::Payload, ApiError> {
-        let Some(active) = self.0.as_mut().filter(|a| a.event.level >= Level::Request) else {
+        // A long-running request's body is a stream (an exec's websocket):
+        // never read to its end, so never recorded.
+        let recorded = |a: &&mut Active| a.event.level >= Level::Request && !a.long_running;
+        let Some(active) = self.0.as_mut().filter(recorded) else {
             return Ok(payload);
         };
         let bytes = crate::routes::request::read_body(payload).await?;

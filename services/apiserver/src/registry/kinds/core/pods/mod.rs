@@ -6,5 +6,6 @@
 pub mod binding;
 pub mod eviction;
 pub mod kubelet;
+pub mod log_options;
 pub mod strategy;
 pub mod validation;
