@@ -171,6 +171,9 @@ pub const ADMIN_GROUP: &str = "system:masters";
 /// The front-proxy client certificate's CN (kubeadm's), the one name in
 /// `--requestheader-allowed-names`.
 pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
+/// The kubelet client certificate's CN (kubeadm's), the user kubelets
+/// see the API server as.
+pub const KUBELET_CLIENT: &str = "kube-apiserver-kubelet-client";
 
 impl Pki {
     pub fn at(dir: &Path) -> Pki {
@@ -244,7 +247,7 @@ impl Pki {
         }
         if !self.kubelet_client_cert().exists() {
             let kubelet_client = client_ca.issue_client(
-                crate::rbac::component_policy::KUBELET_CLIENT_USER,
+                KUBELET_CLIENT,
                 None,
                 OffsetDateTime::now_utc() - Duration::hours(1),
                 Duration::days(365 * LEAF_YEARS),

@@ -264,17 +264,13 @@ fn binding(role: &str, subjects: Vec<Value>) -> Value {
            "subjects": subjects})
 }
 
-/// The user of the API server's kubelet client certificate (kubeadm's
-/// CN for `--kubelet-client-certificate`).
-pub const KUBELET_CLIENT_USER: &str = "kube-apiserver-kubelet-client";
-
 /// What kubeadm binds for the API server's kubelet client: the kubelet
 /// API (`nodes/proxy`, ...), which kubelets check with a
 /// SubjectAccessReview before they serve a log or an exec.
 fn kubelet_client_binding() -> Value {
     binding(
         "system:kubelet-api-admin",
-        vec![subject("User", KUBELET_CLIENT_USER)],
+        vec![subject("User", crate::pki::KUBELET_CLIENT)],
     )
 }
 

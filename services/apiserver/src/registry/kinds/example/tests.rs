@@ -48,19 +48,20 @@ async fn the_kinds_own_subresource_runs_on_its_actor_from_its_table() {
     let Serve::Create(handler) = polish.serve else {
         panic!("polish reads a body");
     };
-    let serve = actor::Serve {
-        handler,
+    let request = actor::SubresourceRequest {
         namespace: "default".into(),
         name: "w".into(),
         verb: "create",
         body: Some(json!({"shine": "bright"})),
         query: Query::default(),
+        pairs: Vec::new(),
         options: WriteOptions::default(),
         services: Arc::new(Services {
             objects: Arc::new(Nothing),
             issuer: None,
         }),
     };
+    let serve = actor::Serve { handler, request };
     let answer = actor.send(serve).await.unwrap().unwrap();
     assert_eq!(answer.code, 201);
     assert_eq!(answer.body["metadata"]["annotations"]["polished"], "bright");

@@ -8,7 +8,7 @@
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::log_options;
+use super::log_options::{self, encode};
 use crate::error::ApiError;
 use crate::registry::storage_errors::{self, Reading};
 use crate::registry::subresource::{Call, Connecter, Location, ResponseKind, Serve, Subresource};
@@ -176,16 +176,6 @@ fn stream_params(options: &Value) -> Vec<(&'static str, &str)> {
         params.push(("command", argument.as_str().unwrap_or_default()));
     }
     params
-}
-
-/// `?k=v&...` (empty for no pairs), percent-encoded.
-pub fn encode<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-    let mut query = form_urlencoded::Serializer::new(String::new());
-    query.extend_pairs(pairs);
-    match query.finish() {
-        q if q.is_empty() => q,
-        q => format!("?{q}"),
-    }
 }
 
 /// The container a request names, or the pod's only one.

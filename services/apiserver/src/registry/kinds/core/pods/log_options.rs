@@ -5,8 +5,6 @@
 use crate::error::{ApiError, Cause, Target};
 use crate::registry::options::Query;
 
-use super::kubelet::encode;
-
 /// What a log request asks for.
 #[derive(Debug, Default, PartialEq)]
 pub struct LogOptions {
@@ -121,6 +119,16 @@ impl LogOptions {
             pairs.push(("sinceTime", time.clone()));
         }
         encode(pairs.iter().map(|(k, v)| (*k, v.as_str())))
+    }
+}
+
+/// `?k=v&...` (empty for no pairs), percent-encoded.
+pub fn encode<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.extend_pairs(pairs);
+    match query.finish() {
+        q if q.is_empty() => q,
+        q => format!("?{q}"),
     }
 }
 
