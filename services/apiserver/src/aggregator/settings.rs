@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::tls::ClientIdentity;
-use crate::serving::tls::{certificates, TlsError};
+use crate::serving::tls::TlsError;
 use capstan_telemetry::settings::ConfigError;
 
 #[derive(Debug, Default, Clone, clap::Args)]
@@ -103,14 +103,8 @@ impl Settings {
         if self.proxy_client_cert_file.is_empty() {
             return Ok(None);
         }
-        use rustls_pki_types::pem::PemObject;
-        let chain = certificates(&self.proxy_client_cert_file)?;
-        let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&self.proxy_client_key_file)
-            .map_err(|e| TlsError::File {
-                path: self.proxy_client_key_file.clone(),
-                reason: e.to_string(),
-            })?;
-        Ok(Some(ClientIdentity { chain, key }))
+        let (cert, key) = (&self.proxy_client_cert_file, &self.proxy_client_key_file);
+        ClientIdentity::from_files(cert, key).map(Some)
     }
 }
 

@@ -12,11 +12,25 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
 use crate::admission::webhook::client::ca_bundle_roots;
+use crate::serving::tls::{certificates, TlsError};
 
 /// The front-proxy client identity: a certificate chain and its key.
 pub struct ClientIdentity {
     pub chain: Vec<CertificateDer<'static>>,
     pub key: PrivateKeyDer<'static>,
+}
+
+impl ClientIdentity {
+    /// The chain at `cert` and the key at `key` (PEM files).
+    pub fn from_files(cert: &str, key: &str) -> Result<ClientIdentity, TlsError> {
+        use rustls::pki_types::pem::PemObject;
+        let chain = certificates(cert)?;
+        let key = PrivateKeyDer::from_pem_file(key).map_err(|e| TlsError::File {
+            path: key.to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(ClientIdentity { chain, key })
+    }
 }
 
 impl Clone for ClientIdentity {

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::address::AddressType;
 use crate::aggregator::tls::ClientIdentity;
-use crate::serving::tls::{certificates, TlsError};
+use crate::serving::tls::TlsError;
 use capstan_telemetry::settings::ConfigError;
 
 /// kube's default order of `--kubelet-preferred-address-types`.
@@ -106,14 +106,8 @@ impl Settings {
         if self.kubelet_client_certificate.is_empty() {
             return Ok(None);
         }
-        use rustls_pki_types::pem::PemObject;
-        let chain = certificates(&self.kubelet_client_certificate)?;
-        let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&self.kubelet_client_key)
-            .map_err(|e| TlsError::File {
-                path: self.kubelet_client_key.clone(),
-                reason: e.to_string(),
-            })?;
-        Ok(Some(ClientIdentity { chain, key }))
+        let (cert, key) = (&self.kubelet_client_certificate, &self.kubelet_client_key);
+        ClientIdentity::from_files(cert, key).map(Some)
     }
 
     /// The kubelets' CA bundle (PEM), if one is configured.

@@ -181,13 +181,17 @@ impl Call<'_> {
         subresource: &str,
         object: &mut Value,
     ) -> Result<(), ApiError> {
-        let write = SubresourceWrite {
+        let write = self.write(subresource);
+        self.admission.admit_create(write, object).await
+    }
+
+    fn write<'s>(&'s self, subresource: &'s str) -> SubresourceWrite<'s> {
+        SubresourceWrite {
             namespace: self.namespace,
             name: self.name,
             subresource,
             options: &self.options,
-        };
-        self.admission.admit_create(write, object).await
+        }
     }
 
     /// Admits `options` (a PodExecOptions, ...) as a CONNECT of
@@ -199,12 +203,7 @@ impl Call<'_> {
         subresource: &str,
         options: &mut Value,
     ) -> Result<(), ApiError> {
-        let write = SubresourceWrite {
-            namespace: self.namespace,
-            name: self.name,
-            subresource,
-            options: &self.options,
-        };
+        let write = self.write(subresource);
         self.admission.admit_connect(write, options).await
     }
 }
