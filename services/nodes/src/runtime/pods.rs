@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capstan_client::events::EventType;
-use capstan_client::informer::{indexes, Informer, InformerEvent};
+use capstan_client::informer::{indexes, strip_for_cache, Informer, InformerEvent};
 use capstan_client::queue::{run_workers, ItemExponentialFailureRateLimiter, WorkQueue};
 use chrono::Utc;
 use k8s_openapi::api::core::v1::Pod;
@@ -65,12 +65,26 @@ impl PodSyncer {
         let Some(node) = self.fleet.owner_of(pod) else {
             return;
         };
+        let key = event.key();
         match event {
             InformerEvent::Deleted(_) => {
                 node.release(pod.metadata.uid.as_deref().unwrap_or_default());
-                self.written.lock().remove(&event.key());
+                self.written.lock().remove(&key);
             }
-            _ => self.queue.add(event.key()),
+            _ => {
+                self.forget_seen_write(&key, pod);
+                self.queue.add(key);
+            }
+        }
+    }
+
+    /// Drops our last write of `key` once the watch delivered it (or a
+    /// newer version), so the map holds only writes still in flight
+    /// rather than a second copy of every pod the nodes ever wrote.
+    fn forget_seen_write(&self, key: &str, watched: &Pod) {
+        let mut written = self.written.lock();
+        if written.get(key).is_some_and(|ours| !newer(ours, watched)) {
+            written.remove(key);
         }
     }
 
@@ -129,10 +143,7 @@ impl PodSyncer {
         let Some(ours) = written.get(key) else {
             return Some(watched);
         };
-        let version = |p: &Pod| p.metadata.resource_version.as_deref()?.parse::<u64>().ok();
-        let ours_newer = ours.metadata.uid == watched.metadata.uid
-            && matches!((version(ours), version(&watched)), (Some(o), Some(w)) if o > w);
-        if ours_newer {
+        if newer(ours, &watched) {
             Some(ours.clone())
         } else {
             written.remove(key);
@@ -185,7 +196,10 @@ impl PodSyncer {
         if let Some(status) = &next.status {
             let result = writes::pod_status(&node.client, &pod, status).await;
             metrics::pod_status_written(result.is_ok());
-            let written = result?;
+            let mut written = result?;
+            // Kept only until the watch catches up, but without the
+            // managed fields, which are most of a pod's decoded size.
+            strip_for_cache(&mut written);
             self.written
                 .lock()
                 .insert(key.to_string(), Arc::new(written));
@@ -220,5 +234,34 @@ impl PodSyncer {
             rejection.message.clone(),
         );
         Ok(())
+    }
+}
+
+/// Whether `ours` (our last write) is a newer version of the same pod
+/// than `watched`.
+fn newer(ours: &Pod, watched: &Pod) -> bool {
+    let version = |p: &Pod| p.metadata.resource_version.as_deref()?.parse::<u64>().ok();
+    ours.metadata.uid == watched.metadata.uid
+        && matches!((version(ours), version(watched)), (Some(o), Some(w)) if o > w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(uid: &str, version: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": uid, "resourceVersion": version}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn our_write_is_newer_only_for_the_same_pod_at_a_later_version() {
+        assert!(newer(&pod("a", "12"), &pod("a", "9")));
+        assert!(!newer(&pod("a", "9"), &pod("a", "9")));
+        assert!(!newer(&pod("a", "9"), &pod("a", "12")));
+        assert!(!newer(&pod("b", "12"), &pod("a", "9")));
+        assert!(!newer(&pod("a", "x"), &pod("a", "9")));
     }
 }
