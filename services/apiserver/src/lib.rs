@@ -14,7 +14,6 @@
 
 pub mod admission;
 pub mod aggregator;
-pub mod allocator;
 pub mod audit;
 pub mod auth;
 pub mod bootstrap;
