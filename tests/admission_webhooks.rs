@@ -100,6 +100,10 @@ fn a_webhook_refuses_by_label_and_another_adds_one(backend: Backend) {
         )],
     );
 
+    // Until the controller manager has made the namespace's `default`
+    // ServiceAccount, its admission plugin refuses every pod before any
+    // webhook sees it (slow on a loaded machine).
+    kubectl.wait_for_default_account();
     let refused = wait_refused(
         kubectl,
         &["run", "probe", "--image=nginx", "--labels=deny=yes"],
