@@ -101,8 +101,15 @@ impl Syncer {
         Err(err)
     }
 
-    /// The Service is gone: so are its Endpoints.
+    /// The Service is gone: so are its Endpoints. The cache may simply not
+    /// have a Service created a moment ago (its Endpoints, written by hand
+    /// for a Service without a selector, can arrive first), so the API is
+    /// asked before anything is deleted; the Service's own event syncs again.
     async fn delete(&self, namespace: &str, name: &str) -> Result<()> {
+        let services: Api<Service> = Api::namespaced(self.client.clone(), namespace);
+        if services.get_opt(name).await.map_err(Error::from)?.is_some() {
+            return Ok(());
+        }
         let api: Api<Endpoints> = Api::namespaced(self.client.clone(), namespace);
         match api.delete(name, &DeleteParams::default()).await {
             Ok(_) => Ok(()),
