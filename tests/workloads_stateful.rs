@@ -149,7 +149,12 @@ fn a_stateful_set_comes_up_in_order_rolls_back_and_scales_down_from_the_top() {
         (images(kubectl, "app=web") == ["nginx:1.26"; 3]).then_some(())
     });
     let history = kubectl.ok(&["rollout", "history", "statefulset/web"]);
-    assert!(history.contains('1') && history.contains('2'), "{history}");
+    let numbered = "custom-columns=NAME:.metadata.name,REVISION:.revision";
+    assert!(
+        history.contains('1') && history.contains('2'),
+        "{history}\n{}",
+        kubectl.ok(&["get", "controllerrevisions", "-o", numbered])
+    );
     let revisions = kubectl.ok(&["get", "controllerrevisions", "-o", "name"]);
     assert_eq!(revisions.lines().count(), 2, "{revisions}");
 

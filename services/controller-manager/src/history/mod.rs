@@ -68,7 +68,8 @@ fn safe_encode(text: &str) -> String {
 
 /// A revision of `owner` holding `template` as number `number`, labelled
 /// with the template's labels (so the owner's selector finds it),
-/// not yet named: [`Revisions::create`] names it with its hash.
+/// not yet named (nor numbered, when `number` is 0):
+/// [`Revisions::make_newest`] names it with its hash and numbers it.
 pub fn revision_for<O: Resource<DynamicType = ()>>(
     owner: &O,
     template: &PodTemplateSpec,

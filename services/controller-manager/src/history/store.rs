@@ -8,7 +8,7 @@ use std::sync::Arc;
 use capstan_client::informer::{key_from, Informer, InformerEvent, Store};
 use capstan_client::queue::WorkQueue;
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{NamespaceResourceScope, Selector};
 use kube::Resource;
 use serde::de::DeserializeOwned;
@@ -29,6 +29,8 @@ pub struct History {
 pub struct Revisions {
     pub api: Api<ControllerRevision>,
     pub list: Vec<ControllerRevision>,
+    owner_uid: String,
+    selector: Selector,
 }
 
 /// How many times a name may collide before giving up on this sync.
@@ -63,7 +65,14 @@ impl History {
         let mut list: Vec<ControllerRevision> =
             claimed.into_iter().map(Arc::unwrap_or_clone).collect();
         super::sort(&mut list);
-        Ok(Revisions { api, list })
+        let owner_uid = owner.meta().uid.clone().unwrap_or_default();
+        let selector = selector.clone();
+        Ok(Revisions {
+            api,
+            list,
+            owner_uid,
+            selector,
+        })
     }
 
     /// Queues the owner of kind `kind` of each revision that changes.
@@ -87,10 +96,61 @@ impl History {
 }
 
 impl Revisions {
+    /// The revision holding `candidate`'s template, made the newest: the
+    /// newest as it is, an older one renumbered (a template used again,
+    /// as after `kubectl rollout undo`), or a new one. A new one's number
+    /// comes from the owner's revisions read again from the API, not from
+    /// the cache: a cache behind the API would hand out a number already
+    /// taken, and `kubectl rollout history` would show two as one.
+    pub async fn make_newest(
+        &mut self,
+        owner_name: &str,
+        mut candidate: ControllerRevision,
+        collision_count: &mut i32,
+    ) -> Result<ControllerRevision> {
+        if let Some(found) = self.reuse(&candidate).await? {
+            return Ok(found);
+        }
+        self.reload().await?;
+        if let Some(found) = self.reuse(&candidate).await? {
+            return Ok(found);
+        }
+        candidate.revision = super::next_number(&self.list);
+        self.create(owner_name, candidate, collision_count).await
+    }
+
+    /// The revision equal to `candidate`, renumbered to the newest if it
+    /// is not; None when there is none.
+    async fn reuse(
+        &mut self,
+        candidate: &ControllerRevision,
+    ) -> Result<Option<ControllerRevision>> {
+        let Some(same) = self.equal_to(candidate).last().cloned().cloned() else {
+            return Ok(None);
+        };
+        if self.list.last() == Some(&same) {
+            return Ok(Some(same));
+        }
+        let next = super::next_number(&self.list);
+        self.renumber(&same, next).await.map(Some)
+    }
+
+    /// Replaces the list with the owner's revisions as the API has them.
+    async fn reload(&mut self) -> Result<()> {
+        let params = ListParams::default().labels_from(&self.selector);
+        let listed = self.api.list(&params).await?;
+        let owned = |r: &ControllerRevision| {
+            ownership::controller_uid(&r.metadata) == Some(self.owner_uid.as_str())
+        };
+        self.list = listed.items.into_iter().filter(owned).collect();
+        super::sort(&mut self.list);
+        Ok(())
+    }
+
     /// Creates `revision` named `<owner>-<hash>`. A namesake with the
     /// same data is returned as is; one with other data is a collision:
     /// `collision_count` grows and the next name is tried.
-    pub async fn create(
+    async fn create(
         &mut self,
         owner_name: &str,
         mut revision: ControllerRevision,
@@ -132,7 +192,7 @@ impl Revisions {
     }
 
     /// Gives an existing revision a new number (a template used again).
-    pub async fn renumber(
+    async fn renumber(
         &mut self,
         revision: &ControllerRevision,
         number: i64,

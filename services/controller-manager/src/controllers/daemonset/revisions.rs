@@ -6,7 +6,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use crate::error::Result;
-use crate::history::{next_number, revision_for, Revisions, CONTROLLER_REVISION_HASH};
+use crate::history::{revision_for, Revisions, CONTROLLER_REVISION_HASH};
 
 pub fn ds_template(ds: &DaemonSet) -> PodTemplateSpec {
     ds.spec
@@ -21,18 +21,11 @@ pub async fn current_hash(
     revisions: &mut Revisions,
     collision_count: &mut i32,
 ) -> Result<String> {
-    let next = next_number(&revisions.list);
-    let candidate = revision_for(ds, &ds_template(ds), next);
-    let newest = revisions.list.last().cloned();
-    let equal = revisions.equal_to(&candidate).last().cloned().cloned();
-    let current = match equal {
-        Some(same) if Some(&same) == newest.as_ref() => same,
-        Some(same) => revisions.renumber(&same, next).await?,
-        None => {
-            let name = ds.metadata.name.clone().unwrap_or_default();
-            revisions.create(&name, candidate, collision_count).await?
-        }
-    };
+    let candidate = revision_for(ds, &ds_template(ds), 0);
+    let name = ds.metadata.name.clone().unwrap_or_default();
+    let current = revisions
+        .make_newest(&name, candidate, collision_count)
+        .await?;
     let labels = current.metadata.labels.as_ref();
     let hash = labels
         .and_then(|l| l.get(CONTROLLER_REVISION_HASH))

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use super::identity::set_name;
 use crate::error::{Error, Result};
-use crate::history::{next_number, revision_for, template_of, Revisions};
+use crate::history::{revision_for, template_of, Revisions};
 
 /// The two revisions a sync works with.
 pub struct SetRevisions {
@@ -45,22 +45,10 @@ pub async fn current_and_update(
     revisions: &mut Revisions,
     collision_count: &mut i32,
 ) -> Result<SetRevisions> {
-    let candidate = revision_for(set, &set_template(set), next_number(&revisions.list));
-    let equal: Vec<ControllerRevision> = revisions
-        .equal_to(&candidate)
-        .into_iter()
-        .cloned()
-        .collect();
-    let newest = revisions.list.last().cloned();
-    let update = match equal.last() {
-        Some(same) if Some(same) == newest.as_ref() => same.clone(),
-        Some(same) => revisions.renumber(same, candidate.revision).await?,
-        None => {
-            revisions
-                .create(set_name(set), candidate, collision_count)
-                .await?
-        }
-    };
+    let candidate = revision_for(set, &set_template(set), 0);
+    let update = revisions
+        .make_newest(set_name(set), candidate, collision_count)
+        .await?;
     let named = set
         .status
         .as_ref()

@@ -101,6 +101,12 @@ async fn harness() -> Harness {
 impl Harness {
     /// Waits until the caches show what the API holds, then syncs.
     async fn sync(&self) {
+        self.caught_up().await;
+        self.syncer.sync("default/web").await.unwrap();
+    }
+
+    /// Waits until the caches show what the API holds.
+    async fn caught_up(&self) {
         eventually("the caches to catch up", || async {
             let caught_up = self.sets.store().len() == self.fake.list::<StatefulSet>().len()
                 && self.pods.store().len() == self.fake.list::<Pod>().len()
@@ -122,7 +128,6 @@ impl Harness {
             caught_up.then_some(())
         })
         .await;
-        self.syncer.sync("default/web").await.unwrap();
     }
 
     fn pod_names(&self) -> Vec<String> {
@@ -258,6 +263,45 @@ async fn scale_down_removes_the_highest_ordinal_first_and_a_new_image_rolls_from
     assert_eq!(status["currentRevision"], update.as_str());
     assert_eq!(status["updatedReplicas"], 2);
     assert_eq!(h.fake.list::<ControllerRevision>().len(), 2);
+}
+
+#[tokio::test]
+async fn a_revisions_cache_behind_the_api_gives_a_new_template_the_next_number() {
+    let h = harness().await;
+    h.fake.insert(&stateful_set(0, json!({})));
+    h.sync().await;
+    // A syncer whose revisions cache never saw the first revision.
+    let elsewhere = FakeApi::new();
+    let other = context(&elsewhere);
+    let empty = other.informers.get::<ControllerRevision>();
+    History::index(&empty);
+    other.informers.wait_synced().await;
+    let lagging = Syncer {
+        sets: h.syncer.sets.clone(),
+        pods: h.syncer.pods.clone(),
+        history: History {
+            revisions: empty.store(),
+            client: h.fake.client(),
+        },
+        expectations: Expectations::new(),
+        control: h.syncer.control.clone(),
+        queue: None,
+    };
+    let sets: Api<StatefulSet> = Api::namespaced(h.fake.client(), "default");
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:2"}]}}}});
+    sets.patch("web", &PatchParams::default(), &Patch::Merge(&image))
+        .await
+        .unwrap();
+    h.caught_up().await;
+    lagging.sync("default/web").await.unwrap();
+    let mut numbers: Vec<i64> = h
+        .fake
+        .list::<ControllerRevision>()
+        .iter()
+        .map(|r| r.revision)
+        .collect();
+    numbers.sort();
+    assert_eq!(numbers, [1, 2]);
 }
 
 #[tokio::test]
