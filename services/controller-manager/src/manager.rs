@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capstan_client::health::{self, Health};
-use capstan_client::informer::Informers;
+use capstan_client::informer::{strip_pod_runtime_details, Informers};
 use capstan_client::leader::{LeaderElector, Leadership};
+use k8s_openapi::api::core::v1::Pod;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -148,8 +149,10 @@ impl Manager {
     /// One term: fresh informers, every controller; ends when leadership
     /// is lost (false) or on shutdown (true).
     async fn run_term(&self, leadership: &CancellationToken) -> bool {
+        let informers = Informers::new(self.clients.root());
+        informers.set_transform::<Pod>(strip_pod_runtime_details);
         let ctx = Arc::new(Context {
-            informers: Informers::new(self.clients.root()),
+            informers,
             settings: self.settings.clone(),
             clients: self.clients.clone(),
             stop: CancellationToken::new(),

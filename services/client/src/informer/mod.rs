@@ -30,6 +30,7 @@
 mod factory;
 pub mod indexes;
 mod metrics;
+mod pod_transform;
 mod reflect;
 mod shared;
 mod store;
@@ -41,6 +42,7 @@ use futures::future::BoxFuture;
 use kube::Resource;
 
 pub use factory::{InformerOptions, Informers};
+pub use pod_transform::{strip_container_statuses, strip_pod_runtime_details};
 pub use store::{key_from, key_of, IndexFn, Store, BY_NAMESPACE};
 pub use transform::{strip_for_cache, TransformFn, LAST_APPLIED};
 

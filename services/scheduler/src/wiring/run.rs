@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capstan_client::health::Health;
-use capstan_client::informer::{InformerEvent, Informers};
+use capstan_client::informer::{
+    strip_container_statuses, strip_pod_runtime_details, InformerEvent, Informers,
+};
 use capstan_client::leader::{default_identity, LeaderElectionConfig, LeaderElector};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -41,6 +43,12 @@ pub async fn run(
     let shutdown = shutdown.boxed().shared();
     register_metrics();
     let informers = Informers::new(client.clone());
+    // The scheduler writes pods only through bindings and status patches,
+    // and reads no container's state.
+    informers.set_transform::<Pod>(|pod: &mut Pod| {
+        strip_pod_runtime_details(pod);
+        strip_container_statuses(pod);
+    });
     let lister = Arc::new(InformerLister::new(&informers));
     let api = Arc::new(KubeApi::new(client.clone(), COMPONENT));
     let scheduler = Scheduler::new(&config, lister, api, tokio::runtime::Handle::current())
