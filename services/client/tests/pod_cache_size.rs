@@ -1,5 +1,5 @@
 //! How much heap a cached pod holds, whole and thinned as the controller
-//! manager and the scheduler cache it: a pod a Deployment made, Running
+//! manager, the scheduler and the simulated nodes cache it: a pod a Deployment made, Running
 //! on a simulated node (read back with kubectl), decoded a thousand times
 //! under an allocator that counts live bytes. Prints the figures; fails
 //! if thinning stops saving.
@@ -8,7 +8,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use capstan_client::informer::{
-    strip_container_statuses, strip_for_cache, strip_pod_runtime_details,
+    strip_container_statuses, strip_for_cache, strip_pod_mounts_and_security,
+    strip_pod_runtime_details,
 };
 use k8s_openapi::api::core::v1::Pod;
 
@@ -50,6 +51,10 @@ fn bytes_per_pod(thin: fn(&mut Pod)) -> isize {
 #[test]
 fn a_thinned_pod_holds_less_heap_in_each_cache() {
     let whole = bytes_per_pod(strip_for_cache::<Pod>);
+    let nodes = bytes_per_pod(|pod| {
+        strip_for_cache(pod);
+        strip_pod_mounts_and_security(pod);
+    });
     let controllers = bytes_per_pod(|pod| {
         strip_for_cache(pod);
         strip_pod_runtime_details(pod);
@@ -60,9 +65,11 @@ fn a_thinned_pod_holds_less_heap_in_each_cache() {
         strip_container_statuses(pod);
     });
     println!(
-        "bytes per cached pod: {whole} whole (managedFields dropped), \
-         {controllers} as the controller manager caches it, {scheduler} as the scheduler does"
+        "bytes per cached pod: {whole} whole (managedFields dropped), {nodes} as the \
+         simulated nodes cache it, {controllers} as the controller manager does, \
+         {scheduler} as the scheduler does"
     );
+    assert!(nodes < whole, "{nodes} < {whole}");
     assert!(controllers < whole, "{controllers} < {whole}");
     assert!(scheduler < controllers, "{scheduler} < {controllers}");
 }

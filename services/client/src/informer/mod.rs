@@ -42,7 +42,9 @@ use futures::future::BoxFuture;
 use kube::Resource;
 
 pub use factory::{InformerOptions, Informers};
-pub use pod_transform::{strip_container_statuses, strip_pod_runtime_details};
+pub use pod_transform::{
+    strip_container_statuses, strip_pod_mounts_and_security, strip_pod_runtime_details,
+};
 pub use store::{key_from, key_of, IndexFn, Store, BY_NAMESPACE};
 pub use transform::{strip_for_cache, TransformFn, LAST_APPLIED};
 

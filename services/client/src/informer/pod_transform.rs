@@ -20,11 +20,19 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, Volume};
 /// claims; keeps names, images, ports, resources and restart policies
 /// (what scheduling, endpoints, quotas and autoscaling read).
 pub fn strip_pod_runtime_details(pod: &mut Pod) {
+    strip_pod_mounts_and_security(pod);
     let Some(spec) = pod.spec.as_mut() else {
         return;
     };
     for container in all_containers(spec) {
-        strip_container(container);
+        container.env = None;
+        container.env_from = None;
+        container.command = None;
+        container.args = None;
+        container.liveness_probe = None;
+        container.readiness_probe = None;
+        container.startup_probe = None;
+        container.lifecycle = None;
     }
     if let Some(ephemeral) = spec.ephemeral_containers.as_mut() {
         for container in ephemeral {
@@ -32,6 +40,28 @@ pub fn strip_pod_runtime_details(pod: &mut Pod) {
             container.env_from = None;
             container.command = None;
             container.args = None;
+        }
+    }
+}
+
+/// Drops the volumes that are not claims, the containers' mounts,
+/// security contexts, working directories and termination-message
+/// settings; keeps what a simulated kubelet runs a container by (its
+/// command, environment and probes).
+pub fn strip_pod_mounts_and_security(pod: &mut Pod) {
+    let Some(spec) = pod.spec.as_mut() else {
+        return;
+    };
+    for container in all_containers(spec) {
+        container.working_dir = None;
+        container.volume_mounts = None;
+        container.volume_devices = None;
+        container.security_context = None;
+        container.termination_message_path = None;
+        container.termination_message_policy = None;
+    }
+    if let Some(ephemeral) = spec.ephemeral_containers.as_mut() {
+        for container in ephemeral {
             container.volume_mounts = None;
         }
     }
@@ -57,23 +87,6 @@ fn all_containers(spec: &mut PodSpec) -> impl Iterator<Item = &mut Container> {
     spec.containers
         .iter_mut()
         .chain(spec.init_containers.iter_mut().flatten())
-}
-
-fn strip_container(container: &mut Container) {
-    container.env = None;
-    container.env_from = None;
-    container.command = None;
-    container.args = None;
-    container.working_dir = None;
-    container.volume_mounts = None;
-    container.volume_devices = None;
-    container.liveness_probe = None;
-    container.readiness_probe = None;
-    container.startup_probe = None;
-    container.lifecycle = None;
-    container.security_context = None;
-    container.termination_message_path = None;
-    container.termination_message_policy = None;
 }
 
 /// A volume a controller may care about: a claim, or a claim the pod
@@ -140,6 +153,25 @@ mod tests {
         assert_eq!(
             status.container_statuses.as_ref().unwrap()[0].restart_count,
             2
+        );
+    }
+
+    #[test]
+    fn a_simulated_kubelet_keeps_command_environment_and_probes() {
+        let mut pod = pod();
+        strip_pod_mounts_and_security(&mut pod);
+        let spec = pod.spec.as_ref().unwrap();
+        let c = &spec.containers[0];
+        assert!(c.env.is_some() && c.command.is_some() && c.readiness_probe.is_some());
+        assert!(c.volume_mounts.is_none() && c.termination_message_path.is_none());
+        assert_eq!(spec.volumes.as_ref().unwrap().len(), 1);
+        assert_eq!(
+            spec.init_containers.as_ref().unwrap()[0]
+                .args
+                .as_ref()
+                .unwrap()
+                .len(),
+            1
         );
     }
 

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use capstan_client::connect::Connection;
 use capstan_client::health::Health;
-use capstan_client::informer::{InformerOptions, Informers};
+use capstan_client::informer::{strip_pod_mounts_and_security, InformerOptions, Informers};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::net::TcpListener;
 
@@ -58,6 +58,7 @@ pub async fn run(
     let client = connection.client();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let informers = Informers::new(client.clone());
+    informers.set_transform::<Pod>(strip_pod_mounts_and_security);
     let pods = informers.get_with::<Pod>(InformerOptions::default().fields(BOUND_PODS));
     let control = Control {
         fleet: fleet.clone(),
