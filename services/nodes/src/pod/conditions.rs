@@ -80,9 +80,10 @@ pub struct Readiness<'a> {
     pub phase: &'a str,
 }
 
-/// `old` with the owned conditions recomputed (kube's order first, then
-/// everyone else's as they were). A condition keeps its transition time
-/// while its status stays.
+/// `old` with the owned conditions recomputed, in the order the API
+/// stored them (new ones after, in kube's order); everyone else's stay
+/// as they were. A condition keeps its transition time while its status
+/// stays.
 pub fn conditions(
     old: &[PodCondition],
     gates: &[PodReadinessGate],
@@ -135,15 +136,29 @@ pub fn conditions(
         (OWNED[3], containers_ready),
         (OWNED[4], scheduled),
     ];
-    let mut out: Vec<PodCondition> = owned
+    let mut recomputed: Vec<PodCondition> = owned
         .into_iter()
         .map(|(kind, (status, why))| condition(old, kind, status, why, now))
         .collect();
-    out.extend(
-        old.iter()
-            .filter(|c| !OWNED.contains(&c.type_.as_str()))
-            .cloned(),
-    );
+    in_stored_order(old, &mut recomputed)
+}
+
+/// `old` with each owned condition replaced by its recomputed version,
+/// then the owned ones `old` lacks, in kube's order. The API keeps the
+/// order it stored (a strategic merge replaces conditions by type in
+/// place and appends new ones), so a status computed again from the pod
+/// it was written to compares equal and is not written a second time.
+fn in_stored_order(old: &[PodCondition], recomputed: &mut Vec<PodCondition>) -> Vec<PodCondition> {
+    let mut out: Vec<PodCondition> = old
+        .iter()
+        .map(
+            |c| match recomputed.iter().position(|r| r.type_ == c.type_) {
+                Some(at) => recomputed.remove(at),
+                None => c.clone(),
+            },
+        )
+        .collect();
+    out.append(recomputed);
     out
 }
 

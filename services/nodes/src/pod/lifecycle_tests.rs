@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use chrono::TimeDelta;
+use k8s_openapi::api::core::v1::PodCondition;
 use serde_json::{json, Value};
 
 use super::*;
@@ -104,6 +105,48 @@ fn a_pod_with_nothing_to_wait_for_is_running_and_ready_in_one_write() {
             wake_at: None
         }
     );
+}
+
+/// The conditions as the API stores a patch of `written` over `stored`:
+/// a strategic merge by type, in place, new ones appended.
+fn merged_by_type(stored: &[PodCondition], written: &[PodCondition]) -> Vec<PodCondition> {
+    let mut out: Vec<PodCondition> = stored
+        .iter()
+        .map(|c| {
+            written
+                .iter()
+                .find(|w| w.type_ == c.type_)
+                .unwrap_or(c)
+                .clone()
+        })
+        .collect();
+    out.extend(
+        written
+            .iter()
+            .filter(|w| !stored.iter().any(|c| c.type_ == w.type_))
+            .cloned(),
+    );
+    out
+}
+
+#[test]
+fn a_pod_the_scheduler_bound_is_written_once_not_again_when_the_watch_returns_it() {
+    let mut p = pod(one(json!({})), &[]);
+    let scheduled = json!([{"type": "PodScheduled", "status": "True", "lastTransitionTime": T0}]);
+    p.status.as_mut().unwrap().conditions = Some(serde_json::from_value(scheduled).unwrap());
+    let stored = p.status.clone().unwrap().conditions.unwrap();
+    let (plan, _) = Plan::parse(None);
+    let written = advance(&p, &plan, &ENV, at(0.4))
+        .status
+        .expect("a first write");
+    let mut as_stored = written.clone();
+    as_stored.conditions = Some(merged_by_type(
+        &stored,
+        written.conditions.as_deref().unwrap(),
+    ));
+    assert_eq!(as_stored, written, "the API keeps the order written");
+    p.status = Some(as_stored);
+    assert_eq!(advance(&p, &plan, &ENV, at(1.0)).status, None);
 }
 
 #[test]
