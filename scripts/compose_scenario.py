@@ -241,6 +241,24 @@ def check_watch(watcher, acked):
         f"across {watcher.resumes} resumes")
 
 
+def check_workload():
+    """The simulated nodes, under their own identity, register through the
+    balancer and run a Deployment's pods."""
+    start = time.monotonic()
+    ready = 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}'
+    while kubectl("get", "nodes", "-o", ready).stdout.split().count("True") < 3:
+        if time.monotonic() - start > HEALTHY_DEADLINE:
+            raise ScenarioError(f"3 nodes not Ready within {HEALTHY_DEADLINE:.0f}s")
+        time.sleep(1)
+    if kubectl("-n", NAMESPACE, "create", "deployment", "web", "--image=nginx:1.25",
+               "--replicas=3").returncode != 0:
+        raise ScenarioError("could not create the Deployment")
+    rolled = kubectl("-n", NAMESPACE, "rollout", "status", "deployment/web", "--timeout=120s", timeout=130)
+    if rolled.returncode != 0:
+        raise ScenarioError(f"the Deployment did not roll out: {rolled.stderr.strip() or rolled.stdout.strip()}")
+    log(f"3 nodes Ready and a Deployment's 3 pods Running {time.monotonic() - start:.1f}s after the namespace")
+
+
 def scenario():
     started = time.monotonic()
     compose("up", "-d", "--no-build", "--scale", "apiserver=2")
@@ -249,6 +267,7 @@ def scenario():
     log(f"time to first healthy: {first_healthy:.1f}s (3 store members, 2 API servers, the balancer)")
     if kubectl("create", "namespace", NAMESPACE).returncode != 0:
         raise ScenarioError("could not create the test namespace")
+    check_workload()
     listed = json.loads(kubectl("-n", NAMESPACE, "get", "configmaps", "-o", "json").stdout)
     writer, watcher = Writer(), Watcher(listed["metadata"]["resourceVersion"])
     writer.start()
