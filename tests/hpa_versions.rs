@@ -16,6 +16,25 @@ capstan_tests::on_both_backends!(kubectl_autoscale_reads_as_v1_and_v2);
 const V1: &str = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers";
 const V2: &str = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
 
+/// Reads HPA `x` at `path`, changes it with `change` and writes it back,
+/// reading again when the write conflicts: the controller manager's HPA
+/// controller writes the status between a read and a write, as it would
+/// under any client's read-modify-write.
+fn updated(http: &mut Http, path: &str, change: impl Fn(&mut Value)) {
+    for _ in 0..10 {
+        let (code, mut object) = http.get(&format!("{path}/x"));
+        assert_eq!(code, 200, "{object}");
+        change(&mut object);
+        let (code, answer) = http.request("PUT", &format!("{path}/x"), Some(&object));
+        match code {
+            200 => return,
+            409 => continue,
+            _ => panic!("PUT {path}/x: {code} {answer}"),
+        }
+    }
+    panic!("PUT {path}/x conflicted 10 times in a row");
+}
+
 fn kubectl_autoscale_reads_as_v1_and_v2(backend: Backend) {
     let cluster = ApiCluster::start_on(backend);
     let kubectl = &cluster.kubectl;
@@ -51,22 +70,20 @@ fn kubectl_autoscale_reads_as_v1_and_v2(backend: Backend) {
 
     // A v2 metric v1 cannot hold rides in kube's annotation, and a v1
     // update that keeps the annotation keeps the metric.
-    let mut both = v2.clone();
     let memory = json!({"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}});
-    both["spec"]["metrics"]
-        .as_array_mut()
-        .unwrap()
-        .push(memory.clone());
-    let (code, _) = http.request("PUT", &format!("{V2}/x"), Some(&both));
-    assert_eq!(code, 200);
-    let (_, mut v1) = http.get(&format!("{V1}/x"));
-    let stashed = v1["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/metrics"]
-        .as_str()
-        .unwrap_or("");
-    assert!(stashed.contains("memory"), "{v1}");
-    v1["spec"]["targetCPUUtilizationPercentage"] = 70.into();
-    let (code, answer) = http.request("PUT", &format!("{V1}/x"), Some(&v1));
-    assert_eq!(code, 200, "{answer}");
+    updated(&mut http, V2, |both| {
+        both["spec"]["metrics"]
+            .as_array_mut()
+            .unwrap()
+            .push(memory.clone());
+    });
+    updated(&mut http, V1, |v1| {
+        let stashed = v1["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/metrics"]
+            .as_str()
+            .unwrap_or("");
+        assert!(stashed.contains("memory"), "{v1}");
+        v1["spec"]["targetCPUUtilizationPercentage"] = 70.into();
+    });
     let (_, v2) = http.get(&format!("{V2}/x"));
     assert_eq!(
         v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
