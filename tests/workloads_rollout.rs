@@ -214,9 +214,27 @@ fn delete_takes_everything(kubectl: &Kubectl) {
     });
 }
 
-/// The Endpoints' ready and not-ready addresses: (ready, not ready).
+/// The Endpoints' ready and not-ready addresses: (ready, not ready);
+/// none until the endpoints controller has made the object.
 fn endpoint_addresses(kubectl: &Kubectl) -> (usize, usize) {
-    let endpoints = json(kubectl, &["get", "endpoints", "web"]);
+    let read = kubectl.run(&[
+        "get",
+        "endpoints",
+        "web",
+        "-o",
+        "json",
+        "--ignore-not-found",
+    ]);
+    let text = String::from_utf8_lossy(&read.stdout);
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    if text.trim().is_empty() {
+        return (0, 0);
+    }
+    let endpoints: Value = serde_json::from_str(&text).expect("kubectl prints JSON");
     let subsets = endpoints["subsets"].as_array().cloned().unwrap_or_default();
     let count = |field: &str| {
         subsets
