@@ -155,6 +155,7 @@ impl Probe {
             binding,
         )
         .await?;
+        wait_until_authorized(port, timeout).await?;
         let log = Arc::new(Mutex::new(ProbeLog {
             phases: Vec::new(),
             points: Vec::new(),
@@ -181,6 +182,29 @@ impl Probe {
         for task in self.tasks {
             let _ = task.await;
         }
+    }
+}
+
+/// Waits until the API server's authorizer has the probe's role and
+/// binding (it learns them from a watch, a moment after they are
+/// written), so the probe measures latencies rather than that moment's
+/// 403s.
+async fn wait_until_authorized(port: u16, timeout: Duration) -> Result<(), String> {
+    let mut connection = Connection::impersonating(port, timeout, PROBE_USER);
+    let path = format!("/api/v1/namespaces/{PROBE_NAMESPACE}/configmaps/probe-target");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let last = match connection.get(&path).await {
+            Ok(answer) if answer.status.is_success() => return Ok(()),
+            Ok(answer) => answer.status.to_string(),
+            Err(err) => err.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "the probe's role did not take effect in 30 s: {last}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
