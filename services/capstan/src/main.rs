@@ -72,7 +72,10 @@ enum Command {
 /// free were 17% of the control plane's CPU samples; glibc's per-thread
 /// arenas also kept freed memory resident. Built without transparent huge
 /// pages (`no_thp`): mimalloc otherwise asks for them on its arenas, and
-/// each fresh 2 MB page is zeroed whole on first touch.
+/// each fresh 2 MB page is zeroed whole on first touch. The feature
+/// `system-allocator` keeps glibc's, for heap profilers that hook malloc
+/// (`heaptrack`).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -98,8 +98,49 @@ impl MvccStore {
             let (revs, count) = collect_revisions(&state.index, range, read_rev, limit);
             (revs, count, state.current_rev, read_rev)
         };
-        // Values are read without the lock: a revision record never changes,
-        // and one can only disappear if a compaction passed `read_rev`.
+        Ok(RangeOutput {
+            kvs: self.values_of(revs, read_rev)?,
+            count,
+            current_rev,
+        })
+    }
+
+    /// The first `limit` keys of `range` at `at` in the order of their
+    /// modification revisions (newest first if `newest_first`), as a read
+    /// of the whole range sorted by `mod_revision` would give them: the
+    /// index orders them, so only the values returned are read. (A
+    /// consistent list asks for the newest key of a whole resource type.)
+    pub fn range_by_modification(
+        &self,
+        range: &KeyRange,
+        at: i64,
+        newest_first: bool,
+        limit: usize,
+    ) -> Result<RangeOutput> {
+        let (mut revs, count, current_rev, read_rev) = {
+            let state = self.state.read();
+            let read_rev = check_read_revision(&state, at)?;
+            let (revs, count) = collect_revisions(&state.index, range, read_rev, 0);
+            (revs, count, state.current_rev, read_rev)
+        };
+        // A stable sort, reversed, as the sort of full key-values does: keys
+        // changed by one request keep (or reverse) their key order.
+        revs.sort_by_key(|rev| rev.main);
+        if newest_first {
+            revs.reverse();
+        }
+        revs.truncate(limit);
+        Ok(RangeOutput {
+            kvs: self.values_of(revs, read_rev)?,
+            count,
+            current_rev,
+        })
+    }
+
+    /// The key-values written at `revs`, read without the lock: a revision
+    /// record never changes, and one can only disappear if a compaction
+    /// passed `read_rev`.
+    fn values_of(&self, revs: Vec<Revision>, read_rev: i64) -> Result<Vec<KeyValue>> {
         let mut kvs = Vec::with_capacity(revs.len());
         for rev in revs {
             match self.kv_at(rev)? {
@@ -108,11 +149,7 @@ impl MvccStore {
                 None => return Err(StoreError::Corrupt(format!("missing revision {rev:?}"))),
             }
         }
-        Ok(RangeOutput {
-            kvs,
-            count,
-            current_rev,
-        })
+        Ok(kvs)
     }
 
     /// The key-value written at `rev`, if the record still exists.

@@ -17,6 +17,13 @@ use crate::error::{Result, StoreError};
 /// Pairs copied per batch while defragmenting.
 const COPY_BATCH: usize = 10_000;
 
+/// sled's page cache. The store's reads are mostly of recent revisions
+/// (the API server answers lists and watches from its own caches), and a
+/// cache of 64 MiB rather than 256 left 10,000 Running pods' control plane
+/// 35 MB smaller with 8 MiB no smaller still: what sled keeps beyond its
+/// cache is its own bookkeeping.
+const CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// One open sled database.
 struct Trees {
     dir: PathBuf,
@@ -32,7 +39,7 @@ impl Trees {
         let db = sled::Config::new()
             .path(dir)
             .flush_every_ms(None)
-            .cache_capacity(256 * 1024 * 1024)
+            .cache_capacity(CACHE_BYTES)
             .open()?;
         let raft = db.open_tree("raft")?;
         let mvcc = db.open_tree("mvcc")?;
