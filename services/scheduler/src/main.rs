@@ -20,8 +20,8 @@ use capstan_scheduler::options::{Flags, Options};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    capstan_telemetry::init_logging("info");
     let options = Options::load(&Flags::parse()).unwrap_or_else(|e| fail(&e.to_string(), 2));
+    capstan_telemetry::init_logging(&options.log_level);
     let config = options
         .scheduler_config()
         .unwrap_or_else(|e| fail(&e.to_string(), 2));

@@ -32,6 +32,10 @@ pub struct Flags {
     /// Address of that port.
     #[arg(long)]
     pub bind_address: Option<String>,
+    /// Log filter (`info`, `warn`, `capstan_scheduler=debug`, ...), as the
+    /// other components take it.
+    #[arg(long)]
+    pub log_level: Option<String>,
 }
 
 /// The flags after layering.
@@ -49,6 +53,7 @@ pub struct Options {
     pub kube_api_burst: Option<u32>,
     pub secure_port: u16,
     pub bind_address: String,
+    pub log_level: String,
 }
 
 #[derive(Debug, Error)]
@@ -66,6 +71,7 @@ impl Options {
         let defaults = ::config::Config::builder()
             .set_default("secure_port", 10259)
             .and_then(|b| b.set_default("bind_address", "127.0.0.1"))
+            .and_then(|b| b.set_default("log_level", "info"))
             .map_err(capstan_telemetry::settings::ConfigError::from)?;
         let own = vec![
             (
@@ -74,6 +80,7 @@ impl Options {
             ),
             ("secure_port", flags.secure_port.map(|v| v.to_string())),
             ("bind_address", flags.bind_address.clone()),
+            ("log_level", flags.log_level.clone()),
         ];
         let overrides = [
             flags.connection.overrides(),
