@@ -162,6 +162,13 @@ impl<'a> Run<'a> {
             last.1 = now;
         }
         self.measured.store_bytes.push(self.plane.store_bytes());
+        // A skipped phase (no churn) keeps its place, empty, so that every
+        // measurement of a phase stays at the phase's index.
+        while index < PHASES.len() && self.measured.spans.len() < index {
+            self.measured.spans.push((now, now));
+            self.measured.cpu_marks.push(cpu_now(&self.plane));
+            self.measured.store_bytes.push(self.plane.store_bytes());
+        }
         if index < PHASES.len() {
             self.measured.spans.push((now, now));
             self.measured.cpu_marks.push(cpu_now(&self.plane));

@@ -61,6 +61,9 @@ fn ready_panel<DB: DrawingBackend>(
         .build_cartesian_2d(0.0..end, 0.0..most * 1.1)?;
     chart.configure_mesh().x_desc("seconds").draw()?;
     for (index, span) in spans.iter().enumerate().skip(1) {
+        if span.0 == span.1 {
+            continue; // a skipped phase
+        }
         chart.draw_series(std::iter::once(PathElement::new(
             vec![(span.0, 0.0), (span.0, most * 1.1)],
             BLACK.mix(0.3),

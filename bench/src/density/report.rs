@@ -102,6 +102,9 @@ pub fn build(config: &DensityConfig, measured: &Measured) -> Report {
     let mut probe = measured.probe.lock().expect("probe");
     let mut phases = Vec::new();
     for (index, span) in measured.spans.iter().enumerate().skip(1) {
+        if span.0 == span.1 {
+            continue; // skipped (see `enter`)
+        }
         let wall_s = (span.1 - span.0).max(1e-3);
         let startup = tracker.startup_of(index);
         let (startup_watched, startup_stamped) = (
