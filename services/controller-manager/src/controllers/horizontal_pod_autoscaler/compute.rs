@@ -14,7 +14,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::chrono::Utc;
 
 use super::metrics_client::{resource_usage, MetricsError};
-use super::replicas::{milli_value, CalculationError, Calculator, Proposal};
+use super::milli::milli_value;
+use super::replicas::{CalculationError, Calculator, Proposal};
 
 /// A metric that produced no count: kube's reason and its error text.
 #[derive(Debug, Clone, PartialEq, Eq)]

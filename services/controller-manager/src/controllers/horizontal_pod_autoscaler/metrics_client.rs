@@ -11,7 +11,7 @@ use k8s_openapi::chrono::{self, DateTime, Utc};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::Deserialize;
 
-use super::replicas::milli_value;
+use super::milli::milli_value;
 use crate::config::parse_duration;
 
 /// What metrics-server reports when it says nothing of its window.

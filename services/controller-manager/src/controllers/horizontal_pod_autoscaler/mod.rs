@@ -14,6 +14,7 @@ mod behavior;
 mod compute;
 mod conditions;
 mod metrics_client;
+mod milli;
 mod replicas;
 mod sync;
 #[cfg(test)]

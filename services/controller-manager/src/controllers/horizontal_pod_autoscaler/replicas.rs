@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::chrono::{self, DateTime, Utc};
 
 use super::metrics_client::PodMetrics;
+use super::milli::milli_value;
 
 /// Why no count could be computed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -320,11 +321,4 @@ fn pod_requests(
         requests.insert(name, total);
     }
     Ok(requests)
-}
-
-/// A quantity in thousandths of its unit, rounded up as kube's
-/// `MilliValue` rounds (the margin absorbs binary floating point).
-pub fn milli_value(quantity: &str) -> Option<i64> {
-    let value = capstan_quota::quantity::parse(quantity)?;
-    Some((value * 1000.0 - 1e-6).ceil() as i64)
 }
