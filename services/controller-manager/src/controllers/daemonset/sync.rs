@@ -28,7 +28,7 @@ use crate::ownership::{self, controller_ref};
 use crate::pod_control::{
     pod_from_template, slow_start_batch, PodControl, SLOW_START_INITIAL_BATCH,
 };
-use crate::status::update_status;
+use crate::status::update_derived_status;
 use crate::{metrics, pods};
 
 pub struct Syncer {
@@ -258,7 +258,7 @@ impl Syncer {
     async fn write_status(&self, ds: &DaemonSet, status: &DaemonSetStatus) -> Result<()> {
         let namespace = ds.metadata.namespace.as_deref().unwrap_or_default();
         let api: Api<DaemonSet> = Api::namespaced(self.control.client().clone(), namespace);
-        update_status(&api, ds, |d| d.status = Some(status.clone())).await?;
+        update_derived_status(&api, ds, |d| d.status = Some(status.clone())).await?;
         Ok(())
     }
 

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::expectations::Expectations;
 use crate::ownership::{self, controller_ref, Claim, BY_CONTROLLER, ORPHANS};
 use crate::pod_control::{self, PodControl, BURST_REPLICAS, SLOW_START_INITIAL_BATCH};
-use crate::status::update_status;
+use crate::status::update_derived_status;
 use crate::{metrics, pods};
 
 /// What the reconcile reads and writes.
@@ -208,7 +208,7 @@ impl<K: Replicated> Syncer<K> {
         let meta = owner.meta();
         let namespace = meta.namespace.as_deref().unwrap_or_default();
         let api: Api<K> = Api::namespaced(self.control.client().clone(), namespace);
-        update_status(&api, owner.as_ref(), |o| o.set_status(status)).await?;
+        update_derived_status(&api, owner.as_ref(), |o| o.set_status(status)).await?;
         Ok(())
     }
 

@@ -27,7 +27,7 @@ use crate::history::History;
 use crate::intstr::scaled_value;
 use crate::ownership::{self, controller_ref, Claim, BY_CONTROLLER, ORPHANS};
 use crate::pod_control::{slow_start_batch, SLOW_START_INITIAL_BATCH};
-use crate::status::update_status;
+use crate::status::update_derived_status;
 
 pub struct Syncer {
     pub sets: Store<StatefulSet>,
@@ -230,7 +230,7 @@ impl Syncer {
     async fn write_status(&self, set: &StatefulSet, status: &StatefulSetStatus) -> Result<()> {
         let namespace = set.metadata.namespace.as_deref().unwrap_or_default();
         let api: Api<StatefulSet> = Api::namespaced(self.control.client.clone(), namespace);
-        update_status(&api, set, |s| s.status = Some(status.clone())).await?;
+        update_derived_status(&api, set, |s| s.status = Some(status.clone())).await?;
         Ok(())
     }
 
