@@ -33,7 +33,13 @@ fn main() {
     };
     let result = runtime.block_on(async {
         let clients = connect(&settings).await?;
-        manager::run(settings, clients, capstan_telemetry::shutdown_signal()).await
+        manager::run(
+            settings,
+            clients,
+            None,
+            capstan_telemetry::shutdown_signal(),
+        )
+        .await
     });
     if let Err(err) = result {
         eprintln!("capstan-controller-manager: {err}");

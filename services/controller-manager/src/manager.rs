@@ -6,14 +6,17 @@
 //! controller stops at once (syncs in flight are aborted), the informers
 //! stop, and caches and expectations are dropped; when this process leads
 //! again it rebuilds them from the API, so it acts only on what it has
-//! seen, never on what a previous term assumed.
+//! seen, never on what a previous term assumed. The one exception is a
+//! pod informer lent by the process the manager is embedded in (shared
+//! with the scheduler): its cache outlives terms, but it is only ever
+//! what the watch delivered, and each term's handlers end with the term.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use capstan_client::health::{self, Health};
-use capstan_client::informer::{strip_pod_runtime_details, Informers};
+use capstan_client::informer::{strip_pod_runtime_details, Informer, Informers};
 use capstan_client::leader::{LeaderElector, Leadership};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::task::JoinSet;
@@ -31,10 +34,14 @@ const RESTART_PAUSE: Duration = Duration::from_secs(5);
 /// How long a graceful stop waits for controllers to finish their syncs.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// Runs the selected controllers until `shutdown` resolves.
+/// Runs the selected controllers until `shutdown` resolves. With
+/// `shared_pods` (an informer on every pod, made by the host process with
+/// [`strip_pod_runtime_details`] as its transform) every term uses it
+/// rather than watching pods itself.
 pub async fn run(
     settings: Settings,
     clients: Clients,
+    shared_pods: Option<Informer<Pod>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     controllers::selection(&settings.controllers).map_err(|reason| {
@@ -53,6 +60,7 @@ pub async fn run(
         settings: Arc::new(settings),
         clients: Arc::new(clients),
         health: Health::new(),
+        shared_pods,
         stop,
     };
     manager.serve_health().await?;
@@ -64,6 +72,8 @@ struct Manager {
     settings: Arc<Settings>,
     clients: Arc<Clients>,
     health: Health,
+    /// The host process's pod informer, if it lends one.
+    shared_pods: Option<Informer<Pod>>,
     /// Cancelled on shutdown.
     stop: CancellationToken,
 }
@@ -150,7 +160,10 @@ impl Manager {
     /// is lost (false) or on shutdown (true).
     async fn run_term(&self, leadership: &CancellationToken) -> bool {
         let informers = Informers::new(self.clients.root());
-        informers.set_transform::<Pod>(strip_pod_runtime_details);
+        match &self.shared_pods {
+            Some(pods) => informers.adopt(pods),
+            None => informers.set_transform::<Pod>(strip_pod_runtime_details),
+        }
         let ctx = Arc::new(Context {
             informers,
             settings: self.settings.clone(),

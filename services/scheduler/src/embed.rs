@@ -13,6 +13,8 @@ use std::time::Duration;
 use capstan_client::connect::{ClientSettings, Connection, InlineCredentials};
 use capstan_client::embed::CancellationToken;
 pub use capstan_client::embed::Embedded;
+use capstan_client::informer::Informer;
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::config::{self, FieldError, SchedulerConfig};
 use crate::core::profiles::Profiles;
@@ -43,14 +45,27 @@ pub fn load_config(path: Option<&Path>) -> Result<SchedulerConfig, String> {
     Ok(config)
 }
 
-/// Starts the scheduler on its own thread. Stopping it (or dropping it)
-/// gives up the Lease and ends the thread.
-pub fn start(credentials: Credentials, config: SchedulerConfig) -> std::io::Result<Embedded> {
-    Embedded::start("scheduler", move |stop| run(credentials, config, stop))
+/// Starts the scheduler on its own thread; with `shared_pods` it uses
+/// that pod informer of the host process rather than watching pods
+/// itself. Stopping it (or dropping it) gives up the Lease and ends the
+/// thread.
+pub fn start(
+    credentials: Credentials,
+    config: SchedulerConfig,
+    shared_pods: Option<Informer<Pod>>,
+) -> std::io::Result<Embedded> {
+    Embedded::start("scheduler", move |stop| {
+        run(credentials, config, shared_pods, stop)
+    })
 }
 
 /// Connects, then schedules while it holds the Lease, until stopped.
-async fn run(credentials: Credentials, config: SchedulerConfig, stop: CancellationToken) {
+async fn run(
+    credentials: Credentials,
+    config: SchedulerConfig,
+    shared_pods: Option<Informer<Pod>>,
+    stop: CancellationToken,
+) {
     let settings = ClientSettings {
         kubeconfig: None,
         kube_api_qps: config.qps,
@@ -74,7 +89,15 @@ async fn run(credentials: Credentials, config: SchedulerConfig, stop: Cancellati
     };
     loop {
         let shutdown = stop.clone().cancelled_owned();
-        match crate::wiring::run(config.clone(), connection.client(), None, shutdown).await {
+        match crate::wiring::run(
+            config.clone(),
+            connection.client(),
+            None,
+            shared_pods.clone(),
+            shutdown,
+        )
+        .await
+        {
             Ok(()) => return,
             Err(RunError::LeadershipLost) => {
                 tracing::warn!("embedded scheduler lost its Lease; waiting to lead again");

@@ -65,6 +65,7 @@ fn main() {
             config,
             connection.client(),
             Some(health),
+            None,
             capstan_telemetry::shutdown_signal(),
         )
         .await

@@ -4,17 +4,23 @@
 
 use std::path::PathBuf;
 
+use capstan_client::informer::Informer;
 use capstan_controller_manager::embed::{self, Embedded};
 use capstan_controller_manager::Flags as ControllerFlags;
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::config::ApiserverConfig;
 
 /// The user the embedded controller manager authenticates as.
-const CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
+pub(super) const CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
 
-/// Starts the controller manager unless disabled; None (and a log line
-/// saying why) when it is disabled or has no credentials.
-pub fn start_controller_manager(config: &ApiserverConfig) -> Option<Embedded> {
+/// Starts the controller manager unless disabled, with the process's
+/// shared pod informer if there is one; None (and a log line saying why)
+/// when it is disabled or has no credentials.
+pub fn start_controller_manager(
+    config: &ApiserverConfig,
+    shared_pods: Option<Informer<Pod>>,
+) -> Option<Embedded> {
     if config.embedded.disable_controller_manager {
         return None;
     }
@@ -34,9 +40,8 @@ pub fn start_controller_manager(config: &ApiserverConfig) -> Option<Embedded> {
         settings.experimental_watch_delay = watch_delay.clone();
     }
     let started = match config.embedded.controller_manager_kubeconfig.as_str() {
-        "" => {
-            super::credentials(config, CONTROLLER_MANAGER, None).map(|c| embed::start(c, settings))
-        }
+        "" => super::credentials(config, CONTROLLER_MANAGER, None)
+            .map(|c| embed::start(c, settings, shared_pods)),
         file => {
             settings.kubeconfig = Some(PathBuf::from(file));
             Ok(embed::start_from_kubeconfig(settings))

@@ -10,28 +10,54 @@
 //!
 //! - `settings.rs`: their flags;
 //! - `credentials.rs`: the loopback address, the CA, a client certificate;
-//! - `controller_manager.rs`, `scheduler.rs`: one file per component.
+//! - `controller_manager.rs`, `scheduler.rs`: one file per component;
+//! - `shared_pods.rs`: the pod informer both share when both run here.
 
 mod controller_manager;
 mod credentials;
 mod scheduler;
 pub mod settings;
+mod shared_pods;
 
 pub use credentials::credentials;
+
+use shared_pods::SharedPods;
 
 /// The components running in this process.
 pub struct Running {
     controller_manager: Option<capstan_controller_manager::embed::Embedded>,
     scheduler: Option<capstan_scheduler::embed::Embedded>,
+    shared_pods: Option<SharedPods>,
 }
 
 /// Starts every component the settings do not disable (each logs why
 /// when it cannot start).
 pub fn start(config: &crate::config::ApiserverConfig) -> Running {
+    let shared_pods = start_shared_pods(config);
+    let pods = shared_pods.as_ref().map(|shared| shared.pods.clone());
     Running {
-        controller_manager: controller_manager::start_controller_manager(config),
-        scheduler: scheduler::start_scheduler(config),
+        controller_manager: controller_manager::start_controller_manager(config, pods.clone()),
+        scheduler: scheduler::start_scheduler(config, pods),
+        shared_pods,
     }
+}
+
+/// The shared pod informer, when both components run here with this
+/// process's credentials and as they are (a test's watch delay gives the
+/// manager lagging watches of its own).
+fn start_shared_pods(config: &crate::config::ApiserverConfig) -> Option<SharedPods> {
+    let settings = &config.embedded;
+    let both_inline = !settings.disable_controller_manager
+        && settings.controller_manager_kubeconfig.is_empty()
+        && settings.experimental_controller_watch_delay.is_empty()
+        && settings.scheduler.is_some()
+        && !settings.disable_scheduler
+        && settings.scheduler_kubeconfig.is_empty();
+    if !both_inline {
+        return None;
+    }
+    let credentials = credentials(config, controller_manager::CONTROLLER_MANAGER, None).ok()?;
+    SharedPods::start(credentials)
 }
 
 impl Running {
@@ -43,6 +69,9 @@ impl Running {
         }
         if let Some(controller_manager) = self.controller_manager {
             controller_manager.stop();
+        }
+        if let Some(shared_pods) = self.shared_pods {
+            shared_pods.stop();
         }
     }
 }

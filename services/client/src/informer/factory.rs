@@ -159,6 +159,29 @@ impl Informers {
             .insert(TypeId::of::<K>(), Box::new(transform));
     }
 
+    /// Makes `informer`, from another factory, this factory's informer on
+    /// every `K`: later `get::<K>()` calls return it rather than starting
+    /// a watch. Its watch, cache and transform stay the other factory's;
+    /// handlers added through this factory end when it shuts down. Lets
+    /// components in one process (an embedded controller manager, whose
+    /// factory lasts one leadership term, and scheduler) keep one cache of
+    /// every pod rather than one each.
+    pub fn adopt<K>(&self, informer: &Informer<K>)
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        let key = default_key::<K>();
+        let adopted = Informer {
+            shared: informer.shared.clone(),
+            owner: self.inner.stop.clone(),
+        };
+        self.inner
+            .synced
+            .lock()
+            .push(adopted.shared.synced.subscribe());
+        self.inner.informers.lock().insert(key, Box::new(adopted));
+    }
+
     /// Resolves once every informer created so far has its first listing.
     pub async fn wait_synced(&self) {
         let receivers = self.inner.synced.lock().clone();
@@ -202,6 +225,7 @@ impl Informers {
         };
         let informer = Informer {
             shared: Arc::new(Shared::new(&resource)),
+            owner: self.inner.stop.clone(),
         };
         self.inner
             .synced
@@ -232,6 +256,17 @@ impl Informers {
                 extra(object);
             }
         })
+    }
+}
+
+/// The key of the informer on every `K` in every namespace.
+fn default_key<K: Resource<DynamicType = ()> + 'static>() -> InformerKey {
+    InformerKey {
+        type_id: TypeId::of::<K>(),
+        api_version: K::api_version(&()).into_owned(),
+        plural: K::plural(&()).into_owned(),
+        namespace: None,
+        options: InformerOptions::default(),
     }
 }
 

@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kube::Resource;
+use tokio_util::sync::CancellationToken;
 
 pub use factory::{InformerOptions, Informers};
 pub use pod_transform::{
@@ -86,15 +87,20 @@ impl<K: Resource> InformerEvent<K> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HandlerId(u64);
 
-/// One shared informer. Clones share it.
+/// One shared informer, as the factory it came from hands it out. Clones
+/// share it.
 pub struct Informer<K> {
     shared: Arc<Shared<K>>,
+    /// The stop of the factory this handle came from: handlers added
+    /// through it end when that factory shuts down.
+    owner: CancellationToken,
 }
 
 impl<K> Clone for Informer<K> {
     fn clone(&self) -> Self {
         Informer {
             shared: self.shared.clone(),
+            owner: self.owner.clone(),
         }
     }
 }
@@ -110,11 +116,13 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
     /// nothing). Handlers run on the informer's task, in order, after the
     /// cache took the change: keep them short (put a key on a queue) and
     /// never call back into this informer's `add_handler` from one.
+    /// The handler ends when the factory this handle came from shuts down.
     pub fn add_handler(
         &self,
         handler: impl Fn(&InformerEvent<K>) + Send + Sync + 'static,
     ) -> HandlerId {
-        self.shared.add_handler(Arc::new(handler))
+        self.shared
+            .add_handler(Arc::new(handler), self.owner.clone())
     }
 
     /// Stops calling a handler.

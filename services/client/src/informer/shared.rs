@@ -10,6 +10,7 @@ use std::sync::Arc;
 use kube::Resource;
 use parking_lot::Mutex;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use super::metrics::InformerMetrics;
 use super::store::{key_of, Store};
@@ -17,9 +18,19 @@ use super::{HandlerId, InformerEvent};
 
 pub(super) type Handler<K> = Arc<dyn Fn(&InformerEvent<K>) + Send + Sync>;
 
+/// A handler and what it lives for: the factory it was added through. A
+/// handler whose factory has shut down is never called again, so a
+/// controller manager's term can end while the informer it borrowed
+/// (see [`Informers::adopt`](super::Informers::adopt)) goes on.
+struct Registered<K> {
+    id: HandlerId,
+    owner: CancellationToken,
+    handler: Handler<K>,
+}
+
 pub(super) struct Shared<K> {
     pub(super) store: Store<K>,
-    handlers: Mutex<Vec<(HandlerId, Handler<K>)>>,
+    handlers: Mutex<Vec<Registered<K>>>,
     next_id: AtomicU64,
     pub(super) synced: watch::Sender<bool>,
     metrics: InformerMetrics,
@@ -36,30 +47,37 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
         }
     }
 
-    pub(super) fn add_handler(&self, handler: Handler<K>) -> HandlerId {
+    pub(super) fn add_handler(&self, handler: Handler<K>, owner: CancellationToken) -> HandlerId {
         let id = HandlerId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let mut handlers = self.handlers.lock();
         for object in self.store.list() {
             handler(&InformerEvent::Added(object));
         }
-        handlers.push((id, handler));
+        handlers.push(Registered { id, owner, handler });
         id
     }
 
     pub(super) fn remove_handler(&self, id: HandlerId) {
-        self.handlers.lock().retain(|(h, _)| *h != id);
+        self.handlers.lock().retain(|h| h.id != id);
     }
 
-    fn dispatch(handlers: &[(HandlerId, Handler<K>)], event: &InformerEvent<K>) {
-        for (_, handler) in handlers {
-            handler(event);
+    /// The live handlers, locked; those whose factory stopped are dropped.
+    fn live_handlers(&self) -> parking_lot::MutexGuard<'_, Vec<Registered<K>>> {
+        let mut handlers = self.handlers.lock();
+        handlers.retain(|h| !h.owner.is_cancelled());
+        handlers
+    }
+
+    fn dispatch(handlers: &[Registered<K>], event: &InformerEvent<K>) {
+        for registered in handlers {
+            (registered.handler)(event);
         }
     }
 
     /// An object added or changed, from the watch.
     pub(super) fn apply(&self, object: K) {
         let object = Arc::new(object);
-        let handlers = self.handlers.lock();
+        let handlers = self.live_handlers();
         let old = self.store.insert(key_of(object.as_ref()), object.clone());
         let event = match old {
             None => {
@@ -78,7 +96,7 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
 
     /// An object deleted, from the watch (its final state).
     pub(super) fn delete(&self, object: K) {
-        let handlers = self.handlers.lock();
+        let handlers = self.live_handlers();
         let key = key_of(&object);
         let resource_version = object.meta().resource_version.clone();
         self.store.remove(&key, resource_version);
@@ -93,7 +111,7 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
         listed: HashMap<String, Arc<K>>,
         resource_version: Option<String>,
     ) {
-        let handlers = self.handlers.lock();
+        let handlers = self.live_handlers();
         let mut old = self.store.replace(listed.clone(), resource_version);
         for (key, object) in listed {
             match old.remove(&key) {

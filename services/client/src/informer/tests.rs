@@ -240,3 +240,34 @@ async fn a_custom_transform_runs_after_the_default() {
     assert!(cached.data.is_none());
     assert!(cached.metadata.managed_fields.is_none());
 }
+
+#[tokio::test]
+async fn an_adopted_informer_is_shared_and_outlives_the_factory_that_borrowed_it() {
+    let fake = FakeApi::new();
+    let process = Informers::new(fake.client());
+    let owned = process.get::<ConfigMap>();
+    owned.wait_synced().await;
+    let all = recorder(&owned);
+    let term = Informers::new(fake.client());
+    term.adopt(&owned);
+    let borrowed = term.get::<ConfigMap>();
+    term.wait_synced().await;
+    let in_term = recorder(&borrowed);
+    let api: Api<ConfigMap> = Api::namespaced(fake.client(), "default");
+    api.create(&PostParams::default(), &configmap("a", "web"))
+        .await
+        .unwrap();
+    wait_for("both handlers to see a", || {
+        all.lock().len() == 1 && in_term.lock().len() == 1
+    })
+    .await;
+    // One watch: the borrowing factory started none of its own.
+    assert_eq!(fake.open_watches(), 1);
+    term.shutdown();
+    api.create(&PostParams::default(), &configmap("b", "web"))
+        .await
+        .unwrap();
+    wait_for("the owner's handler to see b", || all.lock().len() == 2).await;
+    assert_eq!(*in_term.lock(), ["ADDED default/a"]);
+    assert_eq!(borrowed.store().len(), 2, "the cache goes on");
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use capstan_client::health::Health;
 use capstan_client::informer::{
-    strip_container_statuses, strip_pod_runtime_details, InformerEvent, Informers,
+    strip_container_statuses, strip_pod_runtime_details, Informer, InformerEvent, Informers,
 };
 use capstan_client::leader::{default_identity, LeaderElectionConfig, LeaderElector};
 use futures::FutureExt;
@@ -33,22 +33,28 @@ pub enum RunError {
 /// The component name in Events and the user agent.
 pub const COMPONENT: &str = "default-scheduler";
 
-/// Runs the scheduler until `shutdown` resolves (Ok) or leadership is lost (Err).
+/// Runs the scheduler until `shutdown` resolves (Ok) or leadership is lost
+/// (Err). With `shared_pods` (an informer on every pod the host process
+/// lends, see `embed`) it watches no pods itself.
 pub async fn run(
     config: SchedulerConfig,
     client: kube::Client,
     health: Option<Health>,
+    shared_pods: Option<Informer<Pod>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     let shutdown = shutdown.boxed().shared();
     register_metrics();
     let informers = Informers::new(client.clone());
-    // The scheduler writes pods only through bindings and status patches,
-    // and reads no container's state.
-    informers.set_transform::<Pod>(|pod: &mut Pod| {
-        strip_pod_runtime_details(pod);
-        strip_container_statuses(pod);
-    });
+    match &shared_pods {
+        Some(pods) => informers.adopt(pods),
+        // The scheduler writes pods only through bindings and status
+        // patches, and reads no container's state.
+        None => informers.set_transform::<Pod>(|pod: &mut Pod| {
+            strip_pod_runtime_details(pod);
+            strip_container_statuses(pod);
+        }),
+    }
     let lister = Arc::new(InformerLister::new(&informers));
     let api = Arc::new(KubeApi::new(client.clone(), COMPONENT));
     let scheduler = Scheduler::new(&config, lister, api, tokio::runtime::Handle::current())

@@ -32,7 +32,7 @@ async fn schedules_through_the_api_with_leader_election() {
     let config = SchedulerConfig::default();
     assert!(config.leader_election.leader_elect, "kube's default");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(super::run(config, fake.client(), None, async move {
+    let running = tokio::spawn(super::run(config, fake.client(), None, None, async move {
         let _ = stopped.await;
     }));
     wait_until("two pods bound", || {
@@ -111,7 +111,7 @@ async fn pods_of_other_schedulers_are_not_touched() {
     let mut config = SchedulerConfig::default();
     config.leader_election.leader_elect = false;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(super::run(config, fake.client(), None, async move {
+    let running = tokio::spawn(super::run(config, fake.client(), None, None, async move {
         let _ = stopped.await;
     }));
     wait_until("ours is bound", || node_of(&fake, "ours").is_some()).await;
@@ -124,4 +124,39 @@ async fn pods_of_other_schedulers_are_not_touched() {
     assert_eq!(touched, 0);
     stop.send(()).unwrap();
     running.await.unwrap().unwrap();
+}
+
+/// As embedded in `capstan`: the pod informer is lent by the host process,
+/// and outlives a run that lost its Lease; the next run schedules with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_with_a_lent_pod_informer_across_runs() {
+    let fake = FakeApi::new();
+    fake.insert(&NodeBuilder::new("n1").build());
+    fake.insert(&PodBuilder::new("first").build());
+    let host = capstan_client::informer::Informers::new(fake.client());
+    let pods = host.get::<Pod>();
+    for (index, name) in ["first", "second"].into_iter().enumerate() {
+        if index == 1 {
+            fake.insert(&PodBuilder::new(name).build());
+        }
+        let mut config = SchedulerConfig::default();
+        config.leader_election.leader_elect = false;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(super::run(
+            config,
+            fake.client(),
+            None,
+            Some(pods.clone()),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        wait_until("the pod is bound", || node_of(&fake, name).is_some()).await;
+        stop.send(()).unwrap();
+        running.await.unwrap().unwrap();
+    }
+    // Only the host listed pods; each run listed nodes for itself.
+    assert_eq!(fake.calls_to(Verb::List, "pods").len(), 1);
+    assert_eq!(fake.calls_to(Verb::List, "nodes").len(), 2);
+    assert_eq!(fake.calls_to(Verb::Create, "pods/binding").len(), 2);
 }
