@@ -85,6 +85,44 @@ async fn a_truncated_raft_log_restarts_with_every_write() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_of_large_values_is_truncated_by_its_bytes_and_restarts_whole() {
+    let mut store = TempStore::start(&[]);
+    let mut client = connect(&store).await;
+    // 96 values of 512 KiB: 48 MiB of log, far fewer entries than the
+    // default --snapshot-count, more bytes than the member keeps in memory.
+    let value = |i: usize| vec![b'a' + (i % 26) as u8; 512 << 10];
+    for i in 0..96 {
+        client
+            .put(format!("big{i:02}"), value(i), None)
+            .await
+            .unwrap();
+    }
+    if !on_reference_etcd() {
+        let scrape = wait_for_async(Duration::from_secs(30), "the log cut by bytes", || {
+            let scrape = store.metrics();
+            let bytes = metric_value(&scrape, "capstan_store_raft_log_entry_bytes");
+            async move {
+                bytes
+                    .is_some_and(|b| b > 0.0 && b <= (32 << 20) as f64)
+                    .then_some(scrape)
+            }
+        })
+        .await;
+        assert_log_truncated(&scrape);
+    }
+    store.kill9();
+    store.restart();
+    let mut client = connect(&store).await;
+    for i in 0..96 {
+        let resp = client.get(format!("big{i:02}"), None).await.unwrap();
+        assert!(
+            resp.kvs()[0].value() == value(i).as_slice(),
+            "big{i:02} changed"
+        );
+    }
+}
+
 /// capstan-store shows where its raft log starts; etcd has no such metric,
 /// but counts the snapshots it saves, each of which lets it compact the log.
 fn assert_log_truncated(scrape: &str) {

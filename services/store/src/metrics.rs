@@ -49,6 +49,7 @@ pub struct RaftMetrics {
     pub snapshot_receive_success: Counter,
     pub snapshots_applied: Counter,
     pub log_first_index: Gauge,
+    pub log_entry_bytes: Gauge,
     pub peer_sent_bytes: Counter,
     pub peer_received_bytes: Counter,
     pub peer_sent_failures: Counter,
@@ -63,6 +64,7 @@ impl Default for RaftMetrics {
             snapshot_receive_success: Counter::default(),
             snapshots_applied: Counter::default(),
             log_first_index: Gauge::default(),
+            log_entry_bytes: Gauge::default(),
             peer_sent_bytes: Counter::default(),
             peer_received_bytes: Counter::default(),
             peer_sent_failures: Counter::default(),
@@ -201,6 +203,11 @@ fn register_log_metrics(registry: &mut Registry, raft: &RaftMetrics) {
         "raft_log_first_index",
         "Index of the first entry still in the raft log (grows with truncation)",
         raft.log_first_index.clone(),
+    );
+    registry.register(
+        "raft_log_entry_bytes",
+        "Payload bytes of the raft log's entries held in memory (as of its last truncation)",
+        raft.log_entry_bytes.clone(),
     );
 }
 

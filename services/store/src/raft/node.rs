@@ -70,8 +70,14 @@ pub struct NodeConfig {
 }
 
 /// Entries kept behind the applied index when the log is truncated, so a
-/// briefly lagging follower can still catch up from the log (as etcd does).
+/// briefly lagging follower can still catch up from the log (as etcd does),
+/// unless they hold more than `CATCH_UP_BYTES`.
 const CATCH_UP_ENTRIES: u64 = 5000;
+const CATCH_UP_BYTES: usize = 8 << 20;
+/// The log's entries live in memory until the front is dropped: past this
+/// many payload bytes the front goes whatever `snapshot_count` says, so
+/// large values (30,000 pods of 4 KB) cannot hold 60 MB of log.
+const LOG_BYTES: usize = 32 << 20;
 /// Requests taken from the queue per turn, bounding one Ready's size.
 const MAX_BATCH: usize = 4096;
 /// Readies of at most this many new entries are synced on the loop's own
@@ -445,16 +451,24 @@ impl Node {
     }
 
     /// Once `snapshot_count` applied entries beyond the catch-up window
-    /// have piled up, asks the flush thread to make the state machine
-    /// durable. The state machine is not synced per Ready but replayed from
-    /// the log after a crash, so no entry may go before what it built is on
-    /// disk; the flush (long: all of sled's dirty state) runs beside the
-    /// loop, and `on_state_flushed` drops the entries it covers.
+    /// have piled up, or the log's entries hold `LOG_BYTES`, asks the flush
+    /// thread to make the state machine durable. The state machine is not
+    /// synced per Ready but replayed from the log after a crash, so no entry
+    /// may go before what it built is on disk; the flush (long: all of
+    /// sled's dirty state) runs beside the loop, and `on_state_flushed`
+    /// drops the entries it covers.
     fn truncate_log(&mut self) -> Result<()> {
+        if self.flushing {
+            return Ok(());
+        }
         let first = self.log.first_index();
         let keep = CATCH_UP_ENTRIES.min(self.config.snapshot_count);
         let applied = self.applied;
-        if self.flushing || applied < first + self.config.snapshot_count + keep {
+        let by_count = applied >= first + self.config.snapshot_count + keep;
+        let by_bytes = !by_count
+            && self.log.entry_bytes() >= LOG_BYTES
+            && self.log.cut_keeping(applied, keep, CATCH_UP_BYTES) >= first;
+        if !by_count && !by_bytes {
             return Ok(());
         }
         self.flushing = true;
@@ -468,7 +482,7 @@ impl Node {
     fn on_state_flushed(&mut self, upto: u64) -> Result<()> {
         self.flushing = false;
         let keep = CATCH_UP_ENTRIES.min(self.config.snapshot_count);
-        let upto = upto.saturating_sub(keep);
+        let upto = self.log.cut_keeping(upto, keep, CATCH_UP_BYTES);
         tracing::info!(upto, "truncating the raft log");
         self.log.truncate_front(upto)?;
         self.report_log_start();
@@ -478,5 +492,7 @@ impl Node {
     fn report_log_start(&self) {
         let first = self.log.first_index();
         self.config.metrics.log_first_index.set(first as i64);
+        let bytes = self.log.entry_bytes();
+        self.config.metrics.log_entry_bytes.set(bytes as i64);
     }
 }

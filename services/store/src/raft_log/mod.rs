@@ -5,6 +5,7 @@
 //!
 //! - `storage.rs`: [`RaftLog`], raft-rs's `Storage`: entries, hard state and
 //!   conf state, staged into the file and synced once per Ready;
+//! - `cached.rs`: the log in memory, and the bytes its entries hold;
 //! - `wal.rs`: the file, CRC-framed protobuf records in preallocated space;
 //! - `persist.rs`: the log's sync thread, and the thread that flushes the
 //!   state machine before the front of the log is dropped;
@@ -14,6 +15,7 @@
 // assigning to a default value rather than with struct literals.
 #![allow(clippy::field_reassign_with_default)]
 
+mod cached;
 mod persist;
 mod snapshot_cut;
 mod storage;

@@ -11,16 +11,16 @@
 //! dropped from the front only after the state machine has been flushed past
 //! them (see the node's `truncate_log`).
 
-use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use raft::eraftpb::{ConfState, Entry, EntryType, HardState, Snapshot, SnapshotMetadata};
+use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError};
 
+use super::cached::{decode, encode, to_wal, Cached};
 use super::snapshot_cut::{LogPosition, SnapshotCutter, UNCLAIMED_FOR};
-use super::wal::{Position, WalEntry, WalFile, WalRecord};
+use super::wal::{Position, WalFile, WalRecord};
 use crate::error::{Result, StoreError};
 use crate::failpoints::Failpoints;
 use crate::mvcc::MvccStore;
@@ -30,120 +30,6 @@ use crate::storage::{Backend, Space, WriteBatch};
 pub const BOOTSTRAP_INDEX: u64 = 1;
 /// The last installed snapshot's metadata, in the backend's raft space.
 const SNAPSHOT_META_KEY: &[u8] = b"s/snapshot_meta";
-
-fn encode<M: protobuf::Message>(message: &M) -> Vec<u8> {
-    message
-        .write_to_bytes()
-        .expect("raft message encodes to a vec")
-}
-
-fn decode<M: protobuf::Message>(bytes: &[u8]) -> Result<M> {
-    M::parse_from_bytes(bytes).map_err(|err| StoreError::Corrupt(err.to_string()))
-}
-
-fn to_wal(entry: &Entry) -> WalEntry {
-    WalEntry {
-        term: entry.term,
-        index: entry.index,
-        entry_type: entry.get_entry_type() as i32,
-        data: entry.data.clone(),
-        context: entry.context.clone(),
-    }
-}
-
-fn from_wal(entry: WalEntry) -> Result<Entry> {
-    let entry_type = match entry.entry_type {
-        0 => EntryType::EntryNormal,
-        1 => EntryType::EntryConfChange,
-        2 => EntryType::EntryConfChangeV2,
-        other => return Err(StoreError::Corrupt(format!("raft entry type {other}"))),
-    };
-    let mut out = Entry::default();
-    out.set_entry_type(entry_type);
-    out.term = entry.term;
-    out.index = entry.index;
-    out.data = entry.data;
-    out.context = entry.context;
-    Ok(out)
-}
-
-/// The log as raft sees it.
-#[derive(Default)]
-struct Cached {
-    hard_state: HardState,
-    conf_state: ConfState,
-    truncated_index: u64,
-    truncated_term: u64,
-    /// `entries[i]` is entry `truncated_index + 1 + i`.
-    entries: VecDeque<Entry>,
-    /// Conf states set since this process opened the log.
-    conf_changes: u64,
-}
-
-impl Cached {
-    fn last_index(&self) -> u64 {
-        self.truncated_index + self.entries.len() as u64
-    }
-
-    /// Drops entries up to and including `position.index`.
-    fn truncate(&mut self, position: Position) {
-        let drop = position.index.saturating_sub(self.truncated_index) as usize;
-        self.entries.drain(..drop.min(self.entries.len()));
-        self.truncated_index = position.index;
-        self.truncated_term = position.term;
-    }
-
-    /// Puts `entries` in place, replacing any conflicting suffix.
-    fn splice(&mut self, entries: impl IntoIterator<Item = Entry>) -> Result<()> {
-        let mut entries = entries.into_iter().peekable();
-        let Some(first) = entries.peek() else {
-            return Ok(());
-        };
-        if first.index <= self.truncated_index || first.index > self.last_index() + 1 {
-            return Err(StoreError::Corrupt(format!(
-                "raft entry {} does not fit a log holding {}..={}",
-                first.index,
-                self.truncated_index + 1,
-                self.last_index()
-            )));
-        }
-        let keep = (first.index - self.truncated_index - 1) as usize;
-        self.entries.truncate(keep);
-        self.entries.extend(entries);
-        Ok(())
-    }
-
-    fn replay(&mut self, record: WalRecord) -> Result<()> {
-        if let Some(position) = record.truncated {
-            self.truncate(position);
-        }
-        if let Some(bytes) = record.hard_state {
-            self.hard_state = decode(&bytes)?;
-        }
-        if let Some(bytes) = record.conf_state {
-            self.conf_state = decode(&bytes)?;
-        }
-        let entries = record
-            .entries
-            .into_iter()
-            .map(from_wal)
-            .collect::<Result<Vec<_>>>()?;
-        self.splice(entries)
-    }
-
-    /// One record holding the whole log, to rewrite the file with.
-    fn full_record(&self) -> WalRecord {
-        WalRecord {
-            entries: self.entries.iter().map(to_wal).collect(),
-            hard_state: Some(encode(&self.hard_state)),
-            conf_state: Some(encode(&self.conf_state)),
-            truncated: Some(Position {
-                index: self.truncated_index,
-                term: self.truncated_term,
-            }),
-        }
-    }
-}
 
 /// The raft log of this member. Cheap to clone; clones share state.
 #[derive(Clone)]
@@ -216,9 +102,10 @@ impl RaftLog {
         let _io = self.io.lock();
         let mut cached = self.cached.write();
         let mut wal = self.wal.lock();
-        cached.entries.clear();
-        cached.truncated_index = meta.index;
-        cached.truncated_term = meta.term;
+        cached.clear(Position {
+            index: meta.index,
+            term: meta.term,
+        });
         cached.conf_state = meta.get_conf_state().clone();
         cached.conf_changes += 1;
         cached.hard_state.commit = cached.hard_state.commit.max(meta.index);
@@ -322,6 +209,17 @@ impl RaftLog {
 
     pub fn first_index(&self) -> u64 {
         self.cached.read().truncated_index + 1
+    }
+
+    /// The payload bytes of the entries in memory.
+    pub fn entry_bytes(&self) -> usize {
+        self.cached.read().bytes()
+    }
+
+    /// Where to truncate so that at most `max_entries` entries and
+    /// `max_bytes` bytes up to `upto` stay (see [`Cached::cut_keeping`]).
+    pub fn cut_keeping(&self, upto: u64, max_entries: u64, max_bytes: usize) -> u64 {
+        self.cached.read().cut_keeping(upto, max_entries, max_bytes)
     }
 
     /// Brings over the log an earlier version kept in the backend's raft
