@@ -53,6 +53,24 @@ struct InformerKey {
     options: InformerOptions,
 }
 
+impl InformerKey {
+    /// The key of the informer on `K` in `namespace` (all if None) that
+    /// `options` picks.
+    fn of<K: Resource + 'static>(
+        dyntype: &K::DynamicType,
+        namespace: Option<&str>,
+        options: InformerOptions,
+    ) -> InformerKey {
+        InformerKey {
+            type_id: TypeId::of::<K>(),
+            api_version: K::api_version(dyntype).into_owned(),
+            plural: K::plural(dyntype).into_owned(),
+            namespace: namespace.map(str::to_string),
+            options,
+        }
+    }
+}
+
 /// The process's informers. Clones share them; [`Informers::shutdown`]
 /// (or dropping every clone) stops their watches.
 #[derive(Clone)]
@@ -170,7 +188,7 @@ impl Informers {
     where
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
-        let key = default_key::<K>();
+        let key = InformerKey::of::<K>(&(), None, InformerOptions::default());
         let adopted = Informer {
             shared: informer.shared.clone(),
             owner: self.inner.stop.clone(),
@@ -206,13 +224,7 @@ impl Informers {
         K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
         K::DynamicType: Clone + Send + Sync + 'static,
     {
-        let key = InformerKey {
-            type_id: TypeId::of::<K>(),
-            api_version: K::api_version(dyntype).into_owned(),
-            plural: K::plural(dyntype).into_owned(),
-            namespace: namespace.map(str::to_string),
-            options: options.clone(),
-        };
+        let key = InformerKey::of::<K>(dyntype, namespace, options.clone());
         let mut informers = self.inner.informers.lock();
         if let Some(existing) = informers.get(&key) {
             if let Some(informer) = existing.downcast_ref::<Informer<K>>() {
@@ -256,17 +268,6 @@ impl Informers {
                 extra(object);
             }
         })
-    }
-}
-
-/// The key of the informer on every `K` in every namespace.
-fn default_key<K: Resource<DynamicType = ()> + 'static>() -> InformerKey {
-    InformerKey {
-        type_id: TypeId::of::<K>(),
-        api_version: K::api_version(&()).into_owned(),
-        plural: K::plural(&()).into_owned(),
-        namespace: None,
-        options: InformerOptions::default(),
     }
 }
 
