@@ -323,6 +323,14 @@ pub trait Interface: Send + Sync {
         })
     }
 
+    /// A copy of `key` a write may start from instead of reading the
+    /// store (kube's cached existing object), or none. It may trail the
+    /// store: a guaranteed update that fails on it reads the store and
+    /// starts over.
+    fn suggestion(&self, _key: &str) -> Option<Stored> {
+        None
+    }
+
     /// The store's current revision.
     fn current_revision(&self) -> StorageFuture<'_, i64> {
         Box::pin(async move { Ok(self.freshness("\0", false).await?.revision) })
@@ -353,7 +361,8 @@ impl From<Value> for Proposed {
 /// generic over the caller's change and error, so it lives outside the
 /// object-safe trait).
 pub trait GuaranteedUpdate: Interface {
-    /// Kubernetes' GuaranteedUpdate: reads `key`, checks `preconditions`,
+    /// Kubernetes' GuaranteedUpdate: reads `key` (or starts from its
+    /// [`Interface::suggestion`]), checks `preconditions`,
     /// lets `change` build the new object from the current one, and writes
     /// it with a compare on the revision read, starting over when someone
     /// wrote in between. `change` returning the current object unchanged
@@ -372,14 +381,32 @@ pub trait GuaranteedUpdate: Interface {
         P: Into<Proposed>,
     {
         Box::pin(async move {
+            let mut suggested = self.suggestion(key);
             loop {
-                let current = self.get(key).await?;
-                let current = current.ok_or_else(|| StorageError::NotFound(key.to_string()))?;
-                preconditions.check(&current)?;
+                // Only what the store said now is final: a refusal, or a
+                // no-op, on a suggested copy is tried again on the store's.
+                let read = suggested.is_none();
+                let current = match suggested.take() {
+                    Some(copy) => copy,
+                    None => self
+                        .get(key)
+                        .await?
+                        .ok_or_else(|| StorageError::NotFound(key.to_string()))?,
+                };
+                if let Err(e) = preconditions.check(&current) {
+                    match read {
+                        true => return Err(e.into()),
+                        false => continue,
+                    }
+                }
                 let revision = current.mod_revision;
                 let unchanged = current.object.clone();
                 let stale = current.stale;
-                let proposed: Proposed = change(current).await?.into();
+                let proposed: Proposed = match change(current).await {
+                    Ok(proposed) => proposed.into(),
+                    Err(e) if read => return Err(e),
+                    Err(_) => continue,
+                };
                 let Proposed {
                     mut object,
                     take,
@@ -387,6 +414,9 @@ pub trait GuaranteedUpdate: Interface {
                     ttl,
                 } = proposed;
                 if object == unchanged && !stale {
+                    if !read {
+                        continue;
+                    }
                     return Ok(Stored {
                         object,
                         mod_revision: revision,
