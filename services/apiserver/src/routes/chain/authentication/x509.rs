@@ -3,7 +3,11 @@
 //! groups by its O values (kube-apiserver's x509 authenticator). The TLS
 //! handshake only proved the client holds the certificate's key (see
 //! `serving::tls`); the trust decision is made here, so a bad certificate
-//! is a 401.
+//! is a 401. A chain that verified is remembered (`verified.rs`).
+
+mod verified;
+
+use std::time::SystemTime;
 
 use rustls_pki_types::{CertificateDer, TrustAnchor, UnixTime};
 use webpki::{EndEntityCert, KeyUsage};
@@ -15,6 +19,7 @@ use crate::error::ApiError;
 
 pub struct X509 {
     anchors: Vec<TrustAnchor<'static>>,
+    verified: verified::VerifiedChains,
 }
 
 impl X509 {
@@ -25,17 +30,37 @@ impl X509 {
             .iter()
             .map(|ca| webpki::anchor_from_trusted_cert(ca).map(|a| a.to_owned()))
             .collect::<Result<_, _>>()?;
-        Ok(X509 { anchors })
+        Ok(X509 {
+            anchors,
+            verified: verified::VerifiedChains::default(),
+        })
     }
 
     /// The user of a verified chain, or why it is refused.
     pub(super) fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<UserInfo, String> {
+        let now = SystemTime::now();
+        if let Some(user) = self.verified.get(chain, now) {
+            return Ok(user);
+        }
+        let user = self.check_chain(chain, now)?;
+        self.verified.insert(chain, &user, now);
+        Ok(user)
+    }
+
+    fn check_chain(
+        &self,
+        chain: &[CertificateDer<'static>],
+        now: SystemTime,
+    ) -> Result<UserInfo, String> {
+        let since_epoch = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
         let leaf = EndEntityCert::try_from(&chain[0]).map_err(|e| e.to_string())?;
         leaf.verify_for_usage(
             webpki::ALL_VERIFICATION_ALGS,
             &self.anchors,
             &chain[1..],
-            UnixTime::now(),
+            UnixTime::since_unix_epoch(since_epoch),
             KeyUsage::client_auth(),
             None,
             None,
@@ -123,6 +148,9 @@ mod tests {
             .unwrap();
         let refused = x509.verify(&[der(&expired.certificate)]).unwrap_err();
         assert!(refused.contains("Expired"), "{refused}");
+        // The good chain is remembered (and answers the same), refusals not.
+        assert_eq!(x509.verified.len(), 1);
+        assert_eq!(x509.verify(&[der(&jane.certificate)]).unwrap(), user);
         let untrusted = stranger
             .issue_client("jane", None, an_hour_ago, Duration::days(1))
             .unwrap();
