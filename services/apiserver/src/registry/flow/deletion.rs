@@ -94,61 +94,99 @@ pub async fn delete(
     name: &str,
     options: DeleteOptions,
 ) -> Result<Reply, ApiError> {
+    // The watch cache's copy first (kube's cached existing object): what
+    // is decided on it stands only when the store's write agrees, so a
+    // refusal, a no-op or a dry run on it is decided again on a read.
+    let mut suggested = h.store.suggestion(&h.key(namespace, name));
     loop {
-        let current = h.read(namespace, name).await?;
-        check_preconditions(h, &current, &options)?;
-        let write = Admitted {
-            operation: Operation::Delete,
-            namespace,
-            part: Part::Main,
-            dry_run: options.dry_run,
-            user: &options.user,
-            feedback: options.feedback.clone(),
+        let read = suggested.is_none();
+        let current = match suggested.take() {
+            Some(copy) => copy,
+            None => h.read(namespace, name).await?,
         };
-        h.admit_validated(&write, name, None, Some(&current.object))
-            .await?;
-        let (warnings, annotations) = (write.feedback.warnings(), write.feedback.annotations());
-        let reply = |body| Reply {
-            code: 200,
-            body,
-            warnings: warnings.clone(),
-            annotations: annotations.clone(),
-        };
-        let plan = plan(h, &current.object, &options);
-        if options.dry_run {
-            return Ok(reply(match plan {
-                Plan::Remove => current.object,
-                Plan::Mark(marked) => marked,
-            }));
+        match delete_from(h, namespace, name, &options, current, read).await {
+            Ok(Attempt::Done(written)) => return written,
+            Ok(Attempt::Again) => continue,
+            Err(_) if !read => continue,
+            Err(refused) => return Err(refused),
         }
-        let key = h.key(namespace, name);
-        let written = match &plan {
-            Plan::Remove => claims::delete(h, &key, &current.object, current.mod_revision).await,
-            Plan::Mark(marked) if *marked == current.object => Ok(current.mod_revision),
-            Plan::Mark(marked) => h.store.update(&key, marked, current.mod_revision).await,
-        };
-        let revision = match written {
-            Ok(revision) => revision,
-            Err(StorageError::Conflict) => continue,
-            Err(e) => return Err(h.storage_error(name, e)),
-        };
-        return Ok(reply(match plan {
-            // As kube-apiserver: the object as it was, at the deletion's
-            // resourceVersion (the one its DELETED event carries).
-            Plan::Remove => {
-                let mut gone = current.object;
-                meta::set_resource_version(&mut gone, revision);
-                gone
-            }
-            Plan::Mark(mut marked) => {
-                meta::set_resource_version(&mut marked, revision);
-                if h.def().deletion.holds_contents {
-                    spawn_namespace_cleanup(h, name);
-                }
-                marked
-            }
-        }));
     }
+}
+
+/// How one attempt of a delete ended, when it was not refused.
+enum Attempt {
+    /// The write was made (or failed in the store: not tried again).
+    Done(Result<Reply, ApiError>),
+    /// Start over from the store's copy.
+    Again,
+}
+
+/// One attempt of a delete from `current` (`read`: as the store has it
+/// now); an error is a refusal of the request on `current`.
+async fn delete_from(
+    h: &Handle,
+    namespace: &str,
+    name: &str,
+    options: &DeleteOptions,
+    current: Stored,
+    read: bool,
+) -> Result<Attempt, ApiError> {
+    check_preconditions(h, &current, options)?;
+    let write = Admitted {
+        operation: Operation::Delete,
+        namespace,
+        part: Part::Main,
+        dry_run: options.dry_run,
+        user: &options.user,
+        feedback: options.feedback.clone(),
+    };
+    h.admit_validated(&write, name, None, Some(&current.object))
+        .await?;
+    let (warnings, annotations) = (write.feedback.warnings(), write.feedback.annotations());
+    let reply = |body| Reply {
+        code: 200,
+        body,
+        warnings,
+        annotations,
+    };
+    let plan = plan(h, &current.object, options);
+    let unchanged = matches!(&plan, Plan::Mark(marked) if *marked == current.object);
+    if (options.dry_run || unchanged) && !read {
+        return Ok(Attempt::Again);
+    }
+    if options.dry_run {
+        return Ok(Attempt::Done(Ok(reply(match plan {
+            Plan::Remove => current.object,
+            Plan::Mark(marked) => marked,
+        }))));
+    }
+    let key = h.key(namespace, name);
+    let written = match &plan {
+        Plan::Remove => claims::delete(h, &key, &current.object, current.mod_revision).await,
+        Plan::Mark(_) if unchanged => Ok(current.mod_revision),
+        Plan::Mark(marked) => h.store.update(&key, marked, current.mod_revision).await,
+    };
+    let revision = match written {
+        Ok(revision) => revision,
+        Err(StorageError::Conflict) => return Ok(Attempt::Again),
+        Err(e) => return Ok(Attempt::Done(Err(h.storage_error(name, e)))),
+    };
+    Ok(Attempt::Done(Ok(reply(match plan {
+        // As kube-apiserver: the object as it was, at the deletion's
+        // resourceVersion (the one its DELETED event carries).
+        Plan::Remove => {
+            let mut gone = current.object;
+            meta::set_resource_version(&mut gone, revision);
+            gone
+        }
+        Plan::Mark(mut marked) => {
+            meta::set_resource_version(&mut marked, revision);
+            if h.def().deletion.holds_contents {
+                spawn_namespace_cleanup(h, name);
+            }
+            marked
+        }
+    }))))
 }
 
 fn check_preconditions(

@@ -347,3 +347,65 @@ async fn a_watch_from_a_revision_sees_what_came_after_it() {
         ]
     );
 }
+
+/// Writes and deletes through a watch cache that trails the store (its
+/// feed is never run): they start from the cached copy, and what it
+/// refuses is decided again on the store's.
+#[tokio::test]
+async fn writes_through_a_trailing_watch_cache_are_decided_on_the_stores_copy() {
+    let store = with_default_namespace().await;
+    let direct = handle(&store, "configmaps");
+    let created = flow::create(
+        &direct,
+        "default",
+        config_map("a", json!({"k": "1"})),
+        WriteOptions::default(),
+    )
+    .await
+    .unwrap()
+    .body;
+    let prefix = "/registry/configmaps/".to_string();
+    let (cacher, _feed) = crate::cache::Cacher::start(store.clone(), prefix, &[])
+        .await
+        .unwrap();
+    let cached = Handle {
+        store: cacher,
+        ..handle(&store, "configmaps")
+    };
+    let mut second = created.clone();
+    second["data"]["k"] = "2".into();
+    let options = WriteOptions::default;
+    let second = flow::update(&direct, "default", "a", Part::Main, second, options())
+        .await
+        .unwrap()
+        .body;
+    // Pinned to the store's revision, which the cache has not seen.
+    let mut third = second.clone();
+    third["data"]["k"] = "3".into();
+    let third = flow::update(&cached, "default", "a", Part::Main, third, options())
+        .await
+        .expect("refused on the cached copy, written on the store's")
+        .body;
+    assert_eq!(third["data"]["k"], "3");
+    // Pinned to a revision that is gone: a conflict on both copies.
+    let mut stale = second;
+    stale["data"]["k"] = "4".into();
+    let refused = flow::update(&cached, "default", "a", Part::Main, stale, options()).await;
+    assert!(
+        matches!(refused, Err(ApiError::Conflict(..))),
+        "{refused:?}"
+    );
+    // A delete whose precondition only the store's copy meets.
+    let pinned = DeleteOptions {
+        resource_version: Some(rv(&third).to_string()),
+        ..DeleteOptions::default()
+    };
+    flow::delete(&cached, "default", "a", pinned)
+        .await
+        .expect("deleted on the store's copy");
+    let gone = flow::get(&direct, "default", "a", Part::Main).await;
+    assert!(matches!(gone, Err(ApiError::NotFound(..))), "{gone:?}");
+    // Deleting what only the cache still holds is NotFound.
+    let again = flow::delete(&cached, "default", "a", DeleteOptions::default()).await;
+    assert!(matches!(again, Err(ApiError::NotFound(..))), "{again:?}");
+}
