@@ -150,11 +150,7 @@ impl Interface for Cacher {
         if cache.unreadable.get(key).is_some() {
             return None;
         }
-        cache.get(key).map(|o| Stored {
-            object: o.value(),
-            mod_revision: o.revision(),
-            stale: false,
-        })
+        cache.get(key).map(|o| stored(o))
     }
 
     fn get_at<'a>(&'a self, key: &'a str, at: ReadAt) -> StorageFuture<'a, Option<Stored>> {
@@ -168,12 +164,7 @@ impl Interface for Cacher {
             if let Some(err) = cache.unreadable.get(key) {
                 return Err(err.clone());
             }
-            let found = cache.get(key).cloned();
-            Ok(found.map(|o| Stored {
-                object: o.value(),
-                mod_revision: o.revision(),
-                stale: false,
-            }))
+            Ok(cache.get(key).map(|o| stored(o)))
         })
     }
 
@@ -239,5 +230,14 @@ impl Interface for Cacher {
         releases: &'a [String],
     ) -> StorageFuture<'a, i64> {
         self.store.delete_releasing(key, mod_revision, releases)
+    }
+}
+
+/// A cached object as a read's answer.
+fn stored(object: &Object) -> Stored {
+    Stored {
+        object: object.value(),
+        mod_revision: object.revision(),
+        stale: false,
     }
 }

@@ -51,6 +51,13 @@ pub(super) fn config_map(name: &str, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
 }
 
+/// Creates the ConfigMap `name` in `default`; the object as created.
+async fn create_config_map(h: &Handle, name: &str, data: Value) -> Value {
+    let object = config_map(name, data);
+    let created = flow::create(h, "default", object, WriteOptions::default()).await;
+    created.expect("the ConfigMap is created").body
+}
+
 fn rv(object: &Value) -> i64 {
     object["metadata"]["resourceVersion"]
         .as_str()
@@ -86,15 +93,7 @@ async fn create_sets_metadata_and_refuses_a_second_object_of_the_name() {
 async fn an_update_with_a_stale_resource_version_is_a_conflict() {
     let store = with_default_namespace().await;
     let h = handle(&store, "configmaps");
-    let created = flow::create(
-        &h,
-        "default",
-        config_map("a", json!({"k": "1"})),
-        WriteOptions::default(),
-    )
-    .await
-    .unwrap()
-    .body;
+    let created = create_config_map(&h, "a", json!({"k": "1"})).await;
     let mut first = created.clone();
     first["data"]["k"] = "2".into();
     let updated = flow::update(
@@ -355,15 +354,7 @@ async fn a_watch_from_a_revision_sees_what_came_after_it() {
 async fn writes_through_a_trailing_watch_cache_are_decided_on_the_stores_copy() {
     let store = with_default_namespace().await;
     let direct = handle(&store, "configmaps");
-    let created = flow::create(
-        &direct,
-        "default",
-        config_map("a", json!({"k": "1"})),
-        WriteOptions::default(),
-    )
-    .await
-    .unwrap()
-    .body;
+    let created = create_config_map(&direct, "a", json!({"k": "1"})).await;
     let prefix = "/registry/configmaps/".to_string();
     let (cacher, _feed) = crate::cache::Cacher::start(store.clone(), prefix, &[])
         .await

@@ -82,19 +82,14 @@ fn digest(chain: &[CertificateDer<'_>]) -> Digest {
 /// When the first certificate of the chain stops being valid (none when
 /// one cannot be read: such a chain is not remembered).
 fn earliest_expiry(chain: &[CertificateDer<'_>]) -> Option<SystemTime> {
-    chain
-        .iter()
-        .map(|cert| {
-            let (_, parsed) = x509_parser::certificate::X509Certificate::from_der(cert).ok()?;
-            let seconds = parsed.validity().not_after.timestamp();
-            let seconds = u64::try_from(seconds).ok()?;
-            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
-        })
-        .try_fold(None, |earliest: Option<SystemTime>, expiry| {
-            let expiry = expiry?;
-            Some(Some(earliest.map_or(expiry, |e| e.min(expiry))))
-        })
-        .flatten()
+    let expiries = chain.iter().map(not_after).collect::<Option<Vec<_>>>()?;
+    expiries.into_iter().min()
+}
+
+fn not_after(cert: &CertificateDer<'_>) -> Option<SystemTime> {
+    let (_, parsed) = x509_parser::certificate::X509Certificate::from_der(cert).ok()?;
+    let seconds = u64::try_from(parsed.validity().not_after.timestamp()).ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
 }
 
 #[cfg(test)]
