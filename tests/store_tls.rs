@@ -4,7 +4,8 @@
 //! over TLS and refuse a peer without a certificate; the API server
 //! reaches a TLS store with kube's `--etcd-cafile/--etcd-certfile/
 //! --etcd-keyfile`, and a malformed certificate file stops it at start
-//! with a message naming the file.
+//! with a message naming the file. `capstan`'s API server reaches its
+//! embedded store in process as the user its store certificate names.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -458,4 +459,74 @@ fn the_embedded_store_speaks_tls_with_its_own_ca() {
     assert!(!ok, "plain HTTP is refused, yet: {out}");
     let (_, out) = etcdctl(&url, &admitted, &["get", "intruder", "--keys-only"]);
     assert!(out.trim().is_empty(), "nothing was written: {out}");
+}
+
+/// The embedded API server reaches its store in process, not over TLS, yet
+/// as the same user: the common name of the store client certificate
+/// `capstan` made. With etcd's auth turned on and that user limited to
+/// `/registry/` (etcd's documented set-up), kubectl's writes still land;
+/// once the role loses `/registry/`, they are refused and nothing lands.
+#[test]
+fn the_embedded_api_server_is_its_store_client_certificates_user() {
+    let server = Embedded::start();
+    let pki = server.pki();
+    let file = |path: PathBuf| path.display().to_string();
+    let client = vec![
+        format!("--cacert={}", file(pki.store_ca())),
+        format!("--cert={}", file(pki.store_client_cert())),
+        format!("--key={}", file(pki.store_client_key())),
+    ];
+    let url = server.store_url();
+    let user = "kube-apiserver-etcd-client";
+    let setup: [&[&str]; 7] = [
+        &["user", "add", "root:root-pw"],
+        &["user", "add", user, "--no-password"],
+        &["role", "add", "kube-apiserver"],
+        &[
+            "role",
+            "grant-permission",
+            "--prefix",
+            "kube-apiserver",
+            "readwrite",
+            "/registry/",
+        ],
+        &[
+            "role",
+            "grant-permission",
+            "kube-apiserver",
+            "readwrite",
+            "compact_rev_key",
+        ],
+        &["user", "grant-role", user, "kube-apiserver"],
+        &["auth", "enable"],
+    ];
+    for args in setup {
+        let (ok, out) = etcdctl(&url, &client, args);
+        assert!(ok, "etcdctl {args:?}: {out}");
+    }
+    server
+        .kubectl
+        .ok(&["create", "configmap", "under-auth", "--from-literal=k=v"]);
+    let mut root = client.clone();
+    root.push("--user=root:root-pw".into());
+    let key = "/registry/configmaps/default/under-auth";
+    let (ok, out) = etcdctl(&url, &root, &["get", key, "--keys-only"]);
+    assert!(ok && out.contains(key), "the write landed: {out}");
+
+    let revoke = [
+        "role",
+        "revoke-permission",
+        "kube-apiserver",
+        "/registry/",
+        "--prefix",
+    ];
+    let (ok, out) = etcdctl(&url, &root, &revoke);
+    assert!(ok, "etcdctl {revoke:?}: {out}");
+    let refused = server
+        .kubectl
+        .fails(&["create", "configmap", "no-longer", "--from-literal=k=v"]);
+    assert!(refused.contains("permission denied"), "{refused}");
+    let key = "/registry/configmaps/default/no-longer";
+    let (_, out) = etcdctl(&url, &root, &["get", key, "--keys-only"]);
+    assert!(!out.contains(key), "nothing landed: {out}");
 }

@@ -38,4 +38,4 @@ pub mod serving;
 pub mod startup;
 pub mod storage;
 
-pub use startup::{run, StartError};
+pub use startup::{run, run_with_store, StartError};

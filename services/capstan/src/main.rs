@@ -3,7 +3,9 @@
 //! the cluster's certificates and keys under `<data-dir>/pki` (as k3s
 //! does) and writes `<data-dir>/kubeconfig` with the admin's credentials;
 //! later starts reuse them. The embedded store speaks TLS on loopback
-//! with a CA of its own (`<data-dir>/pki/etcd`), as k3s's etcd does.
+//! with a CA of its own (`<data-dir>/pki/etcd`), as k3s's etcd does, for
+//! etcdctl and other clients; the API server reaches it in process, with
+//! the identity of its store client certificate, without a socket.
 //! The API server runs kube-scheduler in its process, and `capstan`
 //! runs simulated nodes (`--simulated-nodes`, default 1), so pods run.
 //! Secrets are encrypted at rest with a key generated on first start
@@ -25,7 +27,9 @@ use capstan_apiserver::aggregator::settings::AggregatorFlags;
 use capstan_apiserver::config::{ApiserverConfig, Flags as ApiFlags};
 use capstan_apiserver::kubelet_client::settings::KubeletFlags;
 use capstan_apiserver::pki::{self, Pki, PkiError};
+use capstan_apiserver::storage::StoreChannel;
 use capstan_store::config::{Flags as StoreFlags, StoreConfig};
+use capstan_store::server::in_process;
 use capstan_store::tls::TlsFlags;
 
 #[derive(Debug, Parser)]
@@ -239,14 +243,31 @@ fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
 
     let runtime = tokio::runtime::Runtime::new()?;
     let (stop_store, store_stopped) = oneshot::channel::<()>();
-    let store_task = runtime.spawn(capstan_store::run(store, async {
-        let _ = store_stopped.await;
-    }));
+    let identity = api.etcd_certfile.clone();
+    let (opened, store_opened) = oneshot::channel();
+    let store_task = runtime.spawn(capstan_store::run_with(
+        store,
+        async {
+            let _ = store_stopped.await;
+        },
+        move |member| {
+            let _ = opened.send(in_process::channel_presenting(member, &identity));
+        },
+    ));
+    let channel = match runtime.block_on(store_opened) {
+        Ok(channel) => StoreChannel::Custom(channel?),
+        Err(_) => {
+            runtime.block_on(store_task)??;
+            return Err("the store stopped before it opened".into());
+        }
+    };
     let (stop_api, api_stopped) = oneshot::channel::<()>();
     let api_thread = std::thread::spawn(move || {
-        actix_rt::System::new().block_on(capstan_apiserver::run(api, async {
+        let stopped = async {
             let _ = api_stopped.await;
-        }))
+        };
+        let api = capstan_apiserver::run_with_store(api, Some(channel), stopped);
+        actix_rt::System::new().block_on(api)
     });
     let (stop_nodes, nodes_stopped) = oneshot::channel::<()>();
     let nodes_task = simulated_nodes.map(|settings| {

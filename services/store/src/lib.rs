@@ -265,8 +265,20 @@ pub async fn run(
     config: StoreConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    run_with(config, shutdown, |_| {}).await
+}
+
+/// As [`run`], handing `opened` the member's context as soon as its state
+/// is open, before anything is served: an embedder makes its in-process
+/// client from it ([`server::in_process::channel`]).
+pub async fn run_with(
+    config: StoreConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    opened: impl FnOnce(&Arc<Context>),
+) -> Result<()> {
     let (client_tls, peer_tls) = tls_configs(&config.tls)?;
     let ctx = open(&config)?;
+    opened(&ctx);
     let runtimes = ServingRuntimes::start(serving_threads(), &ctx.raft)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = Vec::new();

@@ -45,7 +45,17 @@ pub async fn run(
     config: ApiserverConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StartError> {
-    let (client, store) = store::open(&config).await?;
+    run_with_store(config, None, shutdown).await
+}
+
+/// As [`run`]; with `in_process`, the store is the one this process
+/// embeds, reached through that channel instead of `--etcd-servers`.
+pub async fn run_with_store(
+    config: ApiserverConfig,
+    in_process: Option<etcd_client::Channel>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    let (client, store) = store::open(&config, in_process).await?;
     let arbiters = [actix::Arbiter::new(), actix::Arbiter::new()];
     let handles: Vec<_> = arbiters.iter().map(|a| a.handle()).collect();
     let catalog = Arc::new(

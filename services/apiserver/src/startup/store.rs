@@ -13,11 +13,15 @@ use crate::storage::{Connection, StorageError, Store};
 /// be electing its leader).
 const STORE_WAIT: Duration = Duration::from_secs(30);
 
-/// The connection to the store's members, and the store over it that
-/// encrypts as `--encryption-provider-config` says.
-pub async fn open(config: &ApiserverConfig) -> Result<(Connection, Store), StartError> {
+/// The connection to the store's members (or to the store in this
+/// process, through `in_process`), and the store over it that encrypts as
+/// `--encryption-provider-config` says.
+pub async fn open(
+    config: &ApiserverConfig,
+    in_process: Option<etcd_client::Channel>,
+) -> Result<(Connection, Store), StartError> {
     let encryption = encryption(config)?;
-    let client = connect(config).await?;
+    let client = connect(config, in_process).await?;
     let store = Store::new(&client).with_encryption(encryption);
     Ok((client, store))
 }
@@ -48,11 +52,19 @@ fn encryption(config: &ApiserverConfig) -> Result<Arc<Encryption>, StartError> {
 
 /// The store's members, once one of them answers a read (any member will
 /// do: the connection moves to another when its member goes).
-async fn connect(config: &ApiserverConfig) -> Result<Connection, StorageError> {
-    let tls = config
-        .etcd_tls()
-        .map_err(|err| StorageError::Unavailable(err.to_string()))?;
-    let connection = Connection::with_tls(&config.endpoints(), tls).await?;
+async fn connect(
+    config: &ApiserverConfig,
+    in_process: Option<etcd_client::Channel>,
+) -> Result<Connection, StorageError> {
+    let connection = match in_process {
+        Some(channel) => Connection::in_process("the store in this process", channel).await?,
+        None => {
+            let tls = config
+                .etcd_tls()
+                .map_err(|err| StorageError::Unavailable(err.to_string()))?;
+            Connection::with_tls(&config.endpoints(), tls).await?
+        }
+    };
     let deadline = Instant::now() + STORE_WAIT;
     loop {
         match Store::new(&connection).current_revision().await {

@@ -152,13 +152,34 @@ impl Connection {
         if members.is_empty() {
             return Err(StorageError::Unavailable("no store endpoints given".into()));
         }
-        Ok(Connection {
+        Ok(Connection::of(members))
+    }
+
+    /// One member reached through `channel` (a store in this process,
+    /// served without a socket); `name` stands for it in errors.
+    pub async fn in_process(
+        name: &str,
+        channel: etcd_client::Channel,
+    ) -> Result<Connection, StorageError> {
+        let options = ConnectOptions::new().with_require_leader(true);
+        let client = Client::from_channel(channel, Some(options))
+            .await
+            .map_err(|e| StorageError::Unavailable(format!("{name}: {e}")))?;
+        let member = Member {
+            url: name.to_string(),
+            client,
+        };
+        Ok(Connection::of(vec![member]))
+    }
+
+    fn of(members: Vec<Member>) -> Connection {
+        Connection {
             inner: Arc::new(Inner {
                 members,
                 current: AtomicUsize::new(0),
                 metrics: StoreMetrics::default(),
             }),
-        })
+        }
     }
 
     pub fn metrics(&self) -> &StoreMetrics {

@@ -26,6 +26,8 @@ pub use claims::CLAIMS;
 pub use connection::{Call, Connection, StoreMetrics};
 pub use errors::StorageError;
 pub use etcd::{decode, Store};
+/// How an embedding process hands over a channel to its own store.
+pub use etcd_client::Channel as StoreChannel;
 pub use interface::{
     Change, EventStream, Freshness, GuaranteedUpdate, Interface, ListRequest, Listing,
     Preconditions, Predicate, Proposed, ReadAt, StorageFuture, StoreEvent, Stored,

@@ -16,6 +16,7 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use super::context::Context;
+use super::in_process::InProcessPeer;
 use crate::error::Result;
 
 /// How long a simple token may wait for this member to apply the login
@@ -40,7 +41,9 @@ impl Credentials {
     pub fn of<T>(request: &Request<T>, client_cert_auth: bool) -> Credentials {
         Credentials {
             token: token(request.metadata()),
-            certificates: client_cert_auth.then(|| request.peer_certs()).flatten(),
+            certificates: client_cert_auth
+                .then(|| request.peer_certs().or_else(|| in_process(request)))
+                .flatten(),
         }
     }
 
@@ -49,6 +52,12 @@ impl Credentials {
         let chain = self.certificates.as_ref()?;
         common_name(chain.first()?)
     }
+}
+
+/// The chain an in-process caller stands for (see `in_process.rs`).
+fn in_process<T>(request: &Request<T>) -> Option<Arc<Vec<CertificateDer<'static>>>> {
+    let peer = request.extensions().get::<InProcessPeer>()?;
+    Some(peer.0.clone())
 }
 
 fn token(metadata: &MetadataMap) -> Option<String> {
@@ -136,6 +145,22 @@ mod tests {
             credentials.common_name().is_none(),
             "no TLS, no certificate"
         );
+    }
+
+    #[test]
+    fn an_in_process_caller_is_its_chain_with_client_cert_auth_only() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "embedded");
+        let der = params.self_signed(&key).unwrap().der().clone();
+        let mut request = Request::new(());
+        let chain = Arc::new(vec![der]);
+        request.extensions_mut().insert(InProcessPeer(chain));
+        let with = Credentials::of(&request, true);
+        assert_eq!(with.common_name().as_deref(), Some("embedded"));
+        assert!(Credentials::of(&request, false).common_name().is_none());
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod credentials;
 mod debug;
 mod forward;
 mod http;
+pub mod in_process;
 mod kv;
 mod lease;
 mod maintenance;

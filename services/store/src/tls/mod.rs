@@ -21,6 +21,18 @@ use crate::error::Result;
 pub use links::{link_client, set_link_client, LINK_ALPN};
 use pem::read;
 
+/// The certificate chain in the PEM file `path` (given as `--{flag}`).
+pub fn certificate_chain(
+    flag: &str,
+    path: &str,
+) -> Result<Vec<tokio_rustls::rustls::pki_types::CertificateDer<'static>>> {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    let pem = read(flag, path)?;
+    tokio_rustls::rustls::pki_types::CertificateDer::pem_slice_iter(&pem)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|err| crate::error::StoreError::Config(format!("--{flag} {path}: {err}")))
+}
+
 impl Side {
     /// The server side, or None for plain HTTP.
     pub fn server(&self, prefix: &str) -> Result<Option<ServerTlsConfig>> {

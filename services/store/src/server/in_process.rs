@@ -1,0 +1,125 @@
+//! The client API without a socket, for a process that embeds this member
+//! and its only client (`capstan`: the store and the API server in one
+//! process). Each request goes straight to the same routes a connection
+//! is served by, on the caller's own thread: no TLS, no TCP, no HTTP/2
+//! framing and no hand-over to a serving thread and back, which under
+//! thousands of node heartbeats were most of a write's cost.
+//!
+//! The Ready loop answers each calling thread by a lane of its own, as it
+//! answers each serving runtime.
+//!
+//! The caller is who its client certificate says, as over TLS: the
+//! embedder hands over the chain it would have presented, and the
+//! handshake's verification is not needed for a caller in this process.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use tokio_rustls::rustls::pki_types::CertificateDer;
+use tonic::body::Body;
+use tonic::codegen::http;
+use tower::util::BoxCloneSyncService;
+use tower::ServiceExt;
+
+use super::context::Context;
+use crate::error::Result;
+use crate::raft::RaftHandle;
+
+/// A gRPC channel to this member's client API, as tonic clients (and
+/// etcd-client's `Channel::Custom`) take one.
+pub type ClientChannel =
+    BoxCloneSyncService<http::Request<Body>, http::Response<Body>, tower::BoxError>;
+
+/// The certificate chain of an in-process caller, in the place of the one
+/// a TLS handshake would have verified.
+#[derive(Debug, Clone)]
+pub(crate) struct InProcessPeer(pub Arc<Vec<CertificateDer<'static>>>);
+
+thread_local! {
+    /// Whether this thread has its own lane for the Ready loop's answers.
+    static ANSWERED_HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Opens an answer lane on the calling thread's runtime the first time it
+/// calls, so the Ready loop wakes its callers directly rather than through
+/// the runtime that started the member (see `raft/lanes.rs`).
+fn answer_on_this_thread(raft: &RaftHandle) {
+    if !ANSWERED_HERE.with(|opened| opened.replace(true)) {
+        raft.open_answer_lane();
+    }
+}
+
+/// A channel whose requests are served by `ctx` as if `certificates` had
+/// been presented on a client connection.
+pub fn channel(ctx: &Arc<Context>, certificates: Vec<CertificateDer<'static>>) -> ClientChannel {
+    let peer = InProcessPeer(Arc::new(certificates));
+    let raft = ctx.raft.clone();
+    let routes = super::client_routes(ctx)
+        .map_request(move |mut request: http::Request<Body>| {
+            answer_on_this_thread(&raft);
+            request.extensions_mut().insert(peer.clone());
+            request
+        })
+        .map_err(|never| match never {});
+    BoxCloneSyncService::new(routes)
+}
+
+/// As [`channel`], the caller presenting the chain in the PEM file
+/// `cert_file` (the client certificate it would use over TLS); none
+/// when `cert_file` is empty.
+pub fn channel_presenting(ctx: &Arc<Context>, cert_file: &str) -> Result<ClientChannel> {
+    if cert_file.is_empty() {
+        return Ok(channel(ctx, Vec::new()));
+    }
+    let chain = crate::tls::certificate_chain("etcd-certfile", cert_file)?;
+    Ok(channel(ctx, chain))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use capstan_proto::etcdserverpb::kv_client::KvClient;
+    use capstan_proto::etcdserverpb::{PutRequest, RangeRequest};
+
+    use super::*;
+    use crate::config::{Flags, StoreConfig};
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_put_and_a_range_are_served_without_a_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = Flags {
+            data_dir: Some(dir.path().join("member")),
+            ..Default::default()
+        };
+        let ctx = crate::open(&StoreConfig::load(&flags).unwrap()).unwrap();
+        let mut kv = KvClient::new(channel(&ctx, Vec::new()));
+        let put = PutRequest {
+            key: b"in-process".to_vec(),
+            value: b"v".to_vec(),
+            ..Default::default()
+        };
+        // The lone member elects itself within an election timeout.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let written = loop {
+            match kv.put(put.clone()).await {
+                Ok(answer) => break answer.into_inner(),
+                Err(status) if Instant::now() < deadline => {
+                    tracing::debug!(%status, "waiting for a leader");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(status) => panic!("no put within 20 s: {status}"),
+            }
+        };
+        let range = RangeRequest {
+            key: b"in-process".to_vec(),
+            ..Default::default()
+        };
+        let read = kv.range(range).await.unwrap().into_inner();
+        assert_eq!(read.kvs.len(), 1);
+        assert_eq!(read.kvs[0].value, b"v");
+        let written_at = written.header.unwrap().revision;
+        assert_eq!(read.kvs[0].mod_revision, written_at);
+        assert!(ANSWERED_HERE.with(Cell::get), "this thread has its lane");
+    }
+}
