@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use capstan_tests::apiserver::{secure_flags, ApiServer, Backend, Embedded, Http, BACKENDS};
 use capstan_tests::certs::{Authority, Pair};
+use capstan_tests::etcdctl::{api_server_auth_steps, API_SERVER_ROLE};
 use capstan_tests::poll::wait_for;
 use capstan_tests::watchdog::{self, Watchdog};
 use capstan_tests::{binary, free_port};
@@ -429,11 +430,7 @@ fn the_embedded_store_speaks_tls_with_its_own_ca() {
         .ok(&["create", "configmap", "over-tls", "--from-literal=k=v"]);
     let pki = server.pki();
     let file = |path: PathBuf| path.display().to_string();
-    let admitted = vec![
-        format!("--cacert={}", file(pki.store_ca())),
-        format!("--cert={}", file(pki.store_client_cert())),
-        format!("--key={}", file(pki.store_client_key())),
-    ];
+    let admitted = store_client_flags(&server);
     let url = server.store_url();
     let key = "/registry/configmaps/default/over-tls";
     let (ok, out) = etcdctl(&url, &admitted, &["get", key, "--keys-only"]);
@@ -461,6 +458,18 @@ fn the_embedded_store_speaks_tls_with_its_own_ca() {
     assert!(out.trim().is_empty(), "nothing was written: {out}");
 }
 
+/// etcdctl's TLS flags for `capstan`'s embedded store, as the store client
+/// certificate `capstan` made.
+fn store_client_flags(server: &Embedded) -> Vec<String> {
+    let pki = server.pki();
+    let file = |path: PathBuf| path.display().to_string();
+    vec![
+        format!("--cacert={}", file(pki.store_ca())),
+        format!("--cert={}", file(pki.store_client_cert())),
+        format!("--key={}", file(pki.store_client_key())),
+    ]
+}
+
 /// The embedded API server reaches its store in process, not over TLS, yet
 /// as the same user: the common name of the store client certificate
 /// `capstan` made. With etcd's auth turned on and that user limited to
@@ -469,39 +478,12 @@ fn the_embedded_store_speaks_tls_with_its_own_ca() {
 #[test]
 fn the_embedded_api_server_is_its_store_client_certificates_user() {
     let server = Embedded::start();
-    let pki = server.pki();
-    let file = |path: PathBuf| path.display().to_string();
-    let client = vec![
-        format!("--cacert={}", file(pki.store_ca())),
-        format!("--cert={}", file(pki.store_client_cert())),
-        format!("--key={}", file(pki.store_client_key())),
-    ];
+    let client = store_client_flags(&server);
     let url = server.store_url();
     let user = "kube-apiserver-etcd-client";
-    let setup: [&[&str]; 7] = [
-        &["user", "add", "root:root-pw"],
-        &["user", "add", user, "--no-password"],
-        &["role", "add", "kube-apiserver"],
-        &[
-            "role",
-            "grant-permission",
-            "--prefix",
-            "kube-apiserver",
-            "readwrite",
-            "/registry/",
-        ],
-        &[
-            "role",
-            "grant-permission",
-            "kube-apiserver",
-            "readwrite",
-            "compact_rev_key",
-        ],
-        &["user", "grant-role", user, "kube-apiserver"],
-        &["auth", "enable"],
-    ];
-    for args in setup {
-        let (ok, out) = etcdctl(&url, &client, args);
+    for args in api_server_auth_steps(user, "root-pw") {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, out) = etcdctl(&url, &client, &args);
         assert!(ok, "etcdctl {args:?}: {out}");
     }
     server
@@ -516,7 +498,7 @@ fn the_embedded_api_server_is_its_store_client_certificates_user() {
     let revoke = [
         "role",
         "revoke-permission",
-        "kube-apiserver",
+        API_SERVER_ROLE,
         "/registry/",
         "--prefix",
     ];

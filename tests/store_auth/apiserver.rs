@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use capstan_tests::apiserver::{ApiServer, Kubectl};
+use capstan_tests::etcdctl::api_server_auth_steps;
 use capstan_tests::poll::wait_for;
 
 use super::members::{As, Members, ROOT, ROOT_PASSWORD};
@@ -17,30 +18,9 @@ const APISERVER: &str = "kube-apiserver-etcd-client";
 /// etcdctl's steps for the API server's user and auth on, with a root
 /// that logs in with a password.
 fn limit_the_api_server(store: &Members) {
-    let setup: [&[&str]; 7] = [
-        &["user", "add", &format!("root:{ROOT_PASSWORD}")],
-        &["user", "add", APISERVER, "--no-password"],
-        &["role", "add", "kube-apiserver"],
-        &[
-            "role",
-            "grant-permission",
-            "--prefix",
-            "kube-apiserver",
-            "readwrite",
-            "/registry/",
-        ],
-        &[
-            "role",
-            "grant-permission",
-            "kube-apiserver",
-            "readwrite",
-            "compact_rev_key",
-        ],
-        &["user", "grant-role", APISERVER, "kube-apiserver"],
-        &["auth", "enable"],
-    ];
-    for args in setup {
-        store.ok(0, As::Anonymous, args);
+    for args in api_server_auth_steps(APISERVER, ROOT_PASSWORD) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        store.ok(0, As::Anonymous, &args);
     }
 }
 

@@ -133,3 +133,41 @@ pub fn grant(ep: &str, ttl: u32) -> String {
     assert_eq!(out.trim(), format!("lease {id} granted with TTL({ttl}s)"));
     id.to_string()
 }
+
+/// The role the API server's store user is given by [`api_server_auth_steps`].
+pub const API_SERVER_ROLE: &str = "kube-apiserver";
+
+/// etcdctl's steps, as etcd's documentation and kube's operators take
+/// them, that make `user` (the common name of the API server's store
+/// client certificate) a user without a password whose role reads and
+/// writes `/registry/` and `compact_rev_key`, add a root that logs in with
+/// `root_password`, and turn auth on.
+pub fn api_server_auth_steps(user: &str, root_password: &str) -> Vec<Vec<String>> {
+    let role = API_SERVER_ROLE;
+    let steps: [&[&str]; 7] = [
+        &["user", "add", &format!("root:{root_password}")],
+        &["user", "add", user, "--no-password"],
+        &["role", "add", role],
+        &[
+            "role",
+            "grant-permission",
+            "--prefix",
+            role,
+            "readwrite",
+            "/registry/",
+        ],
+        &[
+            "role",
+            "grant-permission",
+            role,
+            "readwrite",
+            "compact_rev_key",
+        ],
+        &["user", "grant-role", user, role],
+        &["auth", "enable"],
+    ];
+    steps
+        .iter()
+        .map(|args| args.iter().map(|arg| arg.to_string()).collect())
+        .collect()
+}

@@ -147,14 +147,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_in_process_caller_is_its_chain_with_client_cert_auth_only() {
+    /// A self-signed certificate whose subject's common name is `name`.
+    fn certificate_named(name: &str) -> CertificateDer<'static> {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         params
             .distinguished_name
-            .push(rcgen::DnType::CommonName, "embedded");
-        let der = params.self_signed(&key).unwrap().der().clone();
+            .push(rcgen::DnType::CommonName, name);
+        params.self_signed(&key).unwrap().der().clone()
+    }
+
+    #[test]
+    fn an_in_process_caller_is_its_chain_with_client_cert_auth_only() {
+        let der = certificate_named("embedded");
         let mut request = Request::new(());
         let chain = Arc::new(vec![der]);
         request.extensions_mut().insert(InProcessPeer(chain));
@@ -165,14 +170,9 @@ mod tests {
 
     #[test]
     fn the_common_name_is_read_from_the_certificate() {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "kube-apiserver-etcd-client");
-        let certificate = params.self_signed(&key).unwrap();
+        let certificate = certificate_named("kube-apiserver-etcd-client");
         assert_eq!(
-            common_name(certificate.der()).as_deref(),
+            common_name(&certificate).as_deref(),
             Some("kube-apiserver-etcd-client")
         );
         assert_eq!(common_name(b"not a certificate"), None);
