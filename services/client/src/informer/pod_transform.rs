@@ -2,9 +2,10 @@
 //! scheduler each cache every pod, and much of a decoded pod is what only
 //! the kubelet reads: its containers' environment, command, probes,
 //! mounts and security context, and the volumes that are not claims (the
-//! projected service-account volume every pod carries). A Deployment's
-//! Running pod holds 16.7 KB of heap whole, 10.5 KB thinned for the
-//! controller manager, 7.7 KB for the scheduler
+//! projected service-account volume every pod carries), and the spare
+//! room serde leaves in its lists. A Deployment's Running pod holds
+//! 16.4 KB of heap whole, 7.2 KB thinned for the controller manager and
+//! the simulated nodes, 6.4 KB for the scheduler
 //! (`tests/pod_cache_size.rs` measures it).
 //!
 //! The spec is safe to thin because no controller writes a pod's spec
@@ -15,6 +16,8 @@
 //! also drop the per-container statuses ([`strip_container_statuses`]).
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, Volume};
+
+use super::transform::fit;
 
 /// Drops the containers' runtime details and the volumes that are not
 /// claims; keeps names, images, ports, resources and restart policies
@@ -70,6 +73,28 @@ pub fn strip_pod_mounts_and_security(pod: &mut Pod) {
         if volumes.is_empty() {
             spec.volumes = None;
         }
+    }
+    fit_pod_lists(pod);
+}
+
+/// Trims every list of a pod to its length (see [`fit`]).
+fn fit_pod_lists(pod: &mut Pod) {
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers.shrink_to_fit();
+        fit(&mut spec.init_containers);
+        for container in all_containers(spec) {
+            fit(&mut container.ports);
+            fit(&mut container.env);
+        }
+        fit(&mut spec.tolerations);
+        fit(&mut spec.volumes);
+    }
+    if let Some(status) = pod.status.as_mut() {
+        fit(&mut status.conditions);
+        fit(&mut status.container_statuses);
+        fit(&mut status.init_container_statuses);
+        fit(&mut status.pod_ips);
+        fit(&mut status.host_ips);
     }
 }
 
@@ -165,6 +190,10 @@ mod tests {
         assert!(c.env.is_some() && c.command.is_some() && c.readiness_probe.is_some());
         assert!(c.volume_mounts.is_none() && c.termination_message_path.is_none());
         assert_eq!(spec.volumes.as_ref().unwrap().len(), 1);
+        assert_eq!(spec.tolerations.as_ref().unwrap().capacity(), 1);
+        let status = pod.status.as_ref().unwrap();
+        assert_eq!(status.container_statuses.as_ref().unwrap().capacity(), 1);
+        assert_eq!(status.conditions.as_ref().unwrap().capacity(), 1);
         assert_eq!(
             spec.init_containers.as_ref().unwrap()[0]
                 .args

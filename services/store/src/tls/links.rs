@@ -92,10 +92,7 @@ impl Side {
         &self,
         prefix: &str,
     ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
-        let pem = read(&format!("{prefix}cert-file"), &self.cert_file)?;
-        let chain = CertificateDer::pem_slice_iter(&pem)
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|err| config_error(prefix, "cert-file", &self.cert_file, err))?;
+        let chain = super::certificate_chain(&format!("{prefix}cert-file"), &self.cert_file)?;
         let pem = read(&format!("{prefix}key-file"), &self.key_file)?;
         let key = PrivateKeyDer::from_pem_slice(&pem)
             .map_err(|err| config_error(prefix, "key-file", &self.key_file, err))?;

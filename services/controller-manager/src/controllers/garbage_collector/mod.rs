@@ -44,11 +44,15 @@ const IGNORED: &[(&str, &str)] = &[("", "events"), ("events.k8s.io", "events")];
 
 pub async fn run(ctx: Arc<Context>) -> Result<()> {
     let client = ctx.client_for(ACCOUNT).await?;
-    // Only metadata is kept: the collector never reads specs, and a full
-    // second copy of every object would double the caches' memory.
+    // Only the metadata the collector reads is kept (identity, owners,
+    // finalizers, deletion): a second copy of every object, or even of
+    // every pod's labels, would cost the caches tens of megabytes.
     ctx.informers
         .set_transform::<DynamicObject>(|object: &mut DynamicObject| {
             object.data = serde_json::Value::Null;
+            object.metadata.labels = None;
+            object.metadata.annotations = None;
+            object.metadata.generate_name = None;
         });
     let graph = Graph::default();
     let queue = WorkQueue::<String>::new(QUEUE);
