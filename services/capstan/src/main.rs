@@ -71,17 +71,11 @@ enum Command {
     Certificates(certificates::CertificatesFlags),
 }
 
-/// mimalloc rather than glibc's malloc: every request allocates (JSON
-/// trees, protobuf messages, watch events), and under glibc malloc and
-/// free were 17% of the control plane's CPU samples; glibc's per-thread
-/// arenas also kept freed memory resident. Built without transparent huge
-/// pages (`no_thp`): mimalloc otherwise asks for them on its arenas, and
-/// each fresh 2 MB page is zeroed whole on first touch. The feature
-/// `system-allocator` keeps glibc's, for heap profilers that hook malloc
-/// (`heaptrack`).
+// jemalloc, tuned as shared/allocator explains. The feature
+// `system-allocator` keeps glibc's, for heap profilers that hook malloc
+// (`heaptrack`).
 #[cfg(not(feature = "system-allocator"))]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+capstan_allocator::install!();
 
 fn main() {
     let flags = CapstanFlags::parse();

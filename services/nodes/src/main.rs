@@ -7,14 +7,8 @@ use capstan_nodes::config::{Flags, NodesConfig};
 use capstan_nodes::impersonation;
 use capstan_nodes::settings::Settings;
 
-/// mimalloc rather than glibc's malloc: every request allocates (JSON
-/// trees, protobuf messages, watch events), and under glibc malloc and
-/// free were 17% of the control plane's CPU samples; glibc's per-thread
-/// arenas also kept freed memory resident. Built without transparent huge
-/// pages (`no_thp`): mimalloc otherwise asks for them on its arenas, and
-/// each fresh 2 MB page is zeroed whole on first touch.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// jemalloc, tuned as shared/allocator explains.
+capstan_allocator::install!();
 
 #[tokio::main]
 async fn main() {

@@ -4,14 +4,8 @@ use clap::Parser;
 
 use capstan_store::config::{Flags, StoreConfig};
 
-/// Every request allocates (gRPC frames, protobuf messages, raft entries);
-/// under glibc's malloc that was about 15% of the store's CPU per put.
-/// Built without transparent huge pages (`no_thp`): mimalloc otherwise
-/// asks for them on its arenas, and each fresh 2 MB page is zeroed whole
-/// on first touch: 6% of the store's CPU samples at 256 putting clients,
-/// 0.5% with 4 KB pages.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// jemalloc, tuned as shared/allocator explains.
+capstan_allocator::install!();
 
 /// The main runtime accepts client connections and hands them to the
 /// serving runtimes (one current-thread runtime per core, see
