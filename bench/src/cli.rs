@@ -184,6 +184,12 @@ pub struct Args {
     #[arg(long, default_value_t = 1000)]
     pub density_client_qps: u32,
 
+    /// `--workload density`: requests/s (and burst) of the controller
+    /// manager's client alone, which paces pod creation (kube-controller-manager's
+    /// `--kube-api-qps`); 0: `--density-client-qps`.
+    #[arg(long, default_value_t = 0)]
+    pub density_controller_qps: u32,
+
     /// `--workload density`: report the run against the targets of a
     /// 1,000-node, 30,000-pod run.
     #[arg(long)]
@@ -360,6 +366,10 @@ impl Args {
             churn_rate: self.density_churn_rate.max(1),
             cluster: self.density_cluster,
             client_qps: self.density_client_qps,
+            controller_qps: match self.density_controller_qps {
+                0 => self.density_client_qps,
+                qps => qps,
+            },
             clients: self.api_clients.min(16),
             targets: self.density_targets,
             noisy_tenant_loops: self.density_noisy_tenant,

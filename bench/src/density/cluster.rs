@@ -188,7 +188,7 @@ impl ApiServer<'_> {
             command.arg(flag).arg(file(name));
         }
         command.arg("--scheduler-config").arg(scheduler_config);
-        controller_rates(&mut command, shape.client_qps);
+        controller_rates(&mut command, shape.controller_qps);
         Process::spawn(
             self.name,
             &mut command,

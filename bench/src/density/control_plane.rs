@@ -26,8 +26,10 @@ use crate::servers::free_ports;
 pub struct Shape {
     /// `make cluster`'s shape instead of one `capstan`.
     pub cluster: bool,
-    /// Requests per second (and burst) of every component's client.
+    /// Requests per second (and burst) of every component's client...
     pub client_qps: u32,
+    /// ...but the controller manager's.
+    pub controller_qps: u32,
     pub startup_timeout: Duration,
 }
 

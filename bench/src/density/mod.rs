@@ -55,6 +55,8 @@ pub struct DensityConfig {
     pub cluster: bool,
     /// Requests per second of each component's client.
     pub client_qps: u32,
+    /// Requests per second of the controller manager's client.
+    pub controller_qps: u32,
     /// Connections the bench creates and deletes with.
     pub clients: usize,
     /// Report the run against the targets of a 1,000-node run.

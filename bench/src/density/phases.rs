@@ -64,6 +64,7 @@ pub fn run(config: &DensityConfig, checks: &mut Checks) -> Result<Measured, Stri
     let shape = Shape {
         cluster: config.cluster,
         client_qps: config.client_qps,
+        controller_qps: config.controller_qps,
         startup_timeout: config.startup_timeout,
     };
     // Processes start on the main thread (their parent-death signal

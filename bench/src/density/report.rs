@@ -84,6 +84,7 @@ pub struct Report {
     pub churn_s: f64,
     pub churn_rate: usize,
     pub client_qps: u32,
+    pub controller_qps: u32,
     pub nodes_ready_s: Option<f64>,
     pub pods_ready_s: Option<f64>,
     pub pods_per_s: Option<f64>,
@@ -146,6 +147,7 @@ pub fn build(config: &DensityConfig, measured: &Measured) -> Report {
         churn_s: config.churn.as_secs_f64(),
         churn_rate: config.churn_rate,
         client_qps: config.client_qps,
+        controller_qps: config.controller_qps,
         nodes_ready_s: measured.nodes_ready_s,
         pods_ready_s: measured.pods_ready_s,
         pods_per_s: measured.pods_ready_s.map(|s| config.pods() as f64 / s),
@@ -324,12 +326,17 @@ fn seconds(value: Option<f64>) -> String {
 /// The per-phase table.
 pub fn table(report: &Report) -> String {
     let mut out = format!(
-        "density ({}; {} nodes, {} Deployments x {}, client QPS {}): nodes Ready in {}, pods Ready in {} ({}/s)\n",
+        "density ({}; {} nodes, {} Deployments x {}, client QPS {}{}): nodes Ready in {}, pods Ready in {} ({}/s)\n",
         report.shape,
         report.nodes,
         report.deployments,
         report.replicas,
         report.client_qps,
+        if report.controller_qps == report.client_qps {
+            String::new()
+        } else {
+            format!(", controller manager {}", report.controller_qps)
+        },
         seconds(report.nodes_ready_s),
         seconds(report.pods_ready_s),
         report.pods_per_s.map_or("-".into(), |r| format!("{r:.0}")),

@@ -54,7 +54,7 @@ fn start_single(
         .args(["--simulated-nodes", "0", "--log-level", "warn"])
         .arg("--scheduler-config")
         .arg(scheduler_config);
-    controller_rates(&mut command, shape.client_qps);
+    controller_rates(&mut command, shape.controller_qps);
     let log = dir.path().join("capstan.log");
     let mut process = Process::spawn("capstan", &mut command, log)?;
     process.wait_ready(ports[1], shape.startup_timeout)?;
