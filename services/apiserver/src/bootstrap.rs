@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::error::ApiError;
 use crate::registry::kinds::core::services::ranges as service_ranges;
 use crate::registry::options::WriteOptions;
-use crate::registry::{actor, Catalog};
+use crate::registry::{requests, Catalog};
 
 fn kubernetes_service(port: u16) -> Value {
     json!({"apiVersion": "v1", "kind": "Service",
@@ -75,14 +75,13 @@ async fn create_in(
     let Some(entry) = catalog.find(group, version, resource) else {
         return Ok(());
     };
-    let create = actor::Create {
+    let create = requests::Create {
         namespace: namespace.into(),
         body,
         options: WriteOptions::by("capstan-apiserver"),
     };
-    match entry.actor.send(create).await {
-        Ok(Ok(_)) | Ok(Err(ApiError::AlreadyExists(_))) => Ok(()),
-        Ok(Err(err)) => Err(err),
-        Err(err) => Err(ApiError::Internal(err.to_string())),
+    match entry.call(create).await {
+        Ok(_) | Err(ApiError::AlreadyExists(_)) => Ok(()),
+        Err(err) => Err(err),
     }
 }

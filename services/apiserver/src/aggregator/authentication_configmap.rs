@@ -8,9 +8,9 @@ use serde_json::{json, Map, Value};
 
 use super::settings::{list, Settings};
 use crate::error::ApiError;
-use crate::registry::actor;
 use crate::registry::flow::Part;
 use crate::registry::options::WriteOptions;
+use crate::registry::requests;
 use crate::registry::Catalog;
 
 pub const NAMESPACE: &str = "kube-system";
@@ -58,38 +58,37 @@ pub async fn publish(catalog: &Catalog, data: Map<String, Value>) -> Result<(), 
     let configmaps = catalog
         .find("", "v1", "configmaps")
         .ok_or_else(|| ApiError::Internal("configmaps are not served".into()))?;
-    let mailbox = |e: actix::MailboxError| ApiError::Internal(e.to_string());
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": NAME, "namespace": NAMESPACE}, "data": data});
-    let create = actor::Create {
+    let create = requests::Create {
         namespace: NAMESPACE.into(),
         body,
         options: WriteOptions::by(MANAGER),
     };
-    match configmaps.actor.send(create).await.map_err(mailbox)? {
+    match configmaps.call(create).await {
         Ok(_) => return Ok(()),
         Err(ApiError::AlreadyExists(_)) => {}
         Err(err) => return Err(err),
     }
-    let get = actor::Get {
+    let get = requests::Get {
         namespace: NAMESPACE.into(),
         name: NAME.into(),
         part: Part::Main,
         resource_version: None,
     };
-    let mut current = configmaps.actor.send(get).await.map_err(mailbox)??;
+    let mut current = configmaps.call(get).await?;
     if current["data"] == Value::Object(data.clone()) {
         return Ok(());
     }
     current["data"] = Value::Object(data);
-    let update = actor::Update {
+    let update = requests::Update {
         namespace: NAMESPACE.into(),
         name: NAME.into(),
         part: Part::Main,
         body: current,
         options: WriteOptions::by(MANAGER),
     };
-    configmaps.actor.send(update).await.map_err(mailbox)??;
+    configmaps.call(update).await?;
     Ok(())
 }
 

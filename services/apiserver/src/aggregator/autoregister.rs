@@ -11,10 +11,10 @@ use serde_json::Value;
 
 use super::registration::local_apiservice;
 use crate::error::ApiError;
-use crate::registry::actor;
 use crate::registry::catalog::Entry;
 use crate::registry::kinds::apiregistration::{GROUP, RESOURCE};
 use crate::registry::options::{DeleteOptions, WriteOptions};
+use crate::registry::requests;
 use crate::registry::Catalog;
 
 const MANAGER: &str = "kube-apiserver";
@@ -32,15 +32,14 @@ async fn create(entry: &Entry, served: &[(&str, &str)], automanaged: &str) -> Re
     for (group, version) in served {
         let mut body = local_apiservice(group, version);
         body["metadata"]["labels"][AUTOMANAGED] = automanaged.into();
-        let create = actor::Create {
+        let create = requests::Create {
             namespace: String::new(),
             body,
             options: WriteOptions::by(MANAGER),
         };
-        match entry.actor.send(create).await {
-            Ok(Ok(_)) | Ok(Err(ApiError::AlreadyExists(_))) => {}
-            Ok(Err(err)) => return Err(err),
-            Err(err) => return Err(ApiError::Internal(err.to_string())),
+        match entry.call(create).await {
+            Ok(_) | Err(ApiError::AlreadyExists(_)) => {}
+            Err(err) => return Err(err),
         }
     }
     Ok(())
@@ -74,15 +73,14 @@ pub async fn sync(
         .collect();
     create(entry, &missing, "true").await?;
     for obj in existing.iter().filter(|o| is_stale(o, &served)) {
-        let delete = actor::Delete {
+        let delete = requests::Delete {
             namespace: String::new(),
             name: obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
             options: DeleteOptions::default(),
         };
-        match entry.actor.send(delete).await {
-            Ok(Ok(_)) | Ok(Err(ApiError::NotFound(_))) => {}
-            Ok(Err(err)) => return Err(err),
-            Err(err) => return Err(ApiError::Internal(err.to_string())),
+        match entry.call(delete).await {
+            Ok(_) | Err(ApiError::NotFound(_)) => {}
+            Err(err) => return Err(err),
         }
     }
     Ok(())

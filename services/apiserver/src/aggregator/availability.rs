@@ -25,7 +25,7 @@ use crate::registry::catalog::Entry;
 use crate::registry::flow::Part;
 use crate::registry::kinds::apiregistration::{GROUP, RESOURCE};
 use crate::registry::options::{ListOptions, WriteOptions};
-use crate::registry::{actor, Catalog};
+use crate::registry::{actor, requests, Catalog};
 
 const MANAGER: &str = "kube-aggregator";
 /// How often backends are probed when nothing changes.
@@ -67,10 +67,6 @@ fn apiservices(catalog: &Catalog) -> Result<&Entry, ApiError> {
         .ok_or_else(|| ApiError::Internal("apiservices are not served".into()))
 }
 
-fn mailbox(err: actix::MailboxError) -> ApiError {
-    ApiError::Internal(err.to_string())
-}
-
 /// One look at every APIService: probe, write changed conditions, and
 /// publish the routing table. The list's revision, and that of the last
 /// status written.
@@ -79,13 +75,13 @@ async fn pass(
     aggregator: &Aggregator,
     fixed: &[(&'static str, &'static str)],
 ) -> Option<(i64, i64)> {
-    let message = actor::List {
+    let message = requests::List {
         namespace: None,
         options: ListOptions::default(),
     };
     let entry = apiservices(catalog).ok()?;
-    let page = match entry.actor.send(message).await {
-        Ok(Ok(page)) => page,
+    let page = match entry.call(message).await {
+        Ok(page) => page,
         other => {
             tracing::warn!(?other, "listing APIServices failed");
             return None;
@@ -268,14 +264,14 @@ async fn write_condition(entry: &Entry, obj: &Value, verdict: &Verdict) -> Resul
     let Some(next) = with_condition(obj, verdict) else {
         return Ok(0);
     };
-    let message = actor::Update {
+    let message = requests::Update {
         namespace: String::new(),
         name: meta::name(obj).to_string(),
         part: Part::Status,
         body: next,
         options: WriteOptions::by(MANAGER),
     };
-    let reply = entry.actor.send(message).await.map_err(mailbox)??;
+    let reply = entry.call(message).await?;
     let revision = meta::resource_version(&reply.body).parse().unwrap_or(0);
     Ok(revision)
 }

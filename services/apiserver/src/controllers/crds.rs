@@ -17,7 +17,6 @@ use crate::cache::EventType;
 use crate::error::ApiError;
 use crate::object::meta;
 use crate::object::patch::PatchType;
-use crate::registry::actor;
 use crate::registry::catalog::Entry;
 use crate::registry::flow::Part;
 use crate::registry::kinds::apiextensions::{
@@ -27,6 +26,7 @@ use crate::registry::kinds::custom::{storage_prefix, Custom};
 use crate::registry::lookup::CachedObjects;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::Catalog;
+use crate::registry::{actor, requests};
 
 const MANAGER: &str = "apiextensions-controller";
 
@@ -64,10 +64,6 @@ fn crds(catalog: &Catalog) -> Result<&Entry, ApiError> {
         .ok_or_else(|| ApiError::Internal("customresourcedefinitions are not served".into()))
 }
 
-fn mailbox(err: actix::MailboxError) -> ApiError {
-    ApiError::Internal(err.to_string())
-}
-
 /// Waits until the CRDs change after `revision`, or `wait` passes.
 async fn wait_for_change(catalog: &Catalog, revision: i64, wait: Duration) {
     let options = ListOptions {
@@ -99,12 +95,12 @@ impl Controller {
     /// One look at every CRD: the list's revision, and whether a deletion
     /// is still waiting (None when the list failed).
     async fn pass(&mut self, catalog: &Catalog, prefix: &str) -> Option<(i64, bool)> {
-        let message = actor::List {
+        let message = requests::List {
             namespace: None,
             options: ListOptions::default(),
         };
-        let page = match crds(catalog).ok()?.actor.send(message).await {
-            Ok(Ok(page)) => page,
+        let page = match crds(catalog).ok()?.call(message).await {
+            Ok(page) => page,
             other => {
                 tracing::warn!(?other, "listing CRDs failed");
                 return None;
@@ -236,33 +232,29 @@ fn meta_has_finalizer(obj: &Value, finalizer: &str) -> bool {
 
 /// Asks every instance to go; true when none is left.
 async fn delete_instances(entry: &Entry) -> Result<bool, ApiError> {
-    let message = actor::DeleteCollection {
+    let message = requests::DeleteCollection {
         namespace: None,
         list: ListOptions::default(),
         options: DeleteOptions::default(),
     };
-    entry.actor.send(message).await.map_err(mailbox)??;
-    let message = actor::List {
+    entry.call(message).await?;
+    let message = requests::List {
         namespace: None,
         options: ListOptions::default(),
     };
-    let left = entry.actor.send(message).await.map_err(mailbox)??;
+    let left = entry.call(message).await?;
     Ok(left.items.is_empty())
 }
 
 async fn write_status(catalog: &Catalog, next: Value) -> Result<Value, ApiError> {
-    let message = actor::Update {
+    let message = requests::Update {
         namespace: String::new(),
         name: meta::name(&next).to_string(),
         part: Part::Status,
         body: next,
         options: WriteOptions::by(MANAGER),
     };
-    let reply = crds(catalog)?
-        .actor
-        .send(message)
-        .await
-        .map_err(mailbox)??;
+    let reply = crds(catalog)?.call(message).await?;
     Ok(reply.body)
 }
 
@@ -277,7 +269,7 @@ async fn drop_finalizer(catalog: &Catalog, obj: &Value) -> Result<(), ApiError> 
         true => Value::Null,
         false => json!(kept),
     };
-    let message = actor::Patch {
+    let message = requests::Patch {
         namespace: String::new(),
         name: meta::name(obj).to_string(),
         part: Part::Main,
@@ -285,10 +277,6 @@ async fn drop_finalizer(catalog: &Catalog, obj: &Value) -> Result<(), ApiError> 
         patch: json!({"metadata": {"finalizers": kept, "resourceVersion": meta::resource_version(obj)}}),
         options: WriteOptions::by(MANAGER),
     };
-    crds(catalog)?
-        .actor
-        .send(message)
-        .await
-        .map_err(mailbox)??;
+    crds(catalog)?.call(message).await?;
     Ok(())
 }

@@ -14,9 +14,9 @@ use super::index::Index;
 use super::objects::{Kind, Objects, GROUP, VERSION};
 use crate::cache::{EventType, WatchItem};
 use crate::error::ApiError;
-use crate::registry::actor;
 use crate::registry::options::ListOptions;
 use crate::registry::Catalog;
+use crate::registry::{actor, requests};
 
 /// The pause before a list is tried again after a failure.
 const RETRY: Duration = Duration::from_millis(200);
@@ -145,15 +145,13 @@ pub async fn list_resource(
     version: &str,
     resource: &str,
 ) -> Result<(Vec<Arc<Value>>, i64), ApiError> {
-    let message = actor::List {
+    let message = requests::List {
         namespace: None,
         options: ListOptions::default(),
     };
     let page = entry(catalog, group, version, resource)?
-        .actor
-        .send(message)
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))??;
+        .call(message)
+        .await?;
     let items = page.items.iter().map(|o| Arc::new(o.value())).collect();
     Ok((items, page.revision))
 }

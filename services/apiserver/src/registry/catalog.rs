@@ -12,17 +12,30 @@ use super::actor::{ResourceActor, Stop};
 use super::conversion::Conversion;
 use super::flow::{Handle, NamespaceContents};
 use super::kinds;
+use super::requests::Request;
 use super::Strategy;
+use crate::error::ApiError;
 use crate::storage::{Interface, StorageError, Store};
 
 #[derive(Clone)]
 pub struct Entry {
     pub strategy: Arc<dyn Strategy>,
+    /// The actor owning the type's watch cache: watches start there.
     pub actor: Addr<ResourceActor>,
+    /// The actor's handle, whose storage is its watch cache: reads and
+    /// writes run with it on the caller's task (see `actor::Request`).
+    pub handle: Handle,
     /// The entry of its type's storage version: of a type served in
     /// several versions, the one to go through once per object (garbage
     /// collection, namespace contents, admission lookups).
     pub primary: bool,
+}
+
+impl Entry {
+    /// Runs `request` with the type's handle, on the caller's task.
+    pub async fn call<R: Request>(&self, request: R) -> Result<R::Output, ApiError> {
+        request.run(&self.handle).await
+    }
 }
 
 pub struct Catalog {
@@ -133,20 +146,18 @@ impl Catalog {
         let entries = match conversion {
             Some(conversion) => serve_versions(handles, strategies, conversion, arbiter).await?,
             None => {
-                let actor = ResourceActor::start(handles[0].clone(), arbiter).await?;
+                let (actor, handle) = ResourceActor::start(handles[0].clone(), arbiter).await?;
                 vec![Entry {
                     strategy: first.clone(),
                     actor,
+                    handle,
                     primary: true,
                 }]
             }
         };
         if namespaced {
             if let Some(primary) = entries.iter().find(|e| e.primary) {
-                let handle = primary.actor.send(super::actor::Storage).await;
-                self.starter
-                    .contents
-                    .serve(handle.map_err(|e| StorageError::Unavailable(e.to_string()))?);
+                self.starter.contents.serve(primary.handle.clone());
             }
         }
         let (group, resource) = (first.def().group, first.def().resource);
@@ -263,10 +274,12 @@ async fn start_actors(
         }
         let arbiter = &arbiters[i % arbiters.len()];
         let Some(conversion) = strategy.conversion() else {
-            let actor = ResourceActor::start(starter.handle(strategy, prefix), arbiter).await?;
+            let started_actor = ResourceActor::start(starter.handle(strategy, prefix), arbiter);
+            let (actor, handle) = started_actor.await?;
             started[i] = Some(Entry {
                 strategy: strategy.clone(),
                 actor,
+                handle,
                 primary: true,
             });
             continue;
@@ -327,9 +340,10 @@ async fn serve_versions(
     let arbiters = std::slice::from_ref(arbiter);
     let actors = ResourceActor::start_versions(handles, storage, &conversion, arbiters).await?;
     let entries = strategies.into_iter().zip(actors).enumerate();
-    let entries = entries.map(|(i, (strategy, actor))| Entry {
+    let entries = entries.map(|(i, (strategy, (actor, handle)))| Entry {
         strategy,
         actor,
+        handle,
         primary: i == storage,
     });
     Ok(entries.collect())

@@ -8,7 +8,6 @@ use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
-use super::actor;
 use super::catalog::Entry;
 use super::flow::Handle;
 use super::{Catalog, ResourceDef};
@@ -25,15 +24,13 @@ pub struct CachedObjects {
 }
 
 impl CachedObjects {
-    /// Every served type's handle, as its actor holds it.
+    /// Every served type's handle, as the catalog lends it.
     pub async fn of(catalog: &Catalog) -> CachedObjects {
         let mut handles = HashMap::new();
         for entry in catalog.entries().iter().filter(|e| e.primary) {
-            if let Ok(handle) = entry.actor.send(actor::Storage).await {
-                let def = handle.def();
-                let key = (def.group.to_string(), def.resource.to_string());
-                handles.insert(key, handle);
-            }
+            let def = entry.handle.def();
+            let key = (def.group.to_string(), def.resource.to_string());
+            handles.insert(key, entry.handle.clone());
         }
         CachedObjects {
             handles,
@@ -58,7 +55,7 @@ impl CachedObjects {
             .find(|e| pick(e.strategy.def()))
     }
 
-    /// A built-in type's handle, or a custom type's from its actor.
+    /// A built-in type's handle, or a custom type's from the catalog.
     async fn any_handle(&self, resource: Resource) -> Result<Handle, LookupError> {
         if let Some(handle) = self.served(resource.group, resource.resource) {
             return Ok(handle.clone());
@@ -66,8 +63,7 @@ impl CachedObjects {
         let entry = self
             .custom_entry(|d| d.group == resource.group && d.resource == resource.resource)
             .ok_or(LookupError::Unknown(resource))?;
-        let handle = entry.actor.send(actor::Storage).await;
-        handle.map_err(|e| LookupError::Unavailable(e.to_string()))
+        Ok(entry.handle)
     }
 
     fn handle(&self, resource: Resource) -> Result<&Handle, LookupError> {

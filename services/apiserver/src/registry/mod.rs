@@ -1,5 +1,6 @@
-//! The registry: one resource actor per kind ([`actor`]), each running
-//! the same generic flow ([`flow`]) over its storage, parameterised by
+//! The registry: one resource actor per kind ([`actor`]) owning its watch
+//! cache, and requests ([`requests`]) running the same generic flow
+//! ([`flow`]) over that storage, parameterised by
 //! the kind's [`Strategy`] (decisions: decoding, defaults, validation,
 //! tables) and its [`ResourceDef`] (data: names, scope, subresources,
 //! deletion rules, unique values, write checks). [`Catalog`] starts and
@@ -19,6 +20,7 @@ pub mod flow;
 pub mod kinds;
 pub mod lookup;
 pub mod options;
+pub mod requests;
 pub mod storage_errors;
 pub mod strategy;
 pub mod subresource;

@@ -337,9 +337,12 @@ mod tests {
     async fn widgets() -> Entry {
         let handle = widgets::handle();
         let arbiter = actix::Arbiter::current();
+        let strategy = handle.strategy.clone();
+        let (actor, handle) = ResourceActor::start(handle, &arbiter).await.unwrap();
         Entry {
-            strategy: handle.strategy.clone(),
-            actor: ResourceActor::start(handle, &arbiter).await.unwrap(),
+            strategy,
+            actor,
+            handle,
             primary: true,
         }
     }

@@ -1,5 +1,6 @@
 //! The resource handler: decode the request into a request description
-//! and options, send it to the resource type's actor, render the answer.
+//! and options, run it with the resource type's handle (a watch: start it
+//! at the type's actor), render the answer.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
@@ -13,11 +14,11 @@ use crate::codec;
 use crate::error::ApiError;
 use crate::object::patch::PatchType;
 use crate::object::selector::FieldSelector;
-use crate::registry::actor;
 use crate::registry::catalog::Entry;
 use crate::registry::flow::{Page, Part, Reply};
 use crate::registry::options::{DeleteOptions, ListOptions, Query, WriteOptions};
 use crate::registry::subresource::Serve;
+use crate::registry::{actor, requests};
 
 /// The scope and subresource rules that decide whether a path exists.
 fn check_path(entry: &Entry, info: &RequestInfo) -> Result<Part, ApiError> {
@@ -185,14 +186,13 @@ async fn get(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
     let resource_version = call.query.get("resourceVersion").filter(|v| !v.is_empty());
     let object = call
         .entry
-        .actor
-        .send(actor::Get {
+        .call(requests::Get {
             namespace: call.namespace(),
             name: call.name(),
             part: call.part,
             resource_version: resource_version.cloned(),
         })
-        .await??;
+        .await?;
     let body = render::object(call.entry.strategy.as_ref(), call.form, object);
     Ok(respond(200, call.form, body, &[]))
 }
@@ -202,9 +202,8 @@ async fn list(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
     let namespace = call.info.namespace.clone();
     let page = call
         .entry
-        .actor
-        .send(actor::List { namespace, options })
-        .await??;
+        .call(requests::List { namespace, options })
+        .await?;
     Ok(call.listed(page))
 }
 
@@ -244,13 +243,12 @@ async fn create(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, 
     let body = decode(call.req, read_body(payload).await?)?;
     let reply = call
         .entry
-        .actor
-        .send(actor::Create {
+        .call(requests::Create {
             namespace: call.namespace(),
             body,
             options: call.write_options()?,
         })
-        .await??;
+        .await?;
     Ok(call.written(reply))
 }
 
@@ -258,15 +256,14 @@ async fn update(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, 
     let body = decode(call.req, read_body(payload).await?)?;
     let reply = call
         .entry
-        .actor
-        .send(actor::Update {
+        .call(requests::Update {
             namespace: call.namespace(),
             name: call.name(),
             part: call.part,
             body,
             options: call.write_options()?,
         })
-        .await??;
+        .await?;
     Ok(call.written(reply))
 }
 
@@ -283,8 +280,7 @@ async fn patch(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, A
     };
     let reply = call
         .entry
-        .actor
-        .send(actor::Patch {
+        .call(requests::Patch {
             namespace: call.namespace(),
             name: call.name(),
             part: call.part,
@@ -292,7 +288,7 @@ async fn patch(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, A
             patch,
             options: call.write_options()?,
         })
-        .await??;
+        .await?;
     Ok(call.written(reply))
 }
 
@@ -306,13 +302,12 @@ async fn delete(call: &Call<'_>, payload: web::Payload) -> Result<HttpResponse, 
     options.feedback = call.feedback.clone();
     let reply = call
         .entry
-        .actor
-        .send(actor::Delete {
+        .call(requests::Delete {
             namespace: call.namespace(),
             name: call.name(),
             options,
         })
-        .await??;
+        .await?;
     Ok(call.written(reply))
 }
 
@@ -321,13 +316,12 @@ async fn delete_collection(call: &Call<'_>) -> Result<HttpResponse, ApiError> {
     let options = DeleteOptions::parse(call.query, None)?.with_user(user_of(call.req));
     let items = call
         .entry
-        .actor
-        .send(actor::DeleteCollection {
+        .call(requests::DeleteCollection {
             namespace: call.info.namespace.clone(),
             list,
             options,
         })
-        .await??;
+        .await?;
     let page = Page {
         items: items
             .into_iter()

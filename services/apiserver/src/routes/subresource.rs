@@ -1,7 +1,7 @@
 //! Subresources a kind serves with its own code (see
 //! [`crate::registry::subresource`]): the request is checked against the
 //! kind's table (a verb it lists, the object named), the body of a Create
-//! subresource is read, and the kind's handler runs on the kind's actor.
+//! subresource is read, and the kind's handler runs with the kind's handle.
 //! An older collection a table names (`POST .../namespaces/ns/bindings`
 //! with the object named in the body) is the same subresource.
 
@@ -15,9 +15,9 @@ use super::request_info::RequestInfo;
 use super::AppState;
 use crate::error::ApiError;
 use crate::object::meta;
-use crate::registry::actor::{self, SubresourceRequest};
 use crate::registry::catalog::Entry;
 use crate::registry::options::{Query, WriteOptions};
+use crate::registry::requests::{self, SubresourceRequest};
 use crate::registry::subresource::{Serve, Subresource};
 
 /// The subresource `info` asks of `entry`'s kind, when the kind's own
@@ -136,7 +136,7 @@ impl Asked<'_> {
     }
 }
 
-/// Runs the handler of `sub` for the object `name` on `entry`'s actor.
+/// Runs the handler of `sub` for the object `name` with `entry`'s handle.
 async fn call(
     asked: &Asked<'_>,
     entry: &Entry,
@@ -148,9 +148,6 @@ async fn call(
         return Err(ApiError::UnknownPath);
     };
     let request = asked.request(name, body)?;
-    let answer = entry
-        .actor
-        .send(actor::Serve { handler, request })
-        .await??;
+    let answer = entry.call(requests::Serve { handler, request }).await?;
     Ok(respond(answer.code, Form::Json, answer.body, &[]))
 }

@@ -30,7 +30,7 @@ use crate::metrics::Metrics;
 use crate::registry::lookup::CachedObjects;
 use crate::registry::options::WriteOptions;
 use crate::registry::subresource::Services;
-use crate::registry::{actor, Catalog};
+use crate::registry::{requests, Catalog};
 use crate::routes::{self, openapi, AppState};
 use crate::serviceaccount::Issuer;
 use crate::storage::{compactor, Store};
@@ -234,15 +234,14 @@ async fn create_system_namespaces(catalog: &Catalog) -> Result<(), ApiError> {
         .expect("namespaces are always served");
     for name in SYSTEM_NAMESPACES {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        let create = actor::Create {
+        let create = requests::Create {
             namespace: String::new(),
             body,
             options: WriteOptions::by("capstan-apiserver"),
         };
-        match namespaces.actor.send(create).await {
-            Ok(Ok(_)) | Ok(Err(ApiError::AlreadyExists(_))) => {}
-            Ok(Err(err)) => return Err(err),
-            Err(err) => return Err(ApiError::Internal(err.to_string())),
+        match namespaces.call(create).await {
+            Ok(_) | Err(ApiError::AlreadyExists(_)) => {}
+            Err(err) => return Err(err),
         }
     }
     Ok(())

@@ -1,10 +1,11 @@
 //! The resource actor: one per resource type. It owns the type's Cacher
 //! (`cache::Cacher`, the watch cache in front of the store, fed by one
-//! store watch on the type's prefix), and its handle's storage is that
-//! Cacher, so the generic flow it runs reads from memory what it may and
-//! writes through to the store without knowing which it talks to. Every
-//! request runs as a future, so the actor keeps serving while the store
-//! answers.
+//! store watch on the type's prefix) and keeps it fed, sends its
+//! bookmarks and starts its watches. Its handle's storage is that Cacher,
+//! so the generic flow reads from memory what it may and writes through
+//! to the store without knowing which it talks to; the catalog lends the
+//! handle, and reads and writes run with it where they are asked
+//! (`registry::requests`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,11 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::conversion::{self, Conversion, Converted};
-use super::flow::{self, Handle, Page, Part};
+use super::flow::{self, Handle};
 use super::options::ListOptions;
 use crate::cache::{Cacher, Filter, WatchItem, WatchRequest};
 use crate::error::ApiError;
@@ -42,39 +43,40 @@ pub struct ResourceActor {
 
 impl ResourceActor {
     /// Fills the type's Cacher from the store behind `handle`, and starts
-    /// the actor on `arbiter` with the Cacher as its handle's storage.
+    /// the actor on `arbiter` with the Cacher as its handle's storage:
+    /// the actor's address, and that handle.
     pub async fn start(
         mut handle: Handle,
         arbiter: &actix::ArbiterHandle,
-    ) -> Result<Addr<ResourceActor>, StorageError> {
+    ) -> Result<(Addr<ResourceActor>, Handle), StorageError> {
         let prefix = handle.collection(None);
         let fields = handle.strategy.selectable_fields();
         let (cacher, feed) = Cacher::start(handle.store.clone(), prefix, fields).await?;
         handle.store = cacher.clone();
         let feed: Feed = Box::pin(feed);
-        Ok(ResourceActor::start_in_arbiter(arbiter, move |_| {
-            ResourceActor {
-                handle,
-                cacher,
-                feed: Some(feed),
-                owns_cache: true,
-                view: None,
-            }
-        }))
+        let served = handle.clone();
+        let actor = ResourceActor::start_in_arbiter(arbiter, move |_| ResourceActor {
+            handle,
+            cacher,
+            feed: Some(feed),
+            owns_cache: true,
+            view: None,
+        });
+        Ok((actor, served))
     }
 
     /// Serves one type in several versions: one Cacher, filled and fed
     /// through `handles[owner]` (the storage version's, when served), and
     /// an actor per version whose storage is the Cacher converted to its
     /// version (see `registry::conversion`), writing `conversion`'s
-    /// storage version. The actors, in the order of `handles`; stopping
-    /// the owner stops the cache.
+    /// storage version. The actors and their handles, in the order of
+    /// `handles`; stopping the owner stops the cache.
     pub async fn start_versions(
         handles: Vec<Handle>,
         owner: usize,
         conversion: &Conversion,
         arbiters: &[actix::ArbiterHandle],
-    ) -> Result<Vec<Addr<ResourceActor>>, StorageError> {
+    ) -> Result<Vec<(Addr<ResourceActor>, Handle)>, StorageError> {
         let storage = owner;
         let converter = conversion.converter.clone();
         let owner = &handles[owner];
@@ -99,15 +101,15 @@ impl ResourceActor {
             let feed = if i == storage { feed.take() } else { None };
             let cacher = cacher.clone();
             let arbiter = &arbiters[i % arbiters.len()];
-            actors.push(ResourceActor::start_in_arbiter(arbiter, move |_| {
-                ResourceActor {
-                    handle,
-                    cacher,
-                    owns_cache: feed.is_some(),
-                    feed,
-                    view: Some(view),
-                }
-            }));
+            let served = handle.clone();
+            let actor = ResourceActor::start_in_arbiter(arbiter, move |_| ResourceActor {
+                handle,
+                cacher,
+                owns_cache: feed.is_some(),
+                feed,
+                view: Some(view),
+            });
+            actors.push((actor, served));
         }
         Ok(actors)
     }
@@ -144,62 +146,6 @@ impl Actor for ResourceActor {
     }
 }
 
-pub(super) type Answer<T> = ResponseFuture<Result<T, ApiError>>;
-
-#[derive(Message)]
-#[rtype(result = "Result<Value, ApiError>")]
-pub struct Get {
-    pub namespace: String,
-    pub name: String,
-    pub part: Part,
-    /// Unset: a consistent read; "0": whatever the cache holds; else not
-    /// older than that revision. Always answered from the watch cache.
-    pub resource_version: Option<String>,
-}
-
-impl Handler<Get> for ResourceActor {
-    type Result = Answer<Value>;
-
-    fn handle(&mut self, msg: Get, _: &mut Context<Self>) -> Self::Result {
-        let h = self.handle.clone();
-        Box::pin(async move {
-            let at = match msg.resource_version.as_deref() {
-                None => ReadAt::Latest,
-                Some("0") => ReadAt::Any,
-                Some(rv) => ReadAt::NotOlderThan(rv.parse().map_err(|_| {
-                    ApiError::BadRequest(format!("invalid resource version: {rv}"))
-                })?),
-            };
-            let key = h.key(&msg.namespace, &msg.name);
-            let found = h.store.get_at(&key, at).await;
-            match found.map_err(|e| h.storage_error(&msg.name, e))? {
-                Some(stored) => Ok(flow::render(h.strategy.as_ref(), stored.object, msg.part)),
-                None => Err(h.not_found(&msg.name)),
-            }
-        })
-    }
-}
-
-#[derive(Message)]
-#[rtype(result = "Result<Page, ApiError>")]
-pub struct List {
-    pub namespace: Option<String>,
-    pub options: ListOptions,
-}
-
-impl Handler<List> for ResourceActor {
-    type Result = Answer<Page>;
-
-    /// The generic list on the Cacher: from memory at once for
-    /// `resourceVersion=0`, once the cache is not older than a given
-    /// revision, or, unset, once it holds the store's current state;
-    /// continue tokens and exact revisions read the store.
-    fn handle(&mut self, msg: List, _: &mut Context<Self>) -> Self::Result {
-        let h = self.handle.clone();
-        Box::pin(async move { flow::list(&h, msg.namespace.as_deref(), msg.options).await })
-    }
-}
-
 #[derive(Message)]
 #[rtype(result = "Result<mpsc::Receiver<WatchItem>, ApiError>")]
 pub struct Watch {
@@ -208,7 +154,7 @@ pub struct Watch {
 }
 
 impl Handler<Watch> for ResourceActor {
-    type Result = Answer<mpsc::Receiver<WatchItem>>;
+    type Result = ResponseFuture<Result<mpsc::Receiver<WatchItem>, ApiError>>;
 
     /// From a given revision: the window's later events, then live ones.
     /// Otherwise (and with `sendInitialEvents`) the current objects as
@@ -268,24 +214,6 @@ fn watch_filter(h: &Handle, namespace: Option<String>, options: ListOptions) -> 
         namespace.as_deref().is_none_or(|ns| o.namespace() == ns)
             && flow::matches(strategy.as_ref(), &options, o)
     })
-}
-
-mod writes;
-
-pub use writes::*;
-
-/// The actor's handle, whose storage is its Cacher: for code outside the
-/// actor that reads the type as the flow does (admission's lookups).
-#[derive(Message)]
-#[rtype(result = "Handle")]
-pub struct Storage;
-
-impl Handler<Storage> for ResourceActor {
-    type Result = MessageResult<Storage>;
-
-    fn handle(&mut self, _: Storage, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.handle.clone())
-    }
 }
 
 /// Stops the actor and its cache's store watch (a type no longer served,

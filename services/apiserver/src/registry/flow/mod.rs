@@ -4,8 +4,7 @@
 //! write goes decode → defaults (the strategy's `prepare_for_*`) →
 //! admission (mutating) → validation → admission (validating) → storage
 //! (see `crate::admission`). These are plain async functions over a
-//! [`Handle`]; the resource actor runs them as futures so it never waits
-//! on the store.
+//! [`Handle`], run on the asking task (`registry::requests`).
 //!
 //! - `handle.rs`: what the flow works on, and the shapes of its answers;
 //! - `create.rs`, `update.rs`, `patch.rs`: the writes;

@@ -293,7 +293,7 @@ async fn a_watch_from_a_revision_sees_what_came_after_it() {
     .await
     .unwrap()
     .body;
-    let actor = ResourceActor::start(h.clone(), &actix::Arbiter::current())
+    let (actor, _) = ResourceActor::start(h.clone(), &actix::Arbiter::current())
         .await
         .unwrap();
     let mut second = first.clone();

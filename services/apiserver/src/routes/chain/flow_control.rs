@@ -23,8 +23,8 @@ use crate::error::ApiError;
 use crate::flowcontrol::admission::Identity;
 use crate::flowcontrol::{Admitted, FlowControl, ListShape, RequestDigest, ResourceTarget, Target};
 use crate::metrics::{InFlightMetrics, KindLabel};
-use crate::registry::actor;
 use crate::registry::options::{ListOptions, Query};
+use crate::registry::requests;
 use crate::registry::Catalog;
 use crate::routes::request_info::{RequestInfo, Verb};
 
@@ -185,11 +185,11 @@ impl FlowControlStep {
                     resource_version: Some("0".into()),
                     ..ListOptions::default()
                 };
-                let list = actor::List {
+                let list = requests::List {
                     namespace: None,
                     options,
                 };
-                let Ok(Ok(page)) = entry.actor.send(list).await else {
+                let Ok(page) = entry.call(list).await else {
                     continue;
                 };
                 let objects = page.items;

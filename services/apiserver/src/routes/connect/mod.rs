@@ -19,8 +19,8 @@ use crate::aggregator::resolve::Backend;
 use crate::auth::{Attributes, Decision};
 use crate::error::{ApiError, Target};
 use crate::kubelet_client::KubeletError;
-use crate::registry::actor::{self, SubresourceRequest};
 use crate::registry::catalog::Entry;
+use crate::registry::requests::{self, SubresourceRequest};
 use crate::registry::subresource::{Connecter, Location};
 
 /// The most of a kubelet's refusal read to pass it on.
@@ -39,8 +39,8 @@ pub async fn serve(
     request: SubresourceRequest,
 ) -> Result<HttpResponse, ApiError> {
     authorize_create(state, entry, subresource, &request)?;
-    let locate = actor::Locate { connecter, request };
-    let Some(location) = entry.actor.send(locate).await?? else {
+    let locate = requests::Locate { connecter, request };
+    let Some(location) = entry.call(locate).await? else {
         return Ok(HttpResponse::Ok().content_type("text/plain").finish());
     };
     let kubelets = &state.kubelets;

@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 
 use super::widgets::{handle, DEF};
 use crate::admission::objects::{Freshness, Lookup, Objects, Resource};
-use crate::registry::actor::{self, ResourceActor};
+use crate::registry::actor::ResourceActor;
 use crate::registry::options::{Query, WriteOptions};
+use crate::registry::requests::{self, Request};
 use crate::registry::subresource::{Serve, Services};
 
 /// No other kinds: the polish needs none.
@@ -32,23 +33,23 @@ impl Objects for Nothing {
 }
 
 #[actix_rt::test]
-async fn the_kinds_own_subresource_runs_on_its_actor_from_its_table() {
+async fn the_kinds_own_subresource_runs_from_its_table() {
     let handle = handle();
-    let actor = ResourceActor::start(handle, &actix::Arbiter::current())
+    let (_actor, handle) = ResourceActor::start(handle, &actix::Arbiter::current())
         .await
         .unwrap();
-    let create = actor::Create {
+    let create = requests::Create {
         namespace: "default".into(),
         body: json!({"apiVersion": "example.capstan.dev/v1", "kind": "Widget",
                      "metadata": {"name": "w"}}),
         options: WriteOptions::default(),
     };
-    actor.send(create).await.unwrap().unwrap();
+    create.run(&handle).await.unwrap();
     let polish = DEF.subresource("polish").unwrap();
     let Serve::Create(handler) = polish.serve else {
         panic!("polish reads a body");
     };
-    let request = actor::SubresourceRequest {
+    let request = requests::SubresourceRequest {
         namespace: "default".into(),
         name: "w".into(),
         verb: "create",
@@ -61,8 +62,8 @@ async fn the_kinds_own_subresource_runs_on_its_actor_from_its_table() {
             issuer: None,
         }),
     };
-    let serve = actor::Serve { handler, request };
-    let answer = actor.send(serve).await.unwrap().unwrap();
+    let serve = requests::Serve { handler, request };
+    let answer = serve.run(&handle).await.unwrap();
     assert_eq!(answer.code, 201);
     assert_eq!(answer.body["metadata"]["annotations"]["polished"], "bright");
 }

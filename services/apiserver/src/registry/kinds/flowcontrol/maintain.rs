@@ -19,10 +19,10 @@ use crate::flowcontrol::bootstrap::{self, AUTO_UPDATE};
 use crate::flowcontrol::config::SchemaStatus;
 use crate::flowcontrol::FlowControl;
 use crate::object::time::now_rfc3339;
-use crate::registry::actor::{self, Create, Update};
 use crate::registry::catalog::Entry;
 use crate::registry::flow::Part;
 use crate::registry::options::{ListOptions, WriteOptions};
+use crate::registry::requests::{self, Create, Update};
 use crate::registry::Catalog;
 
 use super::flowschemas::GROUP;
@@ -90,12 +90,12 @@ fn entry(catalog: &Catalog, resource: &str) -> Option<Entry> {
 /// The stored objects (a consistent list), as stored and typed; any
 /// that does not read as its type is left out.
 async fn snapshot<T: DeserializeOwned>(entry: &Entry) -> Vec<(Value, T)> {
-    let list = actor::List {
+    let list = requests::List {
         namespace: None,
         options: ListOptions::default(),
     };
-    let objects = match entry.actor.send(list).await {
-        Ok(Ok(page)) => page.items,
+    let objects = match entry.call(list).await {
+        Ok(page) => page.items,
         _ => Vec::new(),
     };
     objects
@@ -164,10 +164,9 @@ async fn create_object(entry: &Entry, body: Value) -> Result<(), ApiError> {
         body,
         options: WriteOptions::by(PRODUCER),
     };
-    match entry.actor.send(create).await {
-        Ok(Ok(_)) | Ok(Err(ApiError::AlreadyExists(_))) => Ok(()),
-        Ok(Err(err)) => Err(err),
-        Err(err) => Err(ApiError::Internal(err.to_string())),
+    match entry.call(create).await {
+        Ok(_) | Err(ApiError::AlreadyExists(_)) => Ok(()),
+        Err(err) => Err(err),
     }
 }
 
@@ -185,10 +184,9 @@ async fn write(entry: &Entry, part: Part, body: Value, manager: &str) -> Result<
         body,
         options: WriteOptions::by(manager),
     };
-    match entry.actor.send(update).await {
-        Ok(Ok(_)) | Ok(Err(ApiError::Conflict(..))) | Ok(Err(ApiError::NotFound(_))) => Ok(()),
-        Ok(Err(err)) => Err(err),
-        Err(err) => Err(ApiError::Internal(err.to_string())),
+    match entry.call(update).await {
+        Ok(_) | Err(ApiError::Conflict(..)) | Err(ApiError::NotFound(_)) => Ok(()),
+        Err(err) => Err(err),
     }
 }
 

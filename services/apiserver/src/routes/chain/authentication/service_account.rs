@@ -14,7 +14,7 @@ use super::{Authenticated, Authenticator, Credentials, Outcome};
 use crate::auth::{self, UserInfo};
 use crate::error::ApiError;
 use crate::registry::flow::Part;
-use crate::registry::{actor, Catalog};
+use crate::registry::{requests, Catalog};
 use crate::serviceaccount::claims::{Binding, Claims};
 use crate::serviceaccount::{Issuer, TokenError};
 
@@ -143,18 +143,13 @@ pub async fn lookup(
         .iter()
         .find(|e| e.strategy.def().group.is_empty() && e.strategy.def().kind == kind)
         .ok_or_else(|| ApiError::BadRequest(format!("no core type of kind {kind}")))?;
-    let get = actor::Get {
+    let get = requests::Get {
         namespace: namespace.to_string(),
         name: name.to_string(),
         part: Part::Main,
         resource_version: resource_version.map(str::to_string),
     };
-    let answer = entry
-        .actor
-        .send(get)
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    match answer {
+    match entry.call(get).await {
         Ok(object) => Ok(Some(object)),
         Err(ApiError::NotFound(_)) => Ok(None),
         Err(err) => Err(err),
