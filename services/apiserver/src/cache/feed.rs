@@ -17,8 +17,8 @@ use super::cacher::{Cacher, WINDOW};
 use super::unreadable::Unreadable;
 use super::watch_cache::{Event, EventType, WatchCache, WatchItem, Watcher};
 use crate::storage::{
-    Change, EventStream, FieldPaths, Interface, ListRequest, Object, StorageError, StoreEvent,
-    Stored,
+    Change, Earlier, EventStream, FieldPaths, Interface, ListRequest, Object, StorageError,
+    StoreEvent, Stored,
 };
 
 /// The pause before a lost store watch is opened again.
@@ -132,7 +132,10 @@ impl Cacher {
         let cached = cache.get(&event.key);
         let previous = match (event.previous, cached) {
             (Some(p), Some(c)) if c.revision() == p.mod_revision => Some(c.clone()),
-            (Some(p), _) => Some(self.object(&event.key, p)),
+            (Some(p), cached) => match p.read() {
+                Ok(read) => Some(self.object(&event.key, read)),
+                Err(_) => cached.cloned(),
+            },
             (None, cached) => cached.cloned(),
         };
         let (kind, object) = match (event.change, event.object) {
@@ -230,7 +233,10 @@ fn store_event(item: WatchItem) -> StoreEvent {
         change,
         key: item.object.key().to_string(),
         object: (change != Change::Deleted).then(|| stored(&item.object)),
-        previous: item.previous.as_deref().map(stored),
+        previous: item
+            .previous
+            .as_deref()
+            .map(|p| Earlier::decoded(stored(p))),
         revision: item.object.revision(),
         unreadable: None,
     }

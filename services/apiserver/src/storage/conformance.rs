@@ -247,7 +247,8 @@ async fn watch_from(b: &Backend, p: String) {
     assert_eq!(seen[1].object.as_ref().unwrap().object["data"]["v"], "2");
     assert_eq!(seen[1].previous.as_ref().unwrap().mod_revision, created);
     assert_eq!(seen[2].object, None);
-    assert_eq!(seen[2].previous.as_ref().unwrap().object["data"]["v"], "2");
+    let previous = seen[2].previous.as_ref().unwrap().read().unwrap();
+    assert_eq!(previous.object["data"]["v"], "2");
     // From the middle: only what came at or after it, then live events.
     let mut later = s.watch(&p, updated).await.unwrap();
     let seen = events(&mut later, 2).await;

@@ -23,7 +23,7 @@ pub struct Store {
     /// For creates with a time to live.
     pub(super) leases: Arc<Leases>,
     /// Encryption at rest: every value written and read goes through it.
-    values: Arc<Encryption>,
+    pub(super) values: Arc<Encryption>,
 }
 
 impl Store {
@@ -56,16 +56,7 @@ impl Store {
         value: &[u8],
         mod_revision: i64,
     ) -> Result<Stored, StorageError> {
-        let (plain, stale) = self
-            .values
-            .for_key(key)
-            .from_storage(value, key)
-            .map_err(|e| StorageError::Transform {
-                key: key.to_string(),
-                reason: e.to_string(),
-            })?;
-        let stored = decode(key, &plain, mod_revision)?;
-        Ok(Stored { stale, ..stored })
+        open(&self.values, key, value, mod_revision)
     }
 
     /// The lease to write under for objects that live `ttl`.
@@ -292,6 +283,25 @@ pub fn decode(key: &str, bytes: &[u8], mod_revision: i64) -> Result<Stored, Stor
         mod_revision,
         stale: false,
     })
+}
+
+/// The object a stored value holds, decrypted by `values` and decoded.
+pub(super) fn open(
+    values: &Encryption,
+    key: &str,
+    value: &[u8],
+    mod_revision: i64,
+) -> Result<Stored, StorageError> {
+    let (plain, stale) =
+        values
+            .for_key(key)
+            .from_storage(value, key)
+            .map_err(|e| StorageError::Transform {
+                key: key.to_string(),
+                reason: e.to_string(),
+            })?;
+    let stored = decode(key, &plain, mod_revision)?;
+    Ok(Stored { stale, ..stored })
 }
 
 /// The first key after every key that starts with `prefix`.

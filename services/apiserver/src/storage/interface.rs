@@ -193,11 +193,61 @@ pub struct StoreEvent {
     /// The state after the change; none for a delete.
     pub object: Option<Stored>,
     /// The state before the change, when the store sent it.
-    pub previous: Option<Stored>,
+    pub previous: Option<Earlier>,
     pub revision: i64,
     /// A put whose value cannot be read (not decrypted, not decoded):
     /// why; `object` is then none.
     pub unreadable: Option<StorageError>,
+}
+
+/// The state before a change, as the store sent it, decoded only when
+/// read: a watch cache holds that revision already nearly always, and
+/// decoding every changed pod's JSON a second time was a visible share
+/// of a write's cost.
+#[derive(Clone)]
+pub struct Earlier {
+    pub mod_revision: i64,
+    read: Arc<dyn Fn() -> Result<Stored, StorageError> + Send + Sync>,
+}
+
+impl Earlier {
+    /// A state already decoded.
+    pub fn decoded(stored: Stored) -> Earlier {
+        Earlier {
+            mod_revision: stored.mod_revision,
+            read: Arc::new(move || Ok(stored.clone())),
+        }
+    }
+
+    /// A state `read` decodes when asked.
+    pub fn encoded(
+        mod_revision: i64,
+        read: impl Fn() -> Result<Stored, StorageError> + Send + Sync + 'static,
+    ) -> Earlier {
+        Earlier {
+            mod_revision,
+            read: Arc::new(read),
+        }
+    }
+
+    pub fn read(&self) -> Result<Stored, StorageError> {
+        (self.read)()
+    }
+}
+
+impl std::fmt::Debug for Earlier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Earlier")
+            .field("mod_revision", &self.mod_revision)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two states before are the same when they are of the same write.
+impl PartialEq for Earlier {
+    fn eq(&self, other: &Earlier) -> bool {
+        self.mod_revision == other.mod_revision
+    }
 }
 
 /// A watch: the events of each revision come together, in revision order.

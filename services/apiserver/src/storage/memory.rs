@@ -16,8 +16,8 @@ use tokio::sync::mpsc;
 use super::claims::owner_of;
 use super::etcd::{decode, encode};
 use super::interface::{
-    Change, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, StoreEvent,
-    Stored,
+    Change, Earlier, EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture,
+    StoreEvent, Stored,
 };
 use super::{Object, StorageError};
 
@@ -99,7 +99,7 @@ impl State {
             change,
             key: key.to_string(),
             object,
-            previous,
+            previous: previous.map(Earlier::decoded),
             revision,
             unreadable: None,
         };

@@ -29,7 +29,7 @@ pub use etcd::{decode, Store};
 /// How an embedding process hands over a channel to its own store.
 pub use etcd_client::Channel as StoreChannel;
 pub use interface::{
-    Change, EventStream, Freshness, GuaranteedUpdate, Interface, ListRequest, Listing,
+    Change, Earlier, EventStream, Freshness, GuaranteedUpdate, Interface, ListRequest, Listing,
     Preconditions, Predicate, Proposed, ReadAt, StorageFuture, StoreEvent, Stored,
 };
 pub use leases::Leases;

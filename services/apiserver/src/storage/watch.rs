@@ -4,7 +4,8 @@
 use etcd_client::{EventType, WatchResponse};
 use futures::StreamExt;
 
-use super::interface::{Change, EventStream, StoreEvent};
+use super::etcd::open;
+use super::interface::{Change, Earlier, EventStream, StoreEvent};
 use super::{StorageError, Store};
 
 impl Store {
@@ -65,9 +66,11 @@ impl Store {
     fn event_of(&self, event: &etcd_client::Event) -> Option<StoreEvent> {
         let kv = event.kv()?;
         let key = String::from_utf8_lossy(kv.key()).to_string();
-        let previous = event
-            .prev_kv()
-            .and_then(|p| self.open(&key, p.value(), p.mod_revision()).ok());
+        let previous = event.prev_kv().map(|p| {
+            let (values, key) = (self.values.clone(), key.clone());
+            let (value, revision) = (p.value().to_vec(), p.mod_revision());
+            Earlier::encoded(revision, move || open(&values, &key, &value, revision))
+        });
         let (change, read) = match event.event_type() {
             EventType::Put => {
                 let change = match kv.create_revision() == kv.mod_revision() {

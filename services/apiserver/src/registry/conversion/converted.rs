@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::converter::{to_version, Converter};
 use crate::storage::{
-    EventStream, FieldPaths, Freshness, Interface, ListRequest, Listing, Object, StorageError,
-    StorageFuture, StoreEvent, Stored,
+    Earlier, EventStream, FieldPaths, Freshness, Interface, ListRequest, Listing, Object,
+    StorageError, StorageFuture, StoreEvent, Stored,
 };
 
 #[derive(Clone)]
@@ -88,7 +88,8 @@ impl Converted {
 
     async fn read_event(&self, mut event: StoreEvent) -> Result<StoreEvent, StorageError> {
         event.object = self.read_one(event.object.take()).await?;
-        event.previous = self.read_one(event.previous.take()).await?;
+        let previous = event.previous.take().and_then(|p| p.read().ok());
+        event.previous = self.read_one(previous).await?.map(Earlier::decoded);
         Ok(event)
     }
 }
