@@ -106,6 +106,23 @@ pub fn between(before: &ProcessSample, after: &ProcessSample, elapsed: Duration)
     }
 }
 
+/// CPU seconds the threads `pick` chooses by name spent between two
+/// samples (a thread started in between counts from zero; one that ended
+/// is missed).
+pub fn threads_cpu_seconds(
+    before: &ProcessSample,
+    after: &ProcessSample,
+    pick: impl Fn(&str) -> bool,
+) -> f64 {
+    let spent = after.threads.iter().filter(|(_, now)| pick(&now.name));
+    spent
+        .map(|(tid, now)| {
+            let then = before.threads.get(tid).map_or(0.0, |then| then.cpu_s);
+            (now.cpu_s - then).max(0.0)
+        })
+        .sum()
+}
+
 /// What a whole server (one process per member) spent during a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerUse {
