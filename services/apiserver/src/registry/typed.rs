@@ -15,7 +15,8 @@ pub struct Decoded {
 }
 
 pub fn decode<K: DeserializeOwned + Serialize>(value: &Value) -> Result<Decoded, String> {
-    let typed: K = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+    // Read from the borrowed tree: no copy of the body to consume.
+    let typed = K::deserialize(value).map_err(|e| e.to_string())?;
     let canonical = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
     let mut unknown_fields = Vec::new();
     find_unknown(value, &canonical, "", &mut unknown_fields);
