@@ -61,6 +61,14 @@ pub fn compile(source: &str, declared: &[&str]) -> Result<Expression, String> {
     })
 }
 
+/// cel evaluates by recursion, a level per nested call, and requests run
+/// on the HTTP workers' 2 MiB stacks: a webhook's match condition of
+/// sixteen nested `map`s overflowed one in a debug build and aborted the
+/// server. An evaluation with less than this left runs on a stack of
+/// `EVALUATION_STACK` of its own (mapped for the call, touched as used).
+const RED_ZONE: usize = 4 << 20;
+const EVALUATION_STACK: usize = 16 << 20;
+
 impl Expression {
     /// Evaluates the expression over `activation`'s variables, spending
     /// from `budget`; an error's text is cel's, or kube's for a limit.
@@ -78,7 +86,9 @@ impl Expression {
     ) -> Result<Cel, EvalError> {
         let (limit, stop) = budget.next_limit();
         let meter = Meter::new(limit);
-        let outcome = self.run(activation, &meter, library);
+        let outcome = stacker::maybe_grow(RED_ZONE, EVALUATION_STACK, || {
+            self.run(activation, &meter, library)
+        });
         budget.spend(meter.spent().min(limit));
         match meter.passed() {
             true => Err(stop),
