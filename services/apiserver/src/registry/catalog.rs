@@ -23,7 +23,7 @@ pub struct Entry {
     /// The actor owning the type's watch cache: watches start there.
     pub actor: Addr<ResourceActor>,
     /// The actor's handle, whose storage is its watch cache: reads and
-    /// writes run with it on the caller's task (see `actor::Request`).
+    /// writes run with it on the caller's task (see `requests::Request`).
     pub handle: Handle,
     /// The entry of its type's storage version: of a type served in
     /// several versions, the one to go through once per object (garbage
