@@ -27,7 +27,7 @@ use capstan_apiserver::aggregator::settings::AggregatorFlags;
 use capstan_apiserver::config::{ApiserverConfig, Flags as ApiFlags};
 use capstan_apiserver::kubelet_client::settings::KubeletFlags;
 use capstan_apiserver::pki::{self, Pki, PkiError};
-use capstan_apiserver::storage::StoreChannel;
+use capstan_apiserver::storage::{InProcessStore, StoreChannel};
 use capstan_store::config::{Flags as StoreFlags, StoreConfig};
 use capstan_store::server::in_process;
 use capstan_store::tls::TlsFlags;
@@ -245,11 +245,19 @@ fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
             let _ = store_stopped.await;
         },
         move |member| {
-            let _ = opened.send(in_process::channel_presenting(member, &identity));
+            let channel = in_process::channel_presenting(member, &identity);
+            let kv = in_process::kv_presenting(member, &identity);
+            let _ = opened.send(channel.and_then(|channel| Ok((channel, kv?))));
         },
     ));
-    let channel = match runtime.block_on(store_opened) {
-        Ok(channel) => StoreChannel::Custom(channel?),
+    let store = match runtime.block_on(store_opened) {
+        Ok(opened) => {
+            let (channel, kv) = opened?;
+            InProcessStore {
+                channel: StoreChannel::Custom(channel),
+                kv,
+            }
+        }
         Err(_) => {
             runtime.block_on(store_task)??;
             return Err("the store stopped before it opened".into());
@@ -260,7 +268,7 @@ fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
         let stopped = async {
             let _ = api_stopped.await;
         };
-        let api = capstan_apiserver::run_with_store(api, Some(channel), stopped);
+        let api = capstan_apiserver::run_with_store(api, Some(store), stopped);
         actix_rt::System::new().block_on(api)
     });
     let (stop_nodes, nodes_stopped) = oneshot::channel::<()>();

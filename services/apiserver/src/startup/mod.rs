@@ -33,7 +33,7 @@ use crate::registry::subresource::Services;
 use crate::registry::{requests, Catalog};
 use crate::routes::{self, openapi, AppState};
 use crate::serviceaccount::Issuer;
-use crate::storage::{compactor, Store};
+use crate::storage::{compactor, InProcessStore, Store};
 
 /// Namespaces every cluster has from the start.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
@@ -49,10 +49,10 @@ pub async fn run(
 }
 
 /// As [`run`]; with `in_process`, the store is the one this process
-/// embeds, reached through that channel instead of `--etcd-servers`.
+/// embeds, reached as it hands itself over instead of `--etcd-servers`.
 pub async fn run_with_store(
     config: ApiserverConfig,
-    in_process: Option<etcd_client::Channel>,
+    in_process: Option<InProcessStore>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StartError> {
     let (client, store) = store::open(&config, in_process).await?;

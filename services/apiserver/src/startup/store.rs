@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::errors::StartError;
 use crate::config::ApiserverConfig;
 use crate::storage::encryption::{self, Encryption};
-use crate::storage::{Connection, StorageError, Store};
+use crate::storage::{Connection, InProcessStore, StorageError, Store};
 
 /// How long to wait for the store at start (an embedded store may still
 /// be electing its leader).
@@ -18,7 +18,7 @@ const STORE_WAIT: Duration = Duration::from_secs(30);
 /// `--encryption-provider-config` says.
 pub async fn open(
     config: &ApiserverConfig,
-    in_process: Option<etcd_client::Channel>,
+    in_process: Option<InProcessStore>,
 ) -> Result<(Connection, Store), StartError> {
     let encryption = encryption(config)?;
     let client = connect(config, in_process).await?;
@@ -54,10 +54,10 @@ fn encryption(config: &ApiserverConfig) -> Result<Arc<Encryption>, StartError> {
 /// do: the connection moves to another when its member goes).
 async fn connect(
     config: &ApiserverConfig,
-    in_process: Option<etcd_client::Channel>,
+    in_process: Option<InProcessStore>,
 ) -> Result<Connection, StorageError> {
     let connection = match in_process {
-        Some(channel) => Connection::in_process("the store in this process", channel).await?,
+        Some(store) => Connection::in_process("the store in this process", store).await?,
         None => {
             let tls = config
                 .etcd_tls()

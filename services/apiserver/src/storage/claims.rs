@@ -5,10 +5,11 @@
 //! allocate from one range without a lock, and a crash never leaves an
 //! object without its claim (or a claim without its object).
 
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse};
+use capstan_proto::etcdserverpb::response_op::Response;
+use capstan_proto::etcdserverpb::{Compare, RangeRequest, RequestOp};
 use serde_json::Value;
 
-use super::etcd::prefix_end;
+use super::kv::{self, revision_of};
 use super::{StorageError, Store};
 
 /// Where claims live under the storage prefix: `<prefix>/claims/<name>`.
@@ -21,20 +22,15 @@ pub fn owner_of(key: &str, object: &Value) -> String {
     format!("{key} {uid}")
 }
 
-/// An object written under a lease goes when the lease expires.
-fn put_options(lease: Option<i64>) -> Option<PutOptions> {
-    lease.map(|id| PutOptions::new().with_lease(id))
-}
-
 /// The compares and puts that take `claims` for `owner`.
-fn claiming(owner: &str, claims: &[String]) -> (Vec<Compare>, Vec<TxnOp>) {
+fn claiming(owner: &str, claims: &[String]) -> (Vec<Compare>, Vec<RequestOp>) {
     let compares = claims
         .iter()
-        .map(|c| Compare::create_revision(c.as_str(), CompareOp::Equal, 0))
+        .map(|c| kv::create_revision_is(c, 0))
         .collect();
     let puts = claims
         .iter()
-        .map(|c| TxnOp::put(c.as_str(), owner, None))
+        .map(|c| kv::put(c, owner.as_bytes().to_vec(), None))
         .collect();
     (compares, puts)
 }
@@ -51,8 +47,9 @@ impl Store {
     ) -> Result<i64, StorageError> {
         let owner = owner_of(key, object);
         let (mut compares, mut puts) = claiming(&owner, claims);
-        compares.push(Compare::create_revision(key, CompareOp::Equal, 0));
-        puts.push(TxnOp::put(key, self.seal(key, object), put_options(lease)));
+        compares.push(kv::create_revision_is(key, 0));
+        // An object written under a lease goes when the lease expires.
+        puts.push(kv::put(key, self.seal(key, object), lease));
         let expect = Expect {
             key,
             mod_revision: 0,
@@ -75,9 +72,9 @@ impl Store {
     ) -> Result<i64, StorageError> {
         let owner = owner_of(key, object);
         let (mut compares, mut ops) = claiming(&owner, claims);
-        compares.push(Compare::mod_revision(key, CompareOp::Equal, mod_revision));
-        ops.push(TxnOp::put(key, self.seal(key, object), put_options(lease)));
-        ops.extend(releases.iter().map(|r| TxnOp::delete(r.as_str(), None)));
+        compares.push(kv::mod_revision_is(key, mod_revision));
+        ops.push(kv::put(key, self.seal(key, object), lease));
+        ops.extend(releases.iter().map(|r| kv::delete(r)));
         let expect = Expect {
             key,
             mod_revision,
@@ -95,16 +92,18 @@ impl Store {
         mod_revision: i64,
         releases: &[String],
     ) -> Result<i64, StorageError> {
-        let mut ops = vec![TxnOp::delete(key, None)];
-        ops.extend(releases.iter().map(|r| TxnOp::delete(r.as_str(), None)));
-        let txn = Txn::new()
-            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
-            .and_then(ops);
+        let mut ops = vec![kv::delete(key)];
+        ops.extend(releases.iter().map(|r| kv::delete(r)));
+        let txn = kv::txn(
+            vec![kv::mod_revision_is(key, mod_revision)],
+            ops,
+            Vec::new(),
+        );
         let response = self.txn(txn).await?;
-        if !response.succeeded() {
+        if !response.succeeded {
             return Err(StorageError::Conflict);
         }
-        Ok(response.header().map_or(0, |h| h.revision()))
+        Ok(revision_of(&response.header))
     }
 
     /// Claims under `prefix` whose owner is gone (or is another object of
@@ -112,24 +111,27 @@ impl Store {
     /// read at one revision, so a claim written with an object that is
     /// not there yet cannot be taken for leaked.
     pub async fn leaked_claims(&self, prefix: &str) -> Result<Vec<(String, i64)>, StorageError> {
-        let options = etcd_client::GetOptions::new().with_range(prefix_end(prefix));
-        let claims = self.range(prefix, Some(options)).await?;
-        let revision = claims.header().map_or(0, |h| h.revision());
+        let claims = self.range(kv::prefix_range(prefix, prefix)).await?;
+        let revision = revision_of(&claims.header);
         let mut leaked = Vec::new();
-        for claim in claims.kvs() {
-            let owner = String::from_utf8_lossy(claim.value()).to_string();
+        for claim in &claims.kvs {
+            let owner = String::from_utf8_lossy(&claim.value).to_string();
             let (key, uid) = owner.rsplit_once(' ').unwrap_or((owner.as_str(), ""));
-            let at = etcd_client::GetOptions::new().with_revision(revision);
-            let found = self.range(key, Some(at)).await?;
-            let alive = found.kvs().first().is_some_and(|kv| {
+            let at = RangeRequest {
+                key: key.as_bytes().to_vec(),
+                revision,
+                ..Default::default()
+            };
+            let found = self.range(at).await?;
+            let alive = found.kvs.first().is_some_and(|kv| {
                 // An object that does not decode (or decrypt) is not taken
                 // for gone: its claim stays.
-                self.open(key, kv.value(), kv.mod_revision())
+                self.open(key, &kv.value, kv.mod_revision)
                     .map_or(true, |stored| stored.object["metadata"]["uid"] == uid)
             });
             if !alive {
-                let name = String::from_utf8_lossy(claim.key()).to_string();
-                leaked.push((name, claim.mod_revision()));
+                let name = String::from_utf8_lossy(&claim.key).to_string();
+                leaked.push((name, claim.mod_revision));
             }
         }
         Ok(leaked)
@@ -137,9 +139,11 @@ impl Store {
 
     /// Deletes a leaked claim unless it was written again since.
     pub async fn release_claim(&self, key: &str, mod_revision: i64) -> Result<(), StorageError> {
-        let txn = Txn::new()
-            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
-            .and_then([TxnOp::delete(key, None)]);
+        let txn = kv::txn(
+            vec![kv::mod_revision_is(key, mod_revision)],
+            vec![kv::delete(key)],
+            Vec::new(),
+        );
         self.txn(txn).await.map(drop)
     }
 
@@ -151,32 +155,28 @@ impl Store {
         &self,
         owner: &str,
         compares: Vec<Compare>,
-        ops: Vec<TxnOp>,
+        ops: Vec<RequestOp>,
         claims: &[String],
         expect: Expect<'_>,
     ) -> Result<i64, StorageError> {
-        let mut reads = vec![TxnOp::get(expect.key, None)];
-        reads.extend(claims.iter().map(|c| TxnOp::get(c.as_str(), None)));
-        let txn = Txn::new().when(compares).and_then(ops).or_else(reads);
-        let response = self.txn(txn).await?;
-        if response.succeeded() {
-            return Ok(response.header().map_or(0, |h| h.revision()));
+        let mut reads = vec![kv::get(expect.key)];
+        reads.extend(claims.iter().map(|c| kv::get(c)));
+        let response = self.txn(kv::txn(compares, ops, reads)).await?;
+        if response.succeeded {
+            return Ok(revision_of(&response.header));
         }
-        let mut reads = response.op_responses().into_iter();
-        let object_revision = match reads.next() {
-            Some(TxnOpResponse::Get(get)) => get.kvs().first().map_or(0, |kv| kv.mod_revision()),
-            _ => 0,
-        };
+        let mut reads = response.responses.into_iter().map(|op| match op.response {
+            Some(Response::ResponseRange(read)) => read.kvs.into_iter().next(),
+            _ => None,
+        });
+        let object_revision = reads.next().flatten().map_or(0, |kv| kv.mod_revision);
         if object_revision != expect.mod_revision {
             return Err(expect.otherwise);
         }
         let taken: Vec<String> = reads
-            .filter_map(|op| match op {
-                TxnOpResponse::Get(get) => get.kvs().first().cloned(),
-                _ => None,
-            })
-            .filter(|kv| kv.value() != owner.as_bytes())
-            .map(|kv| String::from_utf8_lossy(kv.key()).to_string())
+            .flatten()
+            .filter(|kv| kv.value != owner.as_bytes())
+            .map(|kv| String::from_utf8_lossy(&kv.key).to_string())
             .collect();
         match taken.is_empty() {
             true => Err(expect.otherwise),

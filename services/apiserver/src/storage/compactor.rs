@@ -16,9 +16,10 @@
 
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
+use capstan_proto::etcdserverpb::response_op::Response;
 
 use super::connection::{Call, Connection};
+use super::kv;
 use super::StorageError;
 
 /// The key whose version orders the compactions (kube-apiserver's name).
@@ -79,31 +80,29 @@ pub async fn tick(
     connection: &Connection,
     schedule: &mut Schedule,
 ) -> Result<Option<i64>, CompactError> {
-    let txn = Txn::new()
-        .when([Compare::version(
+    let txn = kv::txn(
+        vec![kv::version_is(COMPACT_REV_KEY, schedule.version)],
+        vec![kv::put(
             COMPACT_REV_KEY,
-            CompareOp::Equal,
-            schedule.version,
-        )])
-        .and_then([TxnOp::put(
-            COMPACT_REV_KEY,
-            schedule.revision.to_string(),
+            schedule.revision.to_string().into_bytes(),
             None,
-        )])
-        .or_else([TxnOp::get(COMPACT_REV_KEY, None)]);
+        )],
+        vec![kv::get(COMPACT_REV_KEY)],
+    );
     let response = connection
-        .unary(Call::Write, |client| {
-            let txn = txn.clone();
-            async move { client.kv_client().txn(txn).await }
-        })
+        .kv(Call::Write, |kv| kv.txn(txn.clone()))
         .await
         .map_err(CompactError::Swap)?;
-    let revision = response.header().map_or(0, |h| h.revision());
-    let found_version = match response.op_responses().first() {
-        Some(TxnOpResponse::Get(get)) => get.kvs().first().map_or(0, |kv| kv.version()),
+    let revision = kv::revision_of(&response.header);
+    let found_version = match response
+        .responses
+        .first()
+        .and_then(|op| op.response.as_ref())
+    {
+        Some(Response::ResponseRange(read)) => read.kvs.first().map_or(0, |kv| kv.version),
         _ => 0,
     };
-    let Some(at) = schedule.after_swap(response.succeeded(), found_version, revision) else {
+    let Some(at) = schedule.after_swap(response.succeeded, found_version, revision) else {
         return Ok(None);
     };
     compact(connection, at).await?;

@@ -23,6 +23,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 
+use super::kv::KvClient;
 use super::StorageError;
 
 /// How long one member may take over one request before the next is
@@ -114,6 +115,17 @@ struct Inner {
 struct Member {
     url: String,
     client: Client,
+    /// The member's KV API: the client's, or a direct path into the
+    /// store in this process.
+    kv: KvClient,
+}
+
+/// The store this process embeds, as it hands itself over: a channel for
+/// what goes through etcd-client (watches, leases, compaction) and its KV
+/// service for reads and writes, called directly.
+pub struct InProcessStore {
+    pub channel: etcd_client::Channel,
+    pub kv: Arc<dyn capstan_proto::etcdserverpb::kv_server::Kv>,
 }
 
 impl Connection {
@@ -146,6 +158,7 @@ impl Connection {
                 .map_err(|e| StorageError::Unavailable(format!("endpoint {url}: {e}")))?;
             members.push(Member {
                 url: url.clone(),
+                kv: KvClient::Remote(Box::new(client.kv_client())),
                 client,
             });
         }
@@ -157,17 +170,15 @@ impl Connection {
 
     /// One member reached through `channel` (a store in this process,
     /// served without a socket); `name` stands for it in errors.
-    pub async fn in_process(
-        name: &str,
-        channel: etcd_client::Channel,
-    ) -> Result<Connection, StorageError> {
+    pub async fn in_process(name: &str, store: InProcessStore) -> Result<Connection, StorageError> {
         let options = ConnectOptions::new().with_require_leader(true);
-        let client = Client::from_channel(channel, Some(options))
+        let client = Client::from_channel(store.channel, Some(options))
             .await
             .map_err(|e| StorageError::Unavailable(format!("{name}: {e}")))?;
         let member = Member {
             url: name.to_string(),
             client,
+            kv: KvClient::InProcess(store.kv),
         };
         Ok(Connection::of(vec![member]))
     }
@@ -187,9 +198,30 @@ impl Connection {
     }
 
     /// Runs `op` as [`Connection::attempts`] does, timing the request.
+    /// Sends what `op` makes of a member's client until a member answers
+    /// (see [`Call`] for when a request is sent again).
     pub async fn unary<T, F, Fut>(&self, call: Call, op: F) -> Result<T, StorageError>
     where
         F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.measured(call, |member| op(member.client.clone()))
+            .await
+    }
+
+    /// As [`Connection::unary`], with a member's KV API: the path reads
+    /// and writes take.
+    pub async fn kv<T, F, Fut>(&self, call: Call, op: F) -> Result<T, StorageError>
+    where
+        F: Fn(KvClient) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.measured(call, |member| op(member.kv.clone())).await
+    }
+
+    async fn measured<T, F, Fut>(&self, call: Call, op: F) -> Result<T, StorageError>
+    where
+        F: Fn(&Member) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
         let started = Instant::now();
@@ -223,7 +255,7 @@ impl Connection {
     /// after round until [`BUDGET`] is spent.
     async fn attempts<T, F, Fut>(&self, call: Call, op: F) -> Result<T, StorageError>
     where
-        F: Fn(Client) -> Fut,
+        F: Fn(&Member) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
         let deadline = Instant::now() + BUDGET;
@@ -234,7 +266,7 @@ impl Connection {
                 let index = (start + step) % self.inner.members.len();
                 let member = &self.inner.members[index];
                 let left = deadline.saturating_duration_since(Instant::now());
-                let attempt = tokio::time::timeout(left.min(ATTEMPT), op(member.client.clone()));
+                let attempt = tokio::time::timeout(left.min(ATTEMPT), op(member));
                 let err = match attempt.await {
                     Ok(Ok(value)) => {
                         self.inner.current.store(index, Ordering::Relaxed);

@@ -1,8 +1,8 @@
-//! The store client: typed operations over etcd-client's KV API.
+//! The store client: typed operations over the store's KV API.
 
-use etcd_client::{
-    Compare, CompareOp, DeleteOptions, GetOptions, GetResponse, SortOrder, SortTarget, Txn, TxnOp,
-};
+use capstan_proto::etcdserverpb::range_request::{SortOrder, SortTarget};
+use capstan_proto::etcdserverpb::{RangeRequest, RangeResponse, TxnRequest, TxnResponse};
+use etcd_client::DeleteOptions;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use super::encryption::Encryption;
 use super::interface::{
     EventStream, Freshness, Interface, ListRequest, Listing, StorageFuture, Stored,
 };
+use super::kv::{self, revision_of};
 use super::{Leases, Object, StorageError};
 use crate::object::meta;
 
@@ -73,25 +74,18 @@ impl Store {
     }
 
     /// A range read, on whichever member answers.
-    pub(super) async fn range(
-        &self,
-        key: &str,
-        options: Option<GetOptions>,
-    ) -> Result<GetResponse, StorageError> {
+    pub(super) async fn range(&self, request: RangeRequest) -> Result<RangeResponse, StorageError> {
         self.connection
-            .unary(Call::Read, |client| {
-                let options = options.clone();
-                async move { client.kv_client().get(key, options).await }
-            })
+            .kv(Call::Read, |kv| kv.range(request.clone()))
             .await
     }
 
     pub async fn get(&self, key: &str) -> Result<Option<Stored>, StorageError> {
-        let response = self.range(key, None).await?;
+        let response = self.range(key_alone(key)).await?;
         response
-            .kvs()
+            .kvs
             .first()
-            .map(|kv| self.open(key, kv.value(), kv.mod_revision()))
+            .map(|kv| self.open(key, &kv.value, kv.mod_revision))
             .transpose()
     }
 
@@ -100,28 +94,36 @@ impl Store {
     /// compactions), so that a store with access control need grant its
     /// identity nothing more than that key and the prefix.
     pub async fn current_revision(&self) -> Result<i64, StorageError> {
-        let options = GetOptions::new().with_count_only();
-        let response = self.range(COMPACT_REV_KEY, Some(options)).await?;
-        Ok(response.header().map(|h| h.revision()).unwrap_or(0))
+        let request = RangeRequest {
+            count_only: true,
+            ..key_alone(COMPACT_REV_KEY)
+        };
+        Ok(revision_of(&self.range(request).await?.header))
     }
 
     /// A linearizable read of `key` alone, or of every key under it when
     /// `prefix` (newest first by mod_revision, one key, keys only).
     pub async fn freshness(&self, key: &str, prefix: bool) -> Result<Freshness, StorageError> {
-        let options = match prefix {
-            false => GetOptions::new().with_keys_only(),
-            true => GetOptions::new()
-                .with_range(prefix_end(key))
-                .with_sort(SortTarget::Mod, SortOrder::Descend)
-                .with_limit(1)
-                .with_keys_only(),
+        let request = match prefix {
+            false => key_alone(key),
+            true => RangeRequest {
+                sort_target: SortTarget::Mod as i32,
+                sort_order: SortOrder::Descend as i32,
+                limit: 1,
+                ..kv::prefix_range(key, key)
+            },
         };
-        let response = self.range(key, Some(options)).await?;
-        let revision = response.header().map(|h| h.revision()).unwrap_or(0);
-        let newest = response.kvs().first().map_or(0, |kv| kv.mod_revision());
+        let response = self
+            .range(RangeRequest {
+                keys_only: true,
+                ..request
+            })
+            .await?;
+        let revision = revision_of(&response.header);
+        let newest = response.kvs.first().map_or(0, |kv| kv.mod_revision);
         let count = match prefix {
-            true => response.count(),
-            false => response.kvs().len() as i64,
+            true => response.count,
+            false => response.kvs.len() as i64,
         };
         Ok(Freshness {
             revision,
@@ -138,14 +140,14 @@ impl Store {
         prefix: &str,
         request: ListRequest<'_>,
     ) -> Result<Listing, StorageError> {
-        let end = prefix_end(prefix);
         let revision = request.at.exact();
-        let mut options = GetOptions::new().with_range(end).with_revision(revision);
-        if request.limit > 0 {
-            options = options.with_limit(request.limit);
-        }
         let from = request.start.unwrap_or(prefix);
-        let response = match self.range(from, Some(options)).await {
+        let range = RangeRequest {
+            revision,
+            limit: request.limit.max(0),
+            ..kv::prefix_range(prefix, from)
+        };
+        let response = match self.range(range).await {
             Ok(response) => response,
             Err(StorageError::FutureRevision { .. }) => {
                 let current = self.current_revision().await?;
@@ -156,13 +158,13 @@ impl Store {
             }
             Err(e) => return Err(e.at_revision(revision)),
         };
-        let revision = response.header().map(|h| h.revision()).unwrap_or(revision);
+        let revision = response.header.as_ref().map_or(revision, |h| h.revision);
         request.at.check(revision)?;
-        let mut items = Vec::with_capacity(response.kvs().len());
+        let mut items = Vec::with_capacity(response.kvs.len());
         let mut unreadable = Vec::new();
-        for kv in response.kvs() {
-            let key = String::from_utf8_lossy(kv.key());
-            let stored = match self.open(&key, kv.value(), kv.mod_revision()) {
+        for kv in &response.kvs {
+            let key = String::from_utf8_lossy(&kv.key);
+            let stored = match self.open(&key, &kv.value, kv.mod_revision) {
                 Ok(stored) => stored,
                 Err(err) if request.keep_unreadable => {
                     unreadable.push((key.to_string(), err));
@@ -170,19 +172,19 @@ impl Store {
                 }
                 Err(err) => return Err(err),
             };
-            let object = Object::new(&key, stored.object, kv.mod_revision(), &[]);
+            let object = Object::new(&key, stored.object, kv.mod_revision, &[]);
             if request.filter.is_none_or(|f| f.matches(&object)) {
                 items.push(Arc::new(object));
             }
         }
-        let next_key = match response.more() {
+        let next_key = match response.more {
             true => response
-                .kvs()
+                .kvs
                 .last()
-                .map(|kv| format!("{}\0", String::from_utf8_lossy(kv.key()))),
+                .map(|kv| format!("{}\0", String::from_utf8_lossy(&kv.key))),
             false => None,
         };
-        let remaining = (response.count() - response.kvs().len() as i64).max(0);
+        let remaining = (response.count - response.kvs.len() as i64).max(0);
         Ok(Listing {
             items,
             revision,
@@ -194,9 +196,11 @@ impl Store {
 
     /// Writes `object` only if `key` does not exist; the new revision.
     pub async fn create(&self, key: &str, object: &Value) -> Result<i64, StorageError> {
-        let txn = Txn::new()
-            .when([Compare::create_revision(key, CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key, self.seal(key, object), None)]);
+        let txn = kv::txn(
+            vec![kv::create_revision_is(key, 0)],
+            vec![kv::put(key, self.seal(key, object), None)],
+            Vec::new(),
+        );
         self.commit(txn, StorageError::Exists(key.to_string()))
             .await
     }
@@ -208,17 +212,21 @@ impl Store {
         object: &Value,
         mod_revision: i64,
     ) -> Result<i64, StorageError> {
-        let txn = Txn::new()
-            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
-            .and_then([TxnOp::put(key, self.seal(key, object), None)]);
+        let txn = kv::txn(
+            vec![kv::mod_revision_is(key, mod_revision)],
+            vec![kv::put(key, self.seal(key, object), None)],
+            Vec::new(),
+        );
         self.commit(txn, StorageError::Conflict).await
     }
 
     /// Deletes `key` only if it was last written at `mod_revision`.
     pub async fn delete(&self, key: &str, mod_revision: i64) -> Result<i64, StorageError> {
-        let txn = Txn::new()
-            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
-            .and_then([TxnOp::delete(key, None)]);
+        let txn = kv::txn(
+            vec![kv::mod_revision_is(key, mod_revision)],
+            vec![kv::delete(key)],
+            Vec::new(),
+        );
         self.commit(txn, StorageError::Conflict).await
     }
 
@@ -239,21 +247,30 @@ impl Store {
     /// Runs a transaction as it is (for writes that claim or release
     /// other keys with the object, see `claims.rs`).
     /// A write: sent again on another member only when it never left.
-    pub(super) async fn txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StorageError> {
+    pub(super) async fn txn(&self, txn: TxnRequest) -> Result<TxnResponse, StorageError> {
         self.connection
-            .unary(Call::Write, |client| {
-                let txn = txn.clone();
-                async move { client.kv_client().txn(txn).await }
-            })
+            .kv(Call::Write, |kv| kv.txn(txn.clone()))
             .await
     }
 
-    async fn commit(&self, txn: Txn, on_failed_compare: StorageError) -> Result<i64, StorageError> {
+    async fn commit(
+        &self,
+        txn: TxnRequest,
+        on_failed_compare: StorageError,
+    ) -> Result<i64, StorageError> {
         let response = self.txn(txn).await?;
-        if !response.succeeded() {
+        if !response.succeeded {
             return Err(on_failed_compare);
         }
-        Ok(response.header().map(|h| h.revision()).unwrap_or(0))
+        Ok(revision_of(&response.header))
+    }
+}
+
+/// A read of `key` alone.
+fn key_alone(key: &str) -> RangeRequest {
+    RangeRequest {
+        key: key.as_bytes().to_vec(),
+        ..Default::default()
     }
 }
 
@@ -331,10 +348,11 @@ impl Interface for Store {
 
     fn count<'a>(&'a self, prefix: &'a str) -> StorageFuture<'a, i64> {
         Box::pin(async move {
-            let options = GetOptions::new()
-                .with_range(prefix_end(prefix))
-                .with_count_only();
-            Ok(self.range(prefix, Some(options)).await?.count())
+            let request = RangeRequest {
+                count_only: true,
+                ..kv::prefix_range(prefix, prefix)
+            };
+            Ok(self.range(request).await?.count)
         })
     }
 

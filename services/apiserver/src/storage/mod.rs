@@ -11,22 +11,26 @@ pub mod compactor;
 #[cfg(test)]
 pub(crate) mod conformance;
 #[cfg(test)]
+mod conformance_in_process;
+#[cfg(test)]
 pub(crate) mod conformance_processes;
 mod connection;
 pub mod encryption;
 mod errors;
 mod etcd;
 mod interface;
+mod kv;
 mod leases;
 mod memory;
 mod object;
 mod watch;
 
 pub use claims::CLAIMS;
-pub use connection::{Call, Connection, StoreMetrics};
+pub use connection::{Call, Connection, InProcessStore, StoreMetrics};
 pub use errors::StorageError;
 pub use etcd::{decode, Store};
-/// How an embedding process hands over a channel to its own store.
+/// How an embedding process hands over a channel to its own store (with
+/// its KV service, in [`InProcessStore`]).
 pub use etcd_client::Channel as StoreChannel;
 pub use interface::{
     Change, Earlier, EventStream, Freshness, GuaranteedUpdate, Interface, ListRequest, Listing,

@@ -21,9 +21,20 @@ use tonic::codegen::http;
 use tower::util::BoxCloneSyncService;
 use tower::ServiceExt;
 
+use capstan_proto::etcdserverpb::kv_server::Kv;
+use capstan_proto::etcdserverpb::{
+    CompactionRequest, CompactionResponse, DeleteRangeRequest, DeleteRangeResponse, PutRequest,
+    PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse,
+};
+use tonic::{Request, Response, Status};
+
 use super::context::Context;
+use super::kv::KvService;
+use super::require_leader;
 use crate::error::Result;
 use crate::raft::RaftHandle;
+
+type Answer<T> = std::result::Result<Response<T>, Status>;
 
 /// A gRPC channel to this member's client API, as tonic clients (and
 /// etcd-client's `Channel::Custom`) take one.
@@ -68,11 +79,76 @@ pub fn channel(ctx: &Arc<Context>, certificates: Vec<CertificateDer<'static>>) -
 /// `cert_file` (the client certificate it would use over TLS); none
 /// when `cert_file` is empty.
 pub fn channel_presenting(ctx: &Arc<Context>, cert_file: &str) -> Result<ClientChannel> {
-    if cert_file.is_empty() {
-        return Ok(channel(ctx, Vec::new()));
+    Ok(channel(ctx, chain_in(cert_file)?))
+}
+
+/// The certificate chain in the PEM file `cert_file`; none when empty.
+fn chain_in(cert_file: &str) -> Result<Vec<CertificateDer<'static>>> {
+    match cert_file.is_empty() {
+        true => Ok(Vec::new()),
+        false => crate::tls::certificate_chain("etcd-certfile", cert_file),
     }
-    let chain = crate::tls::certificate_chain("etcd-certfile", cert_file)?;
-    Ok(channel(ctx, chain))
+}
+
+/// The KV service itself, for a caller in this process that wants no
+/// gRPC in between: requests and answers stay the messages they are, not
+/// encoded, framed and decoded twice. The checks a connection's requests
+/// pass are made here too: the caller is who `certificates` say, and a
+/// request that asks for a leader (`hasleader`) is refused without one.
+pub fn kv(ctx: &Arc<Context>, certificates: Vec<CertificateDer<'static>>) -> Arc<dyn Kv> {
+    Arc::new(InProcessKv {
+        service: KvService(ctx.clone()),
+        peer: InProcessPeer(Arc::new(certificates)),
+        ctx: ctx.clone(),
+    })
+}
+
+/// As [`kv`], the caller presenting the chain in the PEM file `cert_file`
+/// (none when it is empty).
+pub fn kv_presenting(ctx: &Arc<Context>, cert_file: &str) -> Result<Arc<dyn Kv>> {
+    Ok(kv(ctx, chain_in(cert_file)?))
+}
+
+struct InProcessKv {
+    service: KvService,
+    peer: InProcessPeer,
+    ctx: Arc<Context>,
+}
+
+impl InProcessKv {
+    /// `request` as a connection of this caller would have delivered it.
+    fn delivered<T>(&self, mut request: Request<T>) -> Result<Request<T>, Status> {
+        require_leader::check(&self.ctx, request.metadata())?;
+        answer_on_this_thread(&self.ctx.raft);
+        request.extensions_mut().insert(self.peer.clone());
+        Ok(request)
+    }
+}
+
+#[tonic::async_trait]
+impl Kv for InProcessKv {
+    async fn range(&self, request: Request<RangeRequest>) -> Answer<RangeResponse> {
+        Kv::range(&self.service, self.delivered(request)?).await
+    }
+
+    async fn put(&self, request: Request<PutRequest>) -> Answer<PutResponse> {
+        Kv::put(&self.service, self.delivered(request)?).await
+    }
+
+    async fn delete_range(
+        &self,
+        request: Request<DeleteRangeRequest>,
+    ) -> Answer<DeleteRangeResponse> {
+        Kv::delete_range(&self.service, self.delivered(request)?).await
+    }
+
+    async fn txn(&self, request: Request<TxnRequest>) -> Answer<TxnResponse> {
+        Kv::txn(&self.service, self.delivered(request)?).await
+    }
+
+    async fn compact(&self, request: Request<CompactionRequest>) -> Answer<CompactionResponse> {
+        Kv::compact(&self.service, self.delivered(request)?).await
+    }
 }
 
 #[cfg(test)]
