@@ -228,11 +228,8 @@ pub fn record_update(old: &Value, new: &mut Value, writer: &Writer) {
     if let Some(metadata) = new.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.remove("managedFields");
     }
-    let mut old = old.clone();
-    if let Some(metadata) = old.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.remove("managedFields");
-    }
-    let comparison = compare(&old, new, writer.shape);
+    // The old entries are not compared: nobody owns managedFields.
+    let comparison = compare(old, new, writer.shape);
     let mut changed = comparison.changed();
     restrict_to_part(&mut changed, writer.subresource, writer.has_status);
     for entry in &mut managed.0 {
@@ -298,15 +295,7 @@ fn cap_update_managers(managed: &mut Managed) {
 /// old entries, so it stays a no-op (Kubernetes'
 /// IgnoreManagedFieldsTimestampsTransformer).
 pub fn keep_old_times(old: &Value, new: &mut Value) {
-    let without = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(metadata) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            metadata.remove("managedFields");
-            metadata.remove("resourceVersion");
-        }
-        v
-    };
-    if without(old) != without(new) {
+    if !super::meta::equal_but_for(old, new, &["managedFields", "resourceVersion"]) {
         return;
     }
     let untimed = |v: &Value| {

@@ -31,6 +31,31 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
         .expect("just made an object")
 }
 
+/// Whether two objects are equal but for the metadata fields `ignored`
+/// (no metadata counts as empty metadata), without copying either.
+pub fn equal_but_for(a: &Value, b: &Value, ignored: &[&str]) -> bool {
+    let empty = Value::Object(Map::new());
+    let metadata = |v| Value::get(v, "metadata").unwrap_or(&empty);
+    equal_but_keys(a, b, &["metadata"]) && equal_but_keys(metadata(a), metadata(b), ignored)
+}
+
+/// Whether two values are equal, leaving out the keys `ignored` if both
+/// are maps.
+fn equal_but_keys(a: &Value, b: &Value, ignored: &[&str]) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let kept = |m: &'_ Map<String, Value>| {
+        m.iter()
+            .filter(|(k, _)| !ignored.contains(&k.as_str()))
+            .count()
+    };
+    kept(a) == kept(b)
+        && (a.iter())
+            .filter(|(k, _)| !ignored.contains(&k.as_str()))
+            .all(|(k, v)| b.get(k) == Some(v))
+}
+
 pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
     obj["metadata"]["labels"].as_object()
 }
@@ -161,6 +186,23 @@ fn validate_string_map(obj: &Value, field: &str, values_are_labels: bool) -> Vec
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn equal_but_for_leaves_out_only_the_named_metadata_fields() {
+        let a = json!({"spec": {"x": 1}, "metadata": {"name": "a", "resourceVersion": "1"}});
+        let b = json!({"spec": {"x": 1}, "metadata": {"name": "a", "resourceVersion": "2"}});
+        assert!(equal_but_for(&a, &b, &["resourceVersion"]));
+        assert!(!equal_but_for(&a, &b, &[]));
+        let renamed = json!({"spec": {"x": 1}, "metadata": {"name": "b"}});
+        assert!(!equal_but_for(&a, &renamed, &["resourceVersion"]));
+        let changed = json!({"spec": {"x": 2}, "metadata": {"name": "a"}});
+        assert!(!equal_but_for(&a, &changed, &["resourceVersion"]));
+        let more = json!({"spec": {"x": 1}, "status": {}, "metadata": {"name": "a"}});
+        assert!(!equal_but_for(&a, &more, &["resourceVersion"]));
+        let bare = json!({"spec": {}});
+        let with_empty = json!({"spec": {}, "metadata": {"resourceVersion": "3"}});
+        assert!(equal_but_for(&bare, &with_empty, &["resourceVersion"]));
+    }
 
     #[test]
     fn names() {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::field_set::{field, item_element, strip_ignored, FieldSet};
+use super::field_set::{field, is_ignored, item_element, strip_ignored, FieldSet};
 use super::shape::{ListKind, Shape};
 
 /// What changed between two versions of an object, as field sets.
@@ -50,7 +50,12 @@ fn compare_maps(
 ) {
     let keys: std::collections::BTreeSet<&String> =
         old.into_iter().chain(new).flat_map(Map::keys).collect();
+    // Fields nobody owns are not walked (managedFields is most of an
+    // object's metadata); `strip_ignored` drops what is left of them.
     for key in keys {
+        if is_ignored(path, key) {
+            continue;
+        }
         path.push(field(key));
         let l = present(old.and_then(|m| m.get(key)));
         let r = present(new.and_then(|m| m.get(key)));
@@ -105,19 +110,18 @@ fn compare_value(
     leaf(l, r, path, out)
 }
 
-fn compare_items(
+fn compare_items<'a>(
     kind: &ListKind,
-    old: &[Value],
-    new: &[Value],
+    old: &'a [Value],
+    new: &'a [Value],
     path: &mut Vec<String>,
     out: &mut Comparison,
     shape: Shape,
 ) {
-    let index = |items: &[Value]| -> BTreeMap<String, Value> {
+    let index = |items: &'a [Value]| -> BTreeMap<String, &'a Value> {
         let mut map = BTreeMap::new();
         for (i, item) in items.iter().enumerate() {
-            map.entry(item_element(kind, item, i))
-                .or_insert_with(|| item.clone());
+            map.entry(item_element(kind, item, i)).or_insert(item);
         }
         map
     };
@@ -125,7 +129,8 @@ fn compare_items(
     let elements: std::collections::BTreeSet<&String> = l.keys().chain(r.keys()).collect();
     for element in elements {
         path.push(element.clone());
-        compare_value("", l.get(element), r.get(element), path, out, shape);
+        let (left, right) = (l.get(element).copied(), r.get(element).copied());
+        compare_value("", left, right, path, out, shape);
         path.pop();
     }
 }

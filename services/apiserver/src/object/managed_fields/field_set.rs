@@ -273,6 +273,18 @@ const IGNORED: &[&[&str]] = &[
     &["f:metadata", "f:resourceVersion"],
 ];
 
+/// Whether the field `key` of the map at `parent` is one nobody owns.
+pub fn is_ignored(parent: &[String], key: &str) -> bool {
+    IGNORED.iter().any(|ignored| {
+        let Some((last, above)) = ignored.split_last() else {
+            return false;
+        };
+        above.len() == parent.len()
+            && above.iter().zip(parent).all(|(a, b)| *a == b)
+            && last.strip_prefix("f:") == Some(key)
+    })
+}
+
 pub fn strip_ignored(set: &mut FieldSet) {
     for path in IGNORED {
         let path: Vec<String> = path.iter().map(|s| s.to_string()).collect();

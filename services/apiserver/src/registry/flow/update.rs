@@ -221,12 +221,7 @@ fn record_fields(
 
 /// Equal apart from resourceVersion: a no-op write stores nothing.
 fn same_content(a: &Value, b: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        meta::metadata_mut(&mut v).remove("resourceVersion");
-        v
-    };
-    strip(a) == strip(b)
+    meta::equal_but_for(a, b, &["resourceVersion"])
 }
 
 /// Keeps what a write through `part` may not change.
