@@ -19,32 +19,39 @@ pub fn decode<K: DeserializeOwned + Serialize>(value: &Value) -> Result<Decoded,
     let typed = K::deserialize(value).map_err(|e| e.to_string())?;
     let canonical = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
     let mut unknown_fields = Vec::new();
-    find_unknown(value, &canonical, "", &mut unknown_fields);
+    find_unknown(value, &canonical, &mut String::new(), &mut unknown_fields);
     Ok(Decoded {
         canonical,
         unknown_fields,
     })
 }
 
-fn find_unknown(input: &Value, typed: &Value, path: &str, out: &mut Vec<String>) {
+/// Adds to `out` the paths of `input`'s fields that `typed` dropped;
+/// `path` (where `input` is) is one buffer, grown and cut back as the
+/// walk goes, so a body without unknown fields costs no allocations.
+fn find_unknown(input: &Value, typed: &Value, path: &mut String, out: &mut Vec<String>) {
+    let depth = path.len();
     match (input, typed) {
         (Value::Object(input), Value::Object(typed)) => {
             for (key, value) in input {
-                let here = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
+                if depth > 0 {
+                    path.push('.');
+                }
+                path.push_str(key);
                 match typed.get(key) {
-                    None if !value.is_null() => out.push(here),
-                    Some(t) => find_unknown(value, t, &here, out),
+                    None if !value.is_null() => out.push(path.clone()),
+                    Some(t) => find_unknown(value, t, path, out),
                     None => {}
                 }
+                path.truncate(depth);
             }
         }
         (Value::Array(input), Value::Array(typed)) => {
             for (i, (a, b)) in input.iter().zip(typed).enumerate() {
-                find_unknown(a, b, &format!("{path}[{i}]"), out);
+                use std::fmt::Write;
+                let _ = write!(path, "[{i}]");
+                find_unknown(a, b, path, out);
+                path.truncate(depth);
             }
         }
         _ => {}
