@@ -441,6 +441,18 @@ mod tests {
         );
         let editor = &managed.0[managed.position("editor", Operation::Update, "").unwrap()];
         assert_eq!(editor.fields.paths(), vec![path(&["f:data", "f:a"])]);
+        // An update that leaves managedFields out starts from the live
+        // entries (as a node's Lease renewal does).
+        let mut bare = next.clone();
+        bare["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        bare["data"]["b"] = "3".into();
+        record_update(&next, &mut bare, &writer("creator"));
+        let kept = Managed::decode(&bare).unwrap();
+        let editor = &kept.0[kept.position("editor", Operation::Update, "").unwrap()];
+        assert_eq!(editor.fields.paths(), vec![path(&["f:data", "f:a"])]);
         // Sending [] or [{}] clears the entries.
         let mut reset = next.clone();
         reset["metadata"]["managedFields"] = json!([{}]);
