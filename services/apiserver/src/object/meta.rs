@@ -36,12 +36,12 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
 pub fn equal_but_for(a: &Value, b: &Value, ignored: &[&str]) -> bool {
     let empty = Value::Object(Map::new());
     let metadata = |v| Value::get(v, "metadata").unwrap_or(&empty);
-    equal_but_keys(a, b, &["metadata"]) && equal_but_keys(metadata(a), metadata(b), ignored)
+    equal_leaving_out(a, b, &["metadata"]) && equal_leaving_out(metadata(a), metadata(b), ignored)
 }
 
 /// Whether two values are equal, leaving out the keys `ignored` if both
-/// are maps.
-fn equal_but_keys(a: &Value, b: &Value, ignored: &[&str]) -> bool {
+/// are maps (without copying either).
+pub fn equal_leaving_out(a: &Value, b: &Value, ignored: &[&str]) -> bool {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return a == b;
     };

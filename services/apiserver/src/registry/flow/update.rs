@@ -256,20 +256,12 @@ fn prepare_update(h: &Handle, mut new: Value, old: &Value, part: Part) -> Value 
             value => metadata.insert(field.into(), value.clone()),
         };
     }
-    if new.get("spec").is_some() && spec_of(&new) != spec_of(old) {
+    // Everything but metadata and status is what bumps `generation`.
+    let unchanged = |new: &Value| meta::equal_leaving_out(new, old, &["metadata", "status"]);
+    if new.get("spec").is_some() && !unchanged(&new) {
         let generation = old_meta["generation"].as_i64().unwrap_or(0) + 1;
         meta::metadata_mut(&mut new).insert("generation".into(), generation.into());
     }
     h.strategy.prepare_for_update(&mut new, old);
     new
-}
-
-/// Everything but metadata and status: what bumps `generation`.
-fn spec_of(obj: &Value) -> Value {
-    let mut obj = obj.clone();
-    if let Some(map) = obj.as_object_mut() {
-        map.remove("metadata");
-        map.remove("status");
-    }
-    obj
 }
