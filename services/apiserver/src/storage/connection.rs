@@ -168,8 +168,8 @@ impl Connection {
         Ok(Connection::of(members))
     }
 
-    /// One member reached through `channel` (a store in this process,
-    /// served without a socket); `name` stands for it in errors.
+    /// One member: the store in this process, reached as it hands itself
+    /// over (no socket); `name` stands for it in errors.
     pub async fn in_process(name: &str, store: InProcessStore) -> Result<Connection, StorageError> {
         let options = ConnectOptions::new().with_require_leader(true);
         let client = Client::from_channel(store.channel, Some(options))
@@ -197,7 +197,6 @@ impl Connection {
         &self.inner.metrics
     }
 
-    /// Runs `op` as [`Connection::attempts`] does, timing the request.
     /// Sends what `op` makes of a member's client until a member answers
     /// (see [`Call`] for when a request is sent again).
     pub async fn unary<T, F, Fut>(&self, call: Call, op: F) -> Result<T, StorageError>
@@ -219,6 +218,7 @@ impl Connection {
         self.measured(call, |member| op(member.kv.clone())).await
     }
 
+    /// Runs `op` as [`Connection::attempts`] does, timing the request.
     async fn measured<T, F, Fut>(&self, call: Call, op: F) -> Result<T, StorageError>
     where
         F: Fn(&Member) -> Fut,
