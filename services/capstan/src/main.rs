@@ -245,9 +245,7 @@ fn run(flags: CapstanFlags) -> Result<(), Box<dyn std::error::Error>> {
             let _ = store_stopped.await;
         },
         move |member| {
-            let channel = in_process::channel_presenting(member, &identity);
-            let kv = in_process::kv_presenting(member, &identity);
-            let _ = opened.send(channel.and_then(|channel| Ok((channel, kv?))));
+            let _ = opened.send(in_process::client_presenting(member, &identity));
         },
     ));
     let store = match runtime.block_on(store_opened) {

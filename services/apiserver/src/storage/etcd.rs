@@ -81,7 +81,7 @@ impl Store {
     }
 
     pub async fn get(&self, key: &str) -> Result<Option<Stored>, StorageError> {
-        let response = self.range(key_alone(key)).await?;
+        let response = self.range(kv::key_alone(key)).await?;
         response
             .kvs
             .first()
@@ -96,7 +96,7 @@ impl Store {
     pub async fn current_revision(&self) -> Result<i64, StorageError> {
         let request = RangeRequest {
             count_only: true,
-            ..key_alone(COMPACT_REV_KEY)
+            ..kv::key_alone(COMPACT_REV_KEY)
         };
         Ok(revision_of(&self.range(request).await?.header))
     }
@@ -105,7 +105,7 @@ impl Store {
     /// `prefix` (newest first by mod_revision, one key, keys only).
     pub async fn freshness(&self, key: &str, prefix: bool) -> Result<Freshness, StorageError> {
         let request = match prefix {
-            false => key_alone(key),
+            false => kv::key_alone(key),
             true => RangeRequest {
                 sort_target: SortTarget::Mod as i32,
                 sort_order: SortOrder::Descend as i32,
@@ -233,7 +233,7 @@ impl Store {
     /// Deletes every key under `prefix` (a namespace's contents).
     pub async fn delete_prefix(&self, prefix: &str) -> Result<i64, StorageError> {
         // Deleting a range twice is harmless, so it may be sent again.
-        let options = DeleteOptions::new().with_range(prefix_end(prefix));
+        let options = DeleteOptions::new().with_range(kv::prefix_end(prefix));
         let response = self
             .connection
             .unary(Call::Read, |client| {
@@ -263,14 +263,6 @@ impl Store {
             return Err(on_failed_compare);
         }
         Ok(revision_of(&response.header))
-    }
-}
-
-/// A read of `key` alone.
-fn key_alone(key: &str) -> RangeRequest {
-    RangeRequest {
-        key: key.as_bytes().to_vec(),
-        ..Default::default()
     }
 }
 
@@ -319,18 +311,6 @@ pub(super) fn open(
             })?;
     let stored = decode(key, &plain, mod_revision)?;
     Ok(Stored { stale, ..stored })
-}
-
-/// The first key after every key that starts with `prefix`.
-pub fn prefix_end(prefix: &str) -> Vec<u8> {
-    let mut end = prefix.as_bytes().to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
 }
 
 impl Interface for Store {

@@ -60,6 +60,13 @@ fn answer_on_this_thread(raft: &RaftHandle) {
     }
 }
 
+/// Marks a request as `peer`'s, and has its answer come back on this
+/// thread's lane.
+fn arriving_from(peer: &InProcessPeer, raft: &RaftHandle, extensions: &mut http::Extensions) {
+    answer_on_this_thread(raft);
+    extensions.insert(peer.clone());
+}
+
 /// A channel whose requests are served by `ctx` as if `certificates` had
 /// been presented on a client connection.
 pub fn channel(ctx: &Arc<Context>, certificates: Vec<CertificateDer<'static>>) -> ClientChannel {
@@ -67,19 +74,22 @@ pub fn channel(ctx: &Arc<Context>, certificates: Vec<CertificateDer<'static>>) -
     let raft = ctx.raft.clone();
     let routes = super::client_routes(ctx)
         .map_request(move |mut request: http::Request<Body>| {
-            answer_on_this_thread(&raft);
-            request.extensions_mut().insert(peer.clone());
+            arriving_from(&peer, &raft, request.extensions_mut());
             request
         })
         .map_err(|never| match never {});
     BoxCloneSyncService::new(routes)
 }
 
-/// As [`channel`], the caller presenting the chain in the PEM file
-/// `cert_file` (the client certificate it would use over TLS); none
-/// when `cert_file` is empty.
-pub fn channel_presenting(ctx: &Arc<Context>, cert_file: &str) -> Result<ClientChannel> {
-    Ok(channel(ctx, chain_in(cert_file)?))
+/// The caller presenting the chain in the PEM file `cert_file` (the
+/// client certificate it would use over TLS; none when `cert_file` is
+/// empty), read once: a [`channel`] and the [`kv`] service for it.
+pub fn client_presenting(
+    ctx: &Arc<Context>,
+    cert_file: &str,
+) -> Result<(ClientChannel, Arc<dyn Kv>)> {
+    let chain = chain_in(cert_file)?;
+    Ok((channel(ctx, chain.clone()), kv(ctx, chain)))
 }
 
 /// The certificate chain in the PEM file `cert_file`; none when empty.
@@ -99,28 +109,20 @@ pub fn kv(ctx: &Arc<Context>, certificates: Vec<CertificateDer<'static>>) -> Arc
     Arc::new(InProcessKv {
         service: KvService(ctx.clone()),
         peer: InProcessPeer(Arc::new(certificates)),
-        ctx: ctx.clone(),
     })
-}
-
-/// As [`kv`], the caller presenting the chain in the PEM file `cert_file`
-/// (none when it is empty).
-pub fn kv_presenting(ctx: &Arc<Context>, cert_file: &str) -> Result<Arc<dyn Kv>> {
-    Ok(kv(ctx, chain_in(cert_file)?))
 }
 
 struct InProcessKv {
     service: KvService,
     peer: InProcessPeer,
-    ctx: Arc<Context>,
 }
 
 impl InProcessKv {
     /// `request` as a connection of this caller would have delivered it.
     fn delivered<T>(&self, mut request: Request<T>) -> Result<Request<T>, Status> {
-        require_leader::check(&self.ctx, request.metadata())?;
-        answer_on_this_thread(&self.ctx.raft);
-        request.extensions_mut().insert(self.peer.clone());
+        let ctx = &self.service.0;
+        require_leader::check(ctx, request.metadata())?;
+        arriving_from(&self.peer, &ctx.raft, request.extensions_mut());
         Ok(request)
     }
 }

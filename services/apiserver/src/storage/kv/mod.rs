@@ -14,8 +14,8 @@ use capstan_proto::etcdserverpb::kv_server::Kv;
 use capstan_proto::etcdserverpb::{RangeRequest, RangeResponse, TxnRequest, TxnResponse};
 
 pub use requests::{
-    create_revision_is, delete, get, mod_revision_is, prefix_range, put, revision_of, txn,
-    version_is,
+    create_revision_is, delete, get, key_alone, mod_revision_is, prefix_end, prefix_range, put,
+    revision_of, txn, version_is,
 };
 
 /// etcd's metadata key by which a request asks to be refused rather than

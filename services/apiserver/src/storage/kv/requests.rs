@@ -7,8 +7,6 @@ use capstan_proto::etcdserverpb::{
     Compare, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, ResponseHeader, TxnRequest,
 };
 
-use super::super::etcd::prefix_end;
-
 fn compare(key: &str, target: CompareTarget, value: TargetUnion) -> Compare {
     Compare {
         result: CompareResult::Equal as i32,
@@ -59,13 +57,18 @@ pub fn delete(key: &str) -> RequestOp {
     }
 }
 
-/// Reads `key`.
+/// A read of `key` alone.
+pub fn key_alone(key: &str) -> RangeRequest {
+    RangeRequest {
+        key: key.as_bytes().to_vec(),
+        ..Default::default()
+    }
+}
+
+/// Reads `key`, in a transaction.
 pub fn get(key: &str) -> RequestOp {
     RequestOp {
-        request: Some(Request::RequestRange(RangeRequest {
-            key: key.as_bytes().to_vec(),
-            ..Default::default()
-        })),
+        request: Some(Request::RequestRange(key_alone(key))),
     }
 }
 
@@ -91,4 +94,16 @@ pub fn prefix_range(prefix: &str, from: &str) -> RangeRequest {
 /// The store revision an answer was given at (0 without a header).
 pub fn revision_of(header: &Option<ResponseHeader>) -> i64 {
     header.as_ref().map_or(0, |h| h.revision)
+}
+
+/// The first key after every key that starts with `prefix`.
+pub fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
 }
