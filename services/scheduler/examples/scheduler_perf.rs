@@ -1,7 +1,7 @@
 //! scheduler_perf-shaped benchmark of the scheduler against the in-memory API.
 //!
 //! cargo run --release -p capstan-scheduler --example scheduler-perf -- \
-//!     [basic|spread|affinity|default-spread|all] [nodes] [init pods] [measured pods]
+//!     [basic|spread|affinity|default-spread|many-workloads|all] [nodes] [init pods] [measured pods]
 
 use std::time::Duration;
 
@@ -15,12 +15,13 @@ fn main() {
             Workload::TopologySpread,
             Workload::InterPodAffinity,
             Workload::DefaultSpread,
+            Workload::ManyWorkloads,
         ],
         name => match Workload::parse(name) {
             Some(workload) => vec![workload],
             None => {
                 eprintln!(
-                    "unknown workload {name:?}: basic, spread, affinity, default-spread or all"
+                    "unknown workload {name:?}: basic, spread, affinity, default-spread, many-workloads or all"
                 );
                 std::process::exit(2);
             }

@@ -34,11 +34,11 @@ pub enum Workload {
     /// constraint of their own: kube's default spreading (hostname and
     /// zone, ScheduleAnyway) applies, as to a Deployment's pods.
     DefaultSpread,
+    /// kube's default spreading over the pods of 300 ReplicaSets, 5 in a
+    /// row of each in turn: many workloads scaling up at once, as in the
+    /// density run (300 Deployments created together).
+    ManyWorkloads,
 }
-
-/// The ReplicaSets of [`Workload::DefaultSpread`], and the pods in a row of each.
-const REPLICA_SETS: usize = 30;
-const PODS_IN_A_ROW: usize = 100;
 
 impl Workload {
     pub fn parse(name: &str) -> Option<Workload> {
@@ -47,6 +47,7 @@ impl Workload {
             "spread" | "TopologySpreading" => Some(Workload::TopologySpread),
             "affinity" | "InterPodAffinity" => Some(Workload::InterPodAffinity),
             "default-spread" | "DefaultSpread" => Some(Workload::DefaultSpread),
+            "many-workloads" | "ManyWorkloads" => Some(Workload::ManyWorkloads),
             _ => None,
         }
     }
@@ -57,6 +58,17 @@ impl Workload {
             Workload::TopologySpread => "TopologySpreading",
             Workload::InterPodAffinity => "InterPodAffinity",
             Workload::DefaultSpread => "DefaultSpread",
+            Workload::ManyWorkloads => "ManyWorkloads",
+        }
+    }
+
+    /// The ReplicaSets whose pods are created, and how many pods of one
+    /// come in a row (none for the workloads without default spreading).
+    fn replica_sets(self) -> (usize, usize) {
+        match self {
+            Workload::DefaultSpread => (30, 100),
+            Workload::ManyWorkloads => (300, 5),
+            _ => (0, 1),
         }
     }
 }
@@ -117,7 +129,9 @@ fn pod(workload: Workload, name: &str, index: usize) -> Pod {
     };
     match workload {
         Workload::Basic => base.build(),
-        Workload::DefaultSpread => base.label("app", &replica_set_of(index)).build(),
+        Workload::DefaultSpread | Workload::ManyWorkloads => {
+            base.label("app", &replica_set_of(workload, index)).build()
+        }
         Workload::TopologySpread => base
             .label("foo", "bar")
             .spread(TopologySpreadConstraint {
@@ -148,13 +162,14 @@ fn pod(workload: Workload, name: &str, index: usize) -> Pod {
     }
 }
 
-fn replica_set_of(pod_index: usize) -> String {
-    format!("rs-{}", (pod_index / PODS_IN_A_ROW) % REPLICA_SETS)
+fn replica_set_of(workload: Workload, pod_index: usize) -> String {
+    let (replica_sets, in_a_row) = workload.replica_sets();
+    format!("rs-{}", (pod_index / in_a_row) % replica_sets)
 }
 
 /// The ReplicaSets' selectors, for kube's default spreading.
-fn lister() -> StaticLister {
-    let selectors = (0..REPLICA_SETS)
+fn lister(workload: Workload) -> StaticLister {
+    let selectors = (0..workload.replica_sets().0)
         .map(|i| {
             let labels = BTreeMap::from([("app".to_string(), format!("rs-{i}"))]);
             LabelMatcher::new(Some(&LabelSelector {
@@ -215,7 +230,7 @@ pub fn run(spec: PerfSpec, timeout: Duration) -> Result<PerfResult, String> {
     let api = MemoryApi::new();
     let scheduler = Scheduler::new(
         &SchedulerConfig::default(),
-        Arc::new(lister()),
+        Arc::new(lister(spec.workload)),
         api.clone(),
         runtime.handle().clone(),
     )

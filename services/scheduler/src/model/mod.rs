@@ -1,6 +1,7 @@
 //! The scheduler's view of the objects it reads: quantities, resource
 //! vectors, selectors, taints, and the precomputed `PodInfo` / `NodeInfo`.
 
+pub mod label_digest;
 pub mod node_info;
 pub mod pod_info;
 pub mod quantity;

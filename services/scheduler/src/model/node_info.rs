@@ -16,6 +16,9 @@ pub struct NodeInfo {
     pub node: Arc<Node>,
     pub name: String,
     pub pods: Vec<Arc<PodInfo>>,
+    /// The label digest of each of `pods`, in the same order: counting
+    /// the pods a selector matches reads these, not the pods.
+    pub pod_digests: Vec<u64>,
     /// Pods with any (anti-)affinity term: InterPodAffinity looks only at these.
     pub pods_with_affinity: Vec<Arc<PodInfo>>,
     /// Pods with required anti-affinity: every candidate pod must respect them.
@@ -35,6 +38,7 @@ impl NodeInfo {
             name: String::new(),
             node: node.clone(),
             pods: Vec::new(),
+            pod_digests: Vec::new(),
             pods_with_affinity: Vec::new(),
             pods_with_required_anti_affinity: Vec::new(),
             used_ports: Vec::new(),
@@ -93,6 +97,7 @@ impl NodeInfo {
         if !pod.required_anti_affinity.is_empty() {
             self.pods_with_required_anti_affinity.push(pod.clone());
         }
+        self.pod_digests.push(pod.label_digest);
         self.pods.push(pod);
     }
 
@@ -100,6 +105,7 @@ impl NodeInfo {
     pub fn remove_pod(&mut self, key: &str) -> Option<Arc<PodInfo>> {
         let index = self.pods.iter().position(|p| p.key == key)?;
         let pod = self.pods.swap_remove(index);
+        self.pod_digests.swap_remove(index);
         self.pods_with_affinity.retain(|p| p.key != key);
         self.pods_with_required_anti_affinity
             .retain(|p| p.key != key);

@@ -121,6 +121,8 @@ pub struct PodInfo {
     pub preferred_affinity: Vec<WeightedTerm>,
     pub preferred_anti_affinity: Vec<WeightedTerm>,
     pub host_ports: Vec<HostPort>,
+    /// Its labels summed up (see [`super::label_digest`]).
+    pub label_digest: u64,
 }
 
 static EMPTY_SPEC: std::sync::LazyLock<PodSpec> = std::sync::LazyLock::new(PodSpec::default);
@@ -171,6 +173,7 @@ impl PodInfo {
                     .as_ref()
             })),
             host_ports: host_ports(spec),
+            label_digest: super::label_digest::of_labels(labels_of(&pod.metadata.labels)),
             pod,
         })
     }

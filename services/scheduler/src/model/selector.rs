@@ -8,6 +8,8 @@ use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSele
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube_core::{Selector, SelectorExt};
 
+use super::label_digest;
+
 /// Labels of an object that may have none.
 pub type Labels = BTreeMap<String, String>;
 
@@ -25,7 +27,8 @@ pub fn labels_of(labels: &Option<Labels>) -> &Labels {
 pub enum LabelMatcher {
     Nothing,
     Everything,
-    Selector(Selector),
+    /// A selector, with the digest bits every label set it matches has.
+    Selector(Selector, u64),
     /// Every one must match (a pod's workloads' selectors combined).
     AllOf(Vec<LabelMatcher>),
 }
@@ -37,7 +40,10 @@ impl LabelMatcher {
         };
         match Selector::try_from(selector.clone()) {
             Ok(parsed) if parsed.selects_all() => LabelMatcher::Everything,
-            Ok(parsed) => LabelMatcher::Selector(parsed),
+            Ok(parsed) => {
+                let required = label_digest::required_by(&parsed);
+                LabelMatcher::Selector(parsed, required)
+            }
             Err(_) => LabelMatcher::Nothing,
         }
     }
@@ -55,8 +61,18 @@ impl LabelMatcher {
         match self {
             LabelMatcher::Nothing => false,
             LabelMatcher::Everything => true,
-            LabelMatcher::Selector(selector) => selector.matches(labels),
+            LabelMatcher::Selector(selector, _) => selector.matches(labels),
             LabelMatcher::AllOf(all) => all.iter().all(|m| m.matches(labels)),
+        }
+    }
+
+    /// The digest bits every label set this matches has (see
+    /// [`label_digest`]); nothing matches `Nothing`, whatever it requires.
+    pub fn required_digest(&self) -> u64 {
+        match self {
+            LabelMatcher::Nothing | LabelMatcher::Everything => 0,
+            LabelMatcher::Selector(_, required) => *required,
+            LabelMatcher::AllOf(all) => all.iter().fold(0, |d, m| d | m.required_digest()),
         }
     }
 

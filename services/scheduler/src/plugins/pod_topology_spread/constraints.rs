@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
 use crate::framework::ClusterLister;
+use crate::model::label_digest;
 use crate::model::taint::{first_untolerated, NO_EXECUTE, NO_SCHEDULE};
 use crate::model::{LabelMatcher, Labels, NodeInfo, PodInfo};
 use crate::plugins::node_affinity::RequiredNodeAffinity;
@@ -132,12 +133,18 @@ pub fn has_all_keys(labels: &Labels, constraints: &[Constraint]) -> bool {
         .all(|c| labels.contains_key(&c.topology_key))
 }
 
-/// Pods on `node` in `namespace`, not terminating, that `selector` selects.
+/// Pods on `node` in `namespace`, not terminating, that `selector` selects
+/// (those whose label digest rules them out are not read).
 pub fn count_matching(node: &NodeInfo, selector: &LabelMatcher, namespace: &str) -> i64 {
-    node.pods
+    let need = selector.required_digest();
+    node.pod_digests
         .iter()
-        .filter(|p| {
-            !p.is_terminating() && p.namespace() == namespace && selector.matches(p.labels())
+        .zip(&node.pods)
+        .filter(|(digest, p)| {
+            label_digest::may_match(**digest, need)
+                && !p.is_terminating()
+                && p.namespace() == namespace
+                && selector.matches(p.labels())
         })
         .count() as i64
 }
