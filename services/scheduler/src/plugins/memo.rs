@@ -21,9 +21,11 @@ use parking_lot::Mutex;
 
 use crate::model::NodeInfo;
 
-/// Answers (one per question and node) remembered at most: a few tens of
-/// MB, hundreds of questions over a thousand nodes.
-const MAX_ANSWERS: usize = 400_000;
+/// Answers (one per question and node) remembered at most: about 10 MB,
+/// a hundred questions over a thousand nodes. More buys little: when more
+/// workloads than that alternate, most nodes have changed by the time a
+/// question comes back, and the label digests make a recount cheap.
+const MAX_ANSWERS: usize = 100_000;
 
 /// Questions remembered at most, whatever the node count.
 const MAX_SIGNATURES: usize = 1024;
