@@ -6,11 +6,10 @@
 //! requires cannot match, and that is known without reading the pod.
 //! Digests only rule out; a pod that passes is matched in full.
 
+use std::collections::BTreeMap;
 use std::hash::BuildHasher;
 
 use kube_core::{Expression, Selector};
-
-use super::selector::Labels;
 
 /// Each entry sets two of the 64 bits.
 fn bits(entry: (&str, &str, &str)) -> u64 {
@@ -27,7 +26,7 @@ fn pair_bits(key: &str, value: &str) -> u64 {
 }
 
 /// The digest of `labels`: every key and every pair.
-pub fn of_labels(labels: &Labels) -> u64 {
+pub fn of_labels(labels: &BTreeMap<String, String>) -> u64 {
     labels
         .iter()
         .fold(0, |digest, (k, v)| digest | key_bits(k) | pair_bits(k, v))
@@ -59,10 +58,10 @@ pub fn may_match(have: u64, need: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::LabelMatcher;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+    use kube_core::SelectorExt;
 
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -104,8 +103,7 @@ mod tests {
             ("tier", "front"),
         ]);
         for case in cases {
-            let matcher = LabelMatcher::new(Some(&case.clone().into()));
-            assert!(matcher.matches(&pod), "{case}");
+            assert!(case.matches(&pod), "{case}");
             assert!(may_match(of_labels(&pod), required_by(&case)), "{case}");
         }
     }
