@@ -7,11 +7,12 @@
 //! generation, and recomputed only when that changed.
 //!
 //! Many workloads scale up at once (a cluster's Deployments created
-//! together), so pods of hundreds of them alternate in the queue: the memo
-//! keeps as many questions as its bound on answers allows and, when full,
-//! forgets the one asked longest ago. Forgetting everything at once made
-//! every question a miss once more workloads alternated than it held, and
-//! each miss counts every pod of the cluster again.
+//! together), so pods of hundreds of them alternate in the queue. When the
+//! memo is full, a new question takes the place of one nobody asked for a
+//! while; if every kept question is still being asked, the new one is
+//! answered without being kept. (Evicting the least recently asked instead
+//! made every question a miss once more workloads alternated than it held:
+//! a cycle through them always evicts the next one asked.)
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -21,14 +22,16 @@ use parking_lot::Mutex;
 
 use crate::model::NodeInfo;
 
-/// Answers (one per question and node) remembered at most: about 10 MB,
-/// a hundred questions over a thousand nodes. More buys little: when more
-/// workloads than that alternate, most nodes have changed by the time a
-/// question comes back, and the label digests make a recount cheap.
-const MAX_ANSWERS: usize = 100_000;
+/// Answers (one per question and node) remembered at most, about 30 MB:
+/// three hundred questions over a thousand nodes (a node's answer may
+/// come in past the bound by one question's nodes).
+const MAX_ANSWERS: usize = 300_000;
 
 /// Questions remembered at most, whatever the node count.
 const MAX_SIGNATURES: usize = 1024;
+
+/// A question not asked in this many asks may give its place to a new one.
+const STALE_AFTER: u64 = 2_000;
 
 /// Per node, by the hash of its name: the generation the answer was
 /// computed at, and the answer. A node's generation is the cache's count of
@@ -80,6 +83,12 @@ impl<V> NodeMemo<V> {
         let mut questions = self.questions.lock();
         let questions = &mut *questions;
         questions.asked += 1;
+        if !questions.by_signature.contains_key(signature) && !questions.make_room() {
+            for node in nodes {
+                visit(node, &compute(node));
+            }
+            return;
+        }
         let question = questions
             .by_signature
             .entry(signature.to_string())
@@ -100,26 +109,26 @@ impl<V> NodeMemo<V> {
             visit(node, &entry.1);
         }
         questions.answers += question.per_node.len() - before;
-        questions.forget_the_oldest(signature);
     }
 }
 
 impl<V> Questions<V> {
-    /// Forgets the questions asked longest ago, all but `current`, until
-    /// the memo is within its bounds.
-    fn forget_the_oldest(&mut self, current: &str) {
-        while self.answers > MAX_ANSWERS || self.by_signature.len() > MAX_SIGNATURES {
+    /// Whether a new question can be kept: the memo has room, or can make
+    /// it by forgetting questions not asked for [`STALE_AFTER`] asks.
+    fn make_room(&mut self) -> bool {
+        while self.answers >= MAX_ANSWERS || self.by_signature.len() >= MAX_SIGNATURES {
             let oldest = self
                 .by_signature
                 .iter()
-                .filter(|(signature, _)| signature.as_str() != current)
                 .min_by_key(|(_, question)| question.last_asked)
+                .filter(|(_, question)| self.asked - question.last_asked > STALE_AFTER)
                 .map(|(signature, _)| signature.clone());
-            let Some(oldest) = oldest else { return };
+            let Some(oldest) = oldest else { return false };
             if let Some(question) = self.by_signature.remove(&oldest) {
                 self.answers -= question.per_node.len();
             }
         }
+        true
     }
 }
 
@@ -160,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn forgets_the_question_asked_longest_ago_when_full() {
+    fn a_full_memo_keeps_a_new_question_only_in_place_of_a_stale_one() {
         let memo = NodeMemo::<usize>::default();
         let nodes: Vec<Arc<NodeInfo>> = (0..1000)
             .map(|i| Arc::new(NodeBuilder::new(&format!("n{i}")).info_with(&[])))
@@ -170,18 +179,24 @@ mod tests {
             computed.set(computed.get() + 1);
             0
         };
+        let ask = |question: &str| {
+            computed.set(0);
+            memo.visit(question, nodes.iter(), count, |_, _| {});
+            computed.get()
+        };
         let fits = MAX_ANSWERS / nodes.len();
         for q in 0..fits {
-            memo.visit(&format!("q{q}"), nodes.iter(), count, |_, _| {});
+            assert_eq!(ask(&format!("q{q}")), nodes.len());
         }
-        // Asked again, q0 is now the most recent: q1 goes first.
-        memo.visit("q0", nodes.iter(), count, |_, _| {});
-        memo.visit("new", nodes.iter(), count, |_, _| {});
+        assert_eq!(ask("new"), nodes.len());
+        assert_eq!(ask("new"), nodes.len(), "a full memo did not keep it");
+        assert_eq!(ask("q0"), 0, "the kept ones are still answered");
+        for _ in 0..=STALE_AFTER {
+            assert_eq!(ask("q0"), 0);
+        }
+        assert_eq!(ask("new"), nodes.len());
+        assert_eq!(ask("new"), 0, "kept in the place of a stale one");
+        assert_eq!(ask("q0"), 0, "the one asked lately stays");
         assert_eq!(memo.questions.lock().answers, MAX_ANSWERS);
-        computed.set(0);
-        memo.visit("q0", nodes.iter(), count, |_, _| {});
-        assert_eq!(computed.get(), 0, "q0 was kept");
-        memo.visit("q1", nodes.iter(), count, |_, _| {});
-        assert_eq!(computed.get(), nodes.len(), "q1 was forgotten");
     }
 }
