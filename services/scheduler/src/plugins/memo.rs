@@ -22,9 +22,9 @@ use parking_lot::Mutex;
 
 use crate::model::NodeInfo;
 
-/// Answers (one per question and node) remembered at most, about 30 MB:
-/// three hundred questions over a thousand nodes (a node's answer may
-/// come in past the bound by one question's nodes).
+/// Answers (one per question and node) remembered at most, about 7 MB for
+/// counts: three hundred questions over a thousand nodes (a node's answer
+/// may come in past the bound by one question's nodes).
 const MAX_ANSWERS: usize = 300_000;
 
 /// Questions remembered at most, whatever the node count.
@@ -33,15 +33,25 @@ const MAX_SIGNATURES: usize = 1024;
 /// A question not asked in this many asks may give its place to a new one.
 const STALE_AFTER: u64 = 2_000;
 
-/// Per node, by the hash of its name: the generation the answer was
-/// computed at, and the answer. A node's generation is the cache's count of
-/// changes when that node last changed, so no two nodes share one and a
-/// hash and a generation together name one node's state.
-type PerNode<V> = foldhash::HashMap<u64, (u64, V)>;
+/// One node's answer: the node (its name's hash, cut to 32 bits) and the
+/// generation the answer was computed at. A node's generation is the
+/// cache's count of changes when that node last changed, so no two nodes
+/// share one, and a generation alone names one node's state; the name's
+/// hash guards against a list whose nodes moved (a slot that names
+/// another node is recomputed, never misread).
+struct Slot<V> {
+    generation: u64,
+    node: u32,
+    answer: V,
+}
 
+/// Answers by the node's position in the list asked about: the snapshot
+/// keeps its nodes in place between cycles, so positions are stable and a
+/// slot costs no hash table (at a thousand nodes a question's answers take
+/// 24 KB when its answer is a count).
 struct Question<V> {
     last_asked: u64,
-    per_node: PerNode<V>,
+    slots: Vec<Option<Slot<V>>>,
 }
 
 struct Questions<V> {
@@ -66,8 +76,8 @@ impl<V> Default for NodeMemo<V> {
     }
 }
 
-fn node_key(name: &str) -> u64 {
-    foldhash::fast::FixedState::with_seed(0x6e6f_6465).hash_one(name)
+fn node_key(name: &str) -> u32 {
+    foldhash::fast::FixedState::with_seed(0x6e6f_6465).hash_one(name) as u32
 }
 
 impl<V> NodeMemo<V> {
@@ -94,21 +104,37 @@ impl<V> NodeMemo<V> {
             .entry(signature.to_string())
             .or_insert_with(|| Question {
                 last_asked: 0,
-                per_node: PerNode::default(),
+                slots: Vec::new(),
             });
         question.last_asked = questions.asked;
-        let before = question.per_node.len();
-        for node in nodes {
-            let entry = question
-                .per_node
-                .entry(node_key(&node.name))
-                .or_insert_with(|| (node.generation, compute(node)));
-            if entry.0 != node.generation {
-                *entry = (node.generation, compute(node));
+        let before = question.slots.len();
+        for (position, node) in nodes.enumerate() {
+            if position == question.slots.len() {
+                question.slots.push(None);
             }
-            visit(node, &entry.1);
+            let slot = &mut question.slots[position];
+            let key = node_key(&node.name);
+            let current = slot
+                .as_ref()
+                .is_some_and(|s| s.generation == node.generation && s.node == key);
+            if !current {
+                *slot = Some(Slot {
+                    generation: node.generation,
+                    node: key,
+                    answer: compute(node),
+                });
+            }
+            if let Some(slot) = slot {
+                visit(node, &slot.answer);
+            }
         }
-        questions.answers += question.per_node.len() - before;
+        questions.answers += question.slots.len() - before;
+    }
+
+    /// Questions remembered now.
+    #[cfg(test)]
+    pub fn questions(&self) -> usize {
+        self.questions.lock().by_signature.len()
     }
 }
 
@@ -125,7 +151,7 @@ impl<V> Questions<V> {
                 .map(|(signature, _)| signature.clone());
             let Some(oldest) = oldest else { return false };
             if let Some(question) = self.by_signature.remove(&oldest) {
-                self.answers -= question.per_node.len();
+                self.answers -= question.slots.len();
             }
         }
         true
@@ -166,6 +192,22 @@ mod tests {
         assert_eq!(seen, vec![("a".to_string(), 0), ("b".to_string(), 1)]);
         memo.visit("other", [&a].into_iter(), count, |_, _| {});
         assert_eq!(computed.get(), 4, "another question is computed apart");
+    }
+
+    #[test]
+    fn a_node_moved_in_the_list_is_recomputed_not_misread() {
+        let memo = NodeMemo::<String>::default();
+        // Two nodes at one generation (the cache never makes such, tests can).
+        let a = Arc::new(NodeBuilder::new("a").info_with(&[]));
+        let b = Arc::new(NodeBuilder::new("b").info_with(&[]));
+        let name = |n: &NodeInfo| n.name.clone();
+        memo.visit("q", [&a, &b].into_iter(), name, |_, _| {});
+        let mut seen = Vec::new();
+        memo.visit("q", [&b, &a].into_iter(), name, |n, v| {
+            seen.push((n.name.clone(), v.clone()))
+        });
+        let expected = [("b", "b"), ("a", "a")].map(|(n, v)| (n.to_string(), v.to_string()));
+        assert_eq!(seen, expected);
     }
 
     #[test]

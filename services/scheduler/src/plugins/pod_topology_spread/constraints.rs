@@ -2,6 +2,8 @@
 //! or, when it has none, the profile's defaults with a selector built from
 //! the workloads that select it.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
@@ -9,6 +11,7 @@ use crate::framework::ClusterLister;
 use crate::model::label_digest;
 use crate::model::taint::{first_untolerated, NO_EXECUTE, NO_SCHEDULE};
 use crate::model::{LabelMatcher, Labels, NodeInfo, PodInfo};
+use crate::plugins::memo::NodeMemo;
 use crate::plugins::node_affinity::RequiredNodeAffinity;
 
 pub const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
@@ -133,11 +136,49 @@ pub fn has_all_keys(labels: &Labels, constraints: &[Constraint]) -> bool {
         .all(|c| labels.contains_key(&c.topology_key))
 }
 
+/// Hands `visit` each of `nodes` with, for each constraint (by index), the
+/// node's pods that its selector matches. Constraints sharing a selector
+/// (the defaults always do) are counted once, and counts are remembered in
+/// `memo` per namespace and selector, so Filter and Score share them.
+pub fn visit_counts(
+    pod: &PodInfo,
+    constraints: &[Constraint],
+    nodes: &[Arc<NodeInfo>],
+    memo: &NodeMemo<u32>,
+    mut visit: impl FnMut(&NodeInfo, usize, i64),
+) {
+    let namespace = pod.namespace();
+    let mut counted = vec![false; constraints.len()];
+    for (first, constraint) in constraints.iter().enumerate() {
+        if counted[first] {
+            continue;
+        }
+        let sharing: Vec<usize> = (first..constraints.len())
+            .filter(|i| constraints[*i].selector == constraint.selector)
+            .collect();
+        for i in &sharing {
+            counted[*i] = true;
+        }
+        let selector = &constraint.selector;
+        memo.visit(
+            &format!("{namespace}\u{0}{selector:?}"),
+            nodes.iter(),
+            |node| count_matching(node, selector, namespace),
+            |node, count| {
+                for i in &sharing {
+                    visit(node, *i, i64::from(*count));
+                }
+            },
+        );
+    }
+}
+
 /// Pods on `node` in `namespace`, not terminating, that `selector` selects
 /// (those whose label digest rules them out are not read).
-pub fn count_matching(node: &NodeInfo, selector: &LabelMatcher, namespace: &str) -> i64 {
+fn count_matching(node: &NodeInfo, selector: &LabelMatcher, namespace: &str) -> u32 {
     let need = selector.required_digest();
-    node.pod_digests
+    let matching = node
+        .pod_digests
         .iter()
         .zip(&node.pods)
         .filter(|(digest, p)| {
@@ -146,13 +187,8 @@ pub fn count_matching(node: &NodeInfo, selector: &LabelMatcher, namespace: &str)
                 && p.namespace() == namespace
                 && selector.matches(p.labels())
         })
-        .count() as i64
-}
-
-/// What a memoized count answers: the pod's namespace and the selectors.
-pub fn signature(pod: &PodInfo, constraints: &[Constraint]) -> String {
-    let selectors: Vec<&LabelMatcher> = constraints.iter().map(|c| &c.selector).collect();
-    format!("{}\u{0}{selectors:?}", pod.namespace())
+        .count();
+    u32::try_from(matching).unwrap_or(u32::MAX)
 }
 
 /// Adds `count` to the domain `value` (no allocation when it is known).

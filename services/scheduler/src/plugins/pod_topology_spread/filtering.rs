@@ -2,7 +2,7 @@
 //! DoNotSchedule constraint's skew (its domain's matching pods minus the
 //! emptiest domain's) exceed maxSkew.
 
-use super::constraints::{add_to_domain, count_matching, has_all_keys, signature, Constraint};
+use super::constraints::{add_to_domain, has_all_keys, visit_counts, Constraint};
 use crate::framework::Status;
 use crate::model::{NodeInfo, PodInfo};
 use crate::plugins::memo::NodeMemo;
@@ -26,36 +26,20 @@ impl FilterState {
         pod: &PodInfo,
         constraints: Vec<Constraint>,
         nodes: &[std::sync::Arc<NodeInfo>],
-        memo: &NodeMemo<Vec<i64>>,
+        memo: &NodeMemo<u32>,
     ) -> FilterState {
         let affinity = RequiredNodeAffinity::of(pod);
         let mut counts: Vec<foldhash::HashMap<String, i64>> =
             vec![Default::default(); constraints.len()];
-        let count_all = |node: &NodeInfo| {
-            constraints
-                .iter()
-                .map(|c| count_matching(node, &c.selector, pod.namespace()))
-                .collect::<Vec<i64>>()
-        };
-        memo.visit(
-            &signature(pod, &constraints),
-            nodes.iter(),
-            count_all,
-            |node, node_counts| {
-                if !has_all_keys(node.labels(), &constraints) {
-                    return;
-                }
-                for (i, constraint) in constraints.iter().enumerate() {
-                    if constraint.includes(pod, node, &affinity) {
-                        add_to_domain(
-                            &mut counts[i],
-                            &node.labels()[&constraint.topology_key],
-                            node_counts[i],
-                        );
-                    }
-                }
-            },
-        );
+        visit_counts(pod, &constraints, nodes, memo, |node, i, count| {
+            let constraint = &constraints[i];
+            if has_all_keys(node.labels(), &constraints)
+                && constraint.includes(pod, node, &affinity)
+            {
+                let value = &node.labels()[&constraint.topology_key];
+                add_to_domain(&mut counts[i], value, count);
+            }
+        });
         FilterState {
             constraints,
             counts,

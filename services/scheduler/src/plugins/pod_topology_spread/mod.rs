@@ -32,8 +32,9 @@ pub struct PodTopologySpread {
     defaults: Vec<TopologySpreadConstraint>,
     system_defaulted: bool,
     lister: Arc<dyn ClusterLister>,
-    filter_counts: NodeMemo<Vec<i64>>,
-    score_counts: NodeMemo<Vec<i64>>,
+    /// Matching pods per node, by namespace and selector (Filter's and
+    /// Score's constraints usually share their selector).
+    counts: NodeMemo<u32>,
 }
 
 const FILTER_KEY: &str = "PreFilterPodTopologySpread";
@@ -65,8 +66,7 @@ impl PodTopologySpread {
             defaults,
             system_defaulted,
             lister: context.lister.clone(),
-            filter_counts: NodeMemo::default(),
-            score_counts: NodeMemo::default(),
+            counts: NodeMemo::default(),
         }))
     }
 
@@ -76,8 +76,7 @@ impl PodTopologySpread {
             defaults: system_defaults(),
             system_defaulted: true,
             lister,
-            filter_counts: NodeMemo::default(),
-            score_counts: NodeMemo::default(),
+            counts: NodeMemo::default(),
         }
     }
 }
@@ -148,7 +147,7 @@ impl PreFilterPlugin for PodTopologySpread {
         }
         state.write(
             FILTER_KEY,
-            FilterState::compute(pod, constraints, snapshot.nodes(), &self.filter_counts),
+            FilterState::compute(pod, constraints, snapshot.nodes(), &self.counts),
         );
         Status::success()
     }
@@ -214,7 +213,7 @@ impl PreScorePlugin for PodTopologySpread {
                 feasible,
                 snapshot.nodes(),
                 require_all_keys,
-                &self.score_counts,
+                &self.counts,
             ),
         );
         Status::success()

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::constraints::{count_matching, has_all_keys, signature, Constraint, HOSTNAME_KEY};
+use super::constraints::{has_all_keys, visit_counts, Constraint, HOSTNAME_KEY};
 use crate::framework::MAX_NODE_SCORE;
 use crate::model::{NodeInfo, PodInfo};
 use crate::plugins::memo::NodeMemo;
@@ -32,7 +32,7 @@ impl ScoreState {
         feasible: &[Arc<NodeInfo>],
         all: &[Arc<NodeInfo>],
         require_all_keys: bool,
-        memo: &NodeMemo<Vec<i64>>,
+        memo: &NodeMemo<u32>,
     ) -> ScoreState {
         let mut ignored = HashSet::new();
         let mut counts: Vec<foldhash::HashMap<String, i64>> =
@@ -120,42 +120,30 @@ fn count_pods(
     constraints: &[Constraint],
     all: &[Arc<NodeInfo>],
     require_all_keys: bool,
-    memo: &NodeMemo<Vec<i64>>,
+    memo: &NodeMemo<u32>,
     counts: &mut [foldhash::HashMap<String, i64>],
 ) {
     let affinity = RequiredNodeAffinity::of(pod);
-    let count_all = |node: &NodeInfo| {
-        constraints
-            .iter()
-            .map(|c| count_matching(node, &c.selector, pod.namespace()))
-            .collect::<Vec<i64>>()
-    };
-    memo.visit(
-        &signature(pod, constraints),
-        all.iter(),
-        count_all,
-        |node, node_counts| {
-            if require_all_keys && !has_all_keys(node.labels(), constraints) {
-                return;
+    visit_counts(pod, constraints, all, memo, |node, i, count| {
+        if require_all_keys && !has_all_keys(node.labels(), constraints) {
+            return;
+        }
+        let constraint = &constraints[i];
+        // A node's own pods, whatever the node inclusion policies.
+        if constraint.topology_key == HOSTNAME_KEY {
+            if let Some(own) = counts[i].get_mut(&node.name) {
+                *own = count;
             }
-            for (i, constraint) in constraints.iter().enumerate() {
-                // A node's own pods, whatever the node inclusion policies.
-                if constraint.topology_key == HOSTNAME_KEY {
-                    if let Some(count) = counts[i].get_mut(&node.name) {
-                        *count = node_counts[i];
-                    }
-                    continue;
-                }
-                if !constraint.includes(pod, node, &affinity) {
-                    continue;
-                }
-                let Some(value) = node.labels().get(&constraint.topology_key) else {
-                    continue;
-                };
-                if let Some(count) = counts[i].get_mut(value) {
-                    *count += node_counts[i];
-                }
-            }
-        },
-    );
+            return;
+        }
+        if !constraint.includes(pod, node, &affinity) {
+            return;
+        }
+        let Some(value) = node.labels().get(&constraint.topology_key) else {
+            return;
+        };
+        if let Some(total) = counts[i].get_mut(value) {
+            *total += count;
+        }
+    });
 }

@@ -266,6 +266,24 @@ fn hostname_counts_follow_each_nodes_pods_across_cycles() {
     assert!(got[0] < got[2], "n3 holds none: {got:?}");
 }
 
+/// Filter's and Score's constraints with one selector ask one question of
+/// the memo: each node's pods are matched once for both.
+#[test]
+fn constraints_sharing_a_selector_are_counted_once() {
+    let plugin = plugin();
+    let pod = PodBuilder::new("p")
+        .label("app", "web")
+        .spread(spread("topology.kubernetes.io/zone", 1, "DoNotSchedule"))
+        .spread(spread("kubernetes.io/hostname", 1, "ScheduleAnyway"))
+        .info();
+    let snapshot = cluster(&[("x", "n1"), ("y", "n3")]);
+    let mut state = CycleState::new();
+    assert!(!plugin.pre_filter(&mut state, &pod, &snapshot).is_skip());
+    let got = scores(&pod, &snapshot, &plugin);
+    assert!(got[0] < got[1], "n1 holds a pod: {got:?}");
+    assert_eq!(plugin.counts.questions(), 1);
+}
+
 #[test]
 fn args_are_validated() {
     let decode = |args: serde_json::Value| {
